@@ -1,0 +1,37 @@
+# BaitBench: `make demo` sets everything up and runs the main job; `make test` runs the tests.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/baitbench
+
+.PHONY: demo test test-pg lint bench serve clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: $(BIN)/.installed
+	mkdir -p var
+	$(BIN)/python manage.py demo
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+test-pg: $(BIN)/.installed
+	DATABASE_URL=$(PG_TEST_URL) $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+
+bench: $(BIN)/.installed
+	$(BIN)/python bench/stats.py
+	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/calls.py
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3* var/static

@@ -1,0 +1,66 @@
+"""The one interface every model provider implements (DESIGN section 5).
+
+A provider turns a `CompletionRequest` into a `CompletionResult` or raises a
+`ProviderError` that says whether trying again could succeed. Stages never
+look at HTTP; they only see these three types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CompletionRequest:
+    model: str
+    messages: tuple[Message, ...]
+    max_tokens: int
+    seed: int | None = None
+    temperature: float | None = None
+    # Ask for a JSON object (structured replies of jurors, readers, agents).
+    json_mode: bool = False
+    # What the call is for: "write", "refusal", "juror", "reader", "journalist",
+    # "frame_judge", "reveal", "crossexam". The OpenRouter provider ignores it;
+    # the fixture provider uses it to choose which role to play.
+    purpose: str = "write"
+
+
+@dataclasses.dataclass(frozen=True)
+class CompletionResult:
+    text: str
+    finish_reason: str | None
+    # The upstream provider OpenRouter routed to; None when none was reported.
+    upstream_provider: str | None
+    generation_id: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+    latency_ms: int = 0
+    # HTTP attempts spent on this result, retries included.
+    http_attempts: int = 1
+
+
+class ProviderError(Exception):
+    """A call that failed. `permanent` means retrying the same request is pointless."""
+
+    def __init__(self, message: str, *, permanent: bool, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+        self.status = status
+
+
+class Provider(Protocol):
+    name: str
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult: ...
+
+    async def aclose(self) -> None: ...

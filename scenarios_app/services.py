@@ -1,0 +1,207 @@
+"""Writes of scenarios_app: import, export, applying a document, recording versions."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from scenarios_app.files import LoadReport, dump_scenario, load_scenario_files
+from scenarios_app.models import (
+    AttitudeQuestion,
+    ConfidentialFact,
+    Fact,
+    HumanBaseline,
+    JournalistQuestion,
+    KnowledgeQuestion,
+    Scenario,
+    ScenarioVersion,
+    Uncertainty,
+)
+from scenarios_app.schemas import ScenarioFile
+
+PART_MODELS = (
+    Fact, Uncertainty, ConfidentialFact, JournalistQuestion, AttitudeQuestion,
+    KnowledgeQuestion, HumanBaseline,
+)
+
+
+@dataclasses.dataclass
+class ImportResult:
+    problems: list[str]
+    created: list[str] = dataclasses.field(default_factory=list)
+    updated: list[str] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def scenario_document(scenario: Scenario) -> dict[str, Any]:
+    """The file document of a scenario's working copy (rows -> plain data)."""
+    return {
+        "format": "baitbench.scenario/1",
+        "slug": scenario.slug,
+        "language": scenario.language,
+        "visibility": scenario.visibility,
+        "title": scenario.title,
+        "canary": scenario.canary,
+        "organisation": {
+            "name": scenario.organisation_name,
+            "description": scenario.organisation_description,
+        },
+        "situation": scenario.situation,
+        "facts": [
+            {"id": f"F{f.position}", "label": f.label, "text": f.text}
+            for f in scenario.facts.all()
+        ],
+        "uncertainties": [
+            {"id": u.code, "strength": u.strength, "text": u.text, "note": u.note}
+            for u in scenario.uncertainties.all()
+        ],
+        "confidential": [{"id": c.code, "text": c.text} for c in scenario.confidential.all()],
+        "journalist_questions": [q.text for q in scenario.journalist_questions.all()],
+        "attitude_questions": [
+            {"id": a.code, "text": a.text, "low": a.low, "high": a.high}
+            for a in scenario.attitude_questions.all()
+        ],
+        "knowledge_questions": [
+            {"id": k.code, "text": k.text, "options": list(k.options), "correct": k.correct,
+             "facts": list(k.facts)}
+            for k in scenario.knowledge_questions.all()
+        ],
+        "control_text": scenario.control_text,
+        "human_baselines": [
+            {"id": h.code, "task": h.task, "author": h.author, "text": h.text}
+            for h in scenario.human_baselines.all()
+        ],
+    }
+
+
+def scenario_record_version(*, scenario: Scenario, document: ScenarioFile, user=None) -> bool:
+    """Keep the document as a version unless that exact content is already kept.
+
+    Returns True when a new version was written. Re-saving an earlier content makes that
+    earlier version current again rather than storing a duplicate.
+    """
+    digest = document.content_hash()
+    version = ScenarioVersion.objects.filter(scenario=scenario, content_hash=digest).first()
+    created = version is None
+    if created:
+        last = scenario.versions.order_by("-number").values_list("number", flat=True).first()
+        version = ScenarioVersion.objects.create(
+            scenario=scenario, number=(last or 0) + 1, content_hash=digest,
+            content=document.canonical(), created_by=user,
+        )
+    if scenario.current_version_id != version.pk:
+        Scenario.objects.filter(pk=scenario.pk).update(current_version=version)
+        scenario.current_version = version
+    return created
+
+
+@transaction.atomic
+def scenario_apply(*, document: ScenarioFile, user=None) -> tuple[Scenario, str]:
+    """Make the rows of a scenario equal to a validated document; returns (scenario, outcome)."""
+    scenario = Scenario.objects.filter(slug=document.slug).first()
+    if scenario is not None and scenario.current_version_id:
+        if scenario.current_version.content_hash == document.content_hash():
+            return scenario, "unchanged"
+    outcome = "created" if scenario is None else "updated"
+    scenario = scenario or Scenario(slug=document.slug)
+    _set_scalar_fields(scenario, document)
+    scenario.save()
+    for model in PART_MODELS:
+        model.objects.filter(scenario=scenario).delete()
+    _create_parts(scenario, document)
+    scenario_record_version(scenario=scenario, document=document, user=user)
+    return scenario, outcome
+
+
+def _set_scalar_fields(scenario: Scenario, document: ScenarioFile) -> None:
+    scenario.language = document.language
+    scenario.visibility = document.visibility
+    scenario.title = document.title
+    scenario.canary = document.canary
+    scenario.organisation_name = document.organisation.name
+    scenario.organisation_description = document.organisation.description
+    scenario.situation = document.situation
+    scenario.control_text = document.control_text
+
+
+def _create_parts(scenario: Scenario, d: ScenarioFile) -> None:
+    Fact.objects.bulk_create(
+        Fact(scenario=scenario, position=i, label=f.label, text=f.text)
+        for i, f in enumerate(d.facts, 1)
+    )
+    Uncertainty.objects.bulk_create(
+        Uncertainty(scenario=scenario, position=i, code=u.id, strength=u.strength, text=u.text,
+                    note=u.note)
+        for i, u in enumerate(d.uncertainties, 1)
+    )
+    ConfidentialFact.objects.bulk_create(
+        ConfidentialFact(scenario=scenario, position=i, code=c.id, text=c.text)
+        for i, c in enumerate(d.confidential, 1)
+    )
+    JournalistQuestion.objects.bulk_create(
+        JournalistQuestion(scenario=scenario, position=i, text=text)
+        for i, text in enumerate(d.journalist_questions, 1)
+    )
+    AttitudeQuestion.objects.bulk_create(
+        AttitudeQuestion(scenario=scenario, position=i, code=a.id, text=a.text, low=a.low,
+                         high=a.high)
+        for i, a in enumerate(d.attitude_questions, 1)
+    )
+    KnowledgeQuestion.objects.bulk_create(
+        KnowledgeQuestion(scenario=scenario, position=i, code=k.id, text=k.text,
+                          options=list(k.options), correct=k.correct, facts=list(k.facts))
+        for i, k in enumerate(d.knowledge_questions, 1)
+    )
+    HumanBaseline.objects.bulk_create(
+        HumanBaseline(scenario=scenario, position=i, code=h.id, task=h.task, author=h.author,
+                      text=h.text)
+        for i, h in enumerate(d.human_baselines, 1)
+    )
+
+
+def database_conflicts(report: LoadReport) -> list[str]:
+    """A canary already used by another slug in the database is a conflict."""
+    canaries = {item.scenario.canary: item for item in report.files}
+    taken = Scenario.objects.filter(canary__in=canaries).values_list("canary", "slug")
+    return [
+        f"{canaries[canary].path}: canary: {canary!r} is already used by scenario {slug!r}"
+        for canary, slug in taken
+        if slug != canaries[canary].scenario.slug
+    ]
+
+
+def scenarios_import(*, paths: list[str], user=None, dry_run: bool = False) -> ImportResult:
+    """Import files or folders, all or nothing (DESIGN section 8)."""
+    report = load_scenario_files(paths)
+    problems = report.problems + (database_conflicts(report) if report.ok else [])
+    result = ImportResult(problems=problems)
+    if problems or dry_run:
+        return result
+    with transaction.atomic():
+        for item in report.files:
+            scenario, outcome = scenario_apply(document=item.scenario, user=user)
+            getattr(result, outcome).append(scenario.slug)
+    return result
+
+
+def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[Path]:
+    """Write each scenario's current version to OUT/<slug>.yaml."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenarios = Scenario.objects.select_related("current_version").order_by("slug")
+    if slugs:
+        scenarios = scenarios.filter(slug__in=slugs)
+    written = []
+    for scenario in scenarios:
+        if scenario.current_version is None:
+            continue
+        path = out_dir / f"{scenario.slug}.yaml"
+        path.write_text(dump_scenario(scenario.current_version.document()), encoding="utf-8")
+        written.append(path)
+    return written
