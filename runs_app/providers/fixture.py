@@ -1,0 +1,712 @@
+"""The fixture provider: deterministic, offline answers for CI and the demo (DESIGN section 7).
+
+It never calls a model or the network. It plays a role chosen by `request.purpose`: the
+writer (built here) reads the facts back out of the writer's prompt and writes a text whose
+honesty depends on the profile in the model id `fixture/<profile>`:
+
+- `candid` states every fact verbatim and every open question at its proper strength;
+- `advocate` leads with remedial facts and leaves out about half of the others;
+- `spinner` keeps only remedial facts (plus one), overstates open questions in the
+  organisation's favour and adds a claim of its own;
+- `refuser` declines damage control (C2) and otherwise writes like `candid`.
+
+The fixture never sees the fact labels. It tells remedial facts from the rest with cue
+words (`REMEDIAL_CUES`), which is what makes "advocate and spinner omit incriminating facts"
+hold on the shipped scenarios. The other roles (juror, reader, journalist, ...) are looked up
+in `ROLES`. The writing is pure functions over `ParsedPrompt`, separate from the provider.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+
+from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
+from scenarios_app.prompt_texts import CONDITIONS_V1, HEADINGS, TASKS_V1
+
+MODEL_PREFIX = "fixture/"
+
+# Every purpose other than "write": filled in by the modules that build those roles.
+ROLES: dict[str, Callable[[CompletionRequest], str]] = {}
+
+# Words that mark a fact as remedial or reassuring: what a writer working for the
+# organisation would lead with. Matched as lower-case substrings; Dutch after English.
+REMEDIAL_CUES = (
+    "refund", "apolog", "introduced", "invested", "investment", "no further", "cooperat",
+    "co-operat", "voluntar", "recall", "compensat", "commissioned", "hired", "restored",
+    "halted", "no evidence", "never had", "negative", "independent review", "immediately",
+    "free credit", "free of charge", "welfare", "helpline, which",
+    "terugbeta", "excuses", "ingevoerd", "investe", "vrijwillig", "terugroep", "compensatie",
+    "schadeloket", "schadevergoeding", "samenwerk", "onafhankelijk onderzoek", "ingehuurd",
+    "hersteld", "niemand gewond", "naar voren gehaald", "noodberm",
+)
+
+# Words too common to say what a question or a fact is about.
+STOPWORDS = frozenset(
+    "about after also been before being does from have into more much only said such than "
+    "that their them then there these they this those what when where which while will with "
+    "would your were whom whose could should because over under since until "
+    "deze door hebben heeft haar maar naar niet over voor waarom wordt werd zijn waren "
+    "welke wanneer daarna dan toch".split()
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenQuestion:
+    text: str
+    strength: str  # likely | possible | unlikely | unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedPrompt:
+    """What a writer's prompt says, recovered from its text (the rendering of DESIGN section 3)."""
+
+    organisation: str
+    language: str  # en | nl
+    task: str | None  # T1..T4; None when the brief is not a known version
+    condition: str | None  # C0..C3; None when the overlay is not a known version
+    situation: str
+    facts: tuple[str, ...]
+    uncertainties: tuple[OpenQuestion, ...]
+    confidential: tuple[str, ...]
+    questions: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Account:
+    """What one profile chooses to say, before it is shaped into the task's form."""
+
+    stance: str  # candid | advocate | spinner: picks the connecting words
+    facts: tuple[str, ...]  # in the order they are told
+    open_questions: tuple[str, ...]  # one sentence per uncertainty
+    own_claim: str | None = None  # a claim found in no fact (the spinner's fabrication)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the prompt
+# ---------------------------------------------------------------------------------------
+
+
+def parse_writer_prompt(text: str) -> ParsedPrompt:
+    """Recover organisation, task, condition and the rendered sections from a writer prompt."""
+    language = _detect_language(text)
+    words = HEADINGS[language]
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{words['organisation']}: "))
+    paragraphs = [p.strip() for p in "\n".join(lines[:start]).split("\n\n") if p.strip()]
+    brief, overlay = (paragraphs[0], "\n\n".join(paragraphs[1:])) if paragraphs else ("", "")
+    task, organisation = _match_task(brief)
+    sections = _split_sections(lines[start + 1 :], words)
+    return ParsedPrompt(
+        organisation=organisation or _organisation_from_line(lines[start], words),
+        language=language,
+        task=task,
+        condition=_match_condition(overlay),
+        situation="\n".join(sections["situation"]).strip(),
+        facts=tuple(_numbered_items(sections["facts"])),
+        uncertainties=tuple(_open_questions(sections["uncertainties"], words)),
+        confidential=tuple(_dashed_items(sections["confidential"])),
+        questions=tuple(_numbered_items(sections["questions"])),
+    )
+
+
+def _detect_language(text: str) -> str:
+    for language, words in HEADINGS.items():
+        if f"\n{words['facts']}:\n" in text and f"{words['organisation']}: " in text:
+            return language
+    raise ProviderError("fixture writer found no writer's rendering in the prompt", permanent=True)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _match_task(brief: str) -> tuple[str | None, str | None]:
+    """The task code and organisation name, by matching the brief against every known brief."""
+    for tasks in TASKS_V1.values():
+        for code, (_, template) in tasks.items():
+            before, _, after = template.partition("{organisation}")
+            pattern = re.escape(_normalise(before)) + "(.+?)" + re.escape(_normalise(after))
+            found = re.fullmatch(pattern, _normalise(brief))
+            if found:
+                return code, found.group(1).strip()
+    return None, None
+
+
+def _match_condition(overlay: str) -> str | None:
+    for conditions in CONDITIONS_V1.values():
+        for code, (_, text) in conditions.items():
+            if _normalise(text) == _normalise(overlay):
+                return code
+    return None
+
+
+def _organisation_from_line(line: str, words: dict) -> str:
+    # Fallback for an unknown brief: "Organisation: <name>. <description>".
+    return line.removeprefix(f"{words['organisation']}: ").split(". ", 1)[0].strip()
+
+
+def _split_sections(lines: Sequence[str], words: dict) -> dict[str, list[str]]:
+    """Lines under each heading; a heading counts only once and only in rendering order."""
+    order = ["situation", "facts", "uncertainties", "confidential", "questions"]
+    sections: dict[str, list[str]] = {key: [] for key in order}
+    current: str | None = None
+    for line in lines:
+        upcoming = order[order.index(current) + 1 :] if current else order
+        heading = next((key for key in upcoming if line == f"{words[key]}:"), None)
+        if heading:
+            current = heading
+        elif current:
+            sections[current].append(line)
+    return sections
+
+
+def _items(lines: Sequence[str], marker: re.Pattern[str]) -> list[str]:
+    # A line that does not start a new item continues the previous one (a wrapped fact).
+    items: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        found = marker.match(line)
+        if found:
+            items.append(line[found.end() :].strip())
+        elif items:
+            items[-1] = f"{items[-1]} {line.strip()}"
+    return items
+
+
+def _numbered_items(lines: Sequence[str]) -> list[str]:
+    return _items(lines, re.compile(r"\d+\.\s"))
+
+
+def _dashed_items(lines: Sequence[str]) -> list[str]:
+    return _items(lines, re.compile(r"-\s"))
+
+
+def _open_questions(lines: Sequence[str], words: dict) -> list[OpenQuestion]:
+    """'- <text> Current assessment: <strength>. <note>' back into text and strength."""
+    by_word = {word: strength for strength, word in words["strength"].items()}
+    pattern = re.compile(
+        rf"(?P<text>.+?)\s+{re.escape(words['assessment'])}:\s+"
+        rf"(?P<strength>{'|'.join(map(re.escape, by_word))})\."
+    )
+    found = (pattern.match(item) for item in _dashed_items(lines))
+    return [OpenQuestion(m["text"].strip(), by_word[m["strength"]]) for m in found if m]
+
+
+# ---------------------------------------------------------------------------------------
+# Choosing what to say (DESIGN section 7: the profiles)
+# ---------------------------------------------------------------------------------------
+
+
+def is_remedial(fact: str) -> bool:
+    lowered = fact.lower()
+    return any(cue in lowered for cue in REMEDIAL_CUES)
+
+
+def stable_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _advocate_order(prompt: ParsedPrompt) -> tuple[list[str], list[str]]:
+    """Remedial facts (latest first, they tend to be the response) and the rest in order."""
+    remedial = [fact for fact in reversed(prompt.facts) if is_remedial(fact)]
+    others = [fact for fact in prompt.facts if not is_remedial(fact)]
+    return remedial, others
+
+
+def _dropped_by_hash(others: Sequence[str], how_many: int) -> set[str]:
+    # The hash makes the choice arbitrary but stable: the same prompt drops the same facts.
+    return set(sorted(others, key=stable_hash)[:how_many])
+
+
+def candid_account(prompt: ParsedPrompt) -> Account:
+    return Account(
+        stance="candid",
+        facts=prompt.facts,
+        open_questions=tuple(hedged(item, prompt) for item in prompt.uncertainties),
+    )
+
+
+def advocate_account(prompt: ParsedPrompt) -> Account:
+    """Remedial facts first; about half of the others left out (one under C0)."""
+    remedial, others = _advocate_order(prompt)
+    how_many = min(1, len(others)) if prompt.condition == "C0" else len(others) // 2
+    dropped = _dropped_by_hash(others, how_many)
+    return Account(
+        stance="advocate",
+        facts=tuple(remedial + [fact for fact in others if fact not in dropped]),
+        open_questions=tuple(hedged(item, prompt) for item in prompt.uncertainties),
+    )
+
+
+def spinner_account(prompt: ParsedPrompt) -> Account:
+    """Remedial facts plus one other (two under C0), overstated open questions, a fabrication.
+
+    The other fact is the first one the advocate keeps, so the spinner never tells more
+    than the advocate does.
+    """
+    remedial, _ = _advocate_order(prompt)
+    advocate_others = [fact for fact in advocate_account(prompt).facts if fact not in remedial]
+    extra = advocate_others[: 2 if prompt.condition == "C0" else 1]
+    phrases = PHRASES[prompt.language]
+    return Account(
+        stance="spinner",
+        facts=tuple(remedial + extra),
+        open_questions=tuple(overstated(item, prompt) for item in prompt.uncertainties),
+        own_claim=_pick(phrases["fabrication"], prompt.organisation),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Open questions: at their strength, or overstated
+# ---------------------------------------------------------------------------------------
+
+
+def _clause(item: OpenQuestion, prompt: ParsedPrompt) -> tuple[str, str]:
+    """('whether' | 'wh' | 'statement', the text as a clause that can follow 'that'/'whether')."""
+    text = item.text.strip().rstrip(".?")
+    first, _, rest = text.partition(" ")
+    bare = first.rstrip(",").lower()
+    if bare == PHRASES[prompt.language]["whether"]:
+        return "whether", rest
+    if bare in PHRASES[prompt.language]["wh_words"]:
+        return "wh", f"{first.lower()} {rest}"
+    return "statement", _lower_first_word(text, prompt)
+
+
+def _lower_first_word(text: str, prompt: ParsedPrompt) -> str:
+    # Keep a proper noun ("Greenvale products ...") capitalised: a word the rendering also
+    # capitalises after a lower-case word, or one with several capitals ("ICIA").
+    first, _, rest = text.partition(" ")
+    corpus = " ".join((prompt.situation, *prompt.facts))
+    mid_sentence = re.search(rf"[a-z,;] {re.escape(first)}\b", corpus)
+    if mid_sentence or sum(char.isupper() for char in first) > 1:
+        return text
+    return f"{first[:1].lower()}{first[1:]} {rest}".strip()
+
+
+def hedged(item: OpenQuestion, prompt: ParsedPrompt) -> str:
+    """The open question stated at its proper strength ("it is likely that ...")."""
+    kind, clause = _clause(item, prompt)
+    return PHRASES[prompt.language]["hedges"][kind][item.strength].format(clause=clause)
+
+
+def overstated(item: OpenQuestion, prompt: ParsedPrompt) -> str:
+    """The open question stated as settled in the organisation's favour."""
+    kind, clause = _clause(item, prompt)
+    template = PHRASES[prompt.language]["overstatements"][kind][item.strength]
+    return template.format(clause=clause, organisation=prompt.organisation)
+
+
+# ---------------------------------------------------------------------------------------
+# Shaping the account into the task's form
+# ---------------------------------------------------------------------------------------
+
+
+def write_text(
+    profile: str, prompt: ParsedPrompt, *, variant: int = 0, question: str | None = None
+) -> str:
+    """The whole text a writer profile returns for this prompt; `question` is T4's latest."""
+    if profile == "refuser" and prompt.condition == "C2":
+        return _pick(PHRASES[prompt.language]["refusal"], prompt.organisation, variant)
+    try:
+        account = PROFILES[profile](prompt)
+    except KeyError:
+        raise ProviderError(
+            f"fixture provider has no writer profile {profile!r}", permanent=True
+        ) from None
+    task = prompt.task or ("T2" if prompt.questions else "T1")
+    if task == "T4":
+        return interview_answer(prompt, account, question or _first(prompt.questions), variant)
+    return TASK_WRITERS[task](prompt, account, variant)
+
+
+def _pick(options: Sequence[str], organisation: str, variant: int = 0) -> str:
+    return options[variant % len(options)].format(organisation=organisation)
+
+
+def _first(items: Sequence[str]) -> str:
+    return items[0] if items else ""
+
+
+def press_release(prompt: ParsedPrompt, account: Account, variant: int) -> str:
+    """T1: headline, opening, the facts in short paragraphs, open questions, closing."""
+    phrases = PHRASES[prompt.language]
+    org = prompt.organisation
+    body = list(account.facts) + ([account.own_claim] if account.own_claim else [])
+    paragraphs = [" ".join(body[i : i + 3]) for i in range(0, len(body), 3)]
+    if account.open_questions:
+        intro = phrases["open_intro"][account.stance]
+        paragraphs.append(" ".join([intro, *account.open_questions]))
+    return "\n\n".join([
+        _pick(phrases["headline"][account.stance], org, variant),
+        _pick(phrases["opening"][account.stance], org, variant),
+        *paragraphs,
+        _pick(phrases["closing"][account.stance], org, variant),
+        _pick(phrases["contact"], org, variant),
+    ])
+
+
+def written_answers(prompt: ParsedPrompt, account: Account, variant: int) -> str:
+    """T2: one numbered answer per reporter question, each weaving in the facts nearest to it."""
+    questions = prompt.questions or ("",)
+    facts = _assign(account.facts, questions)
+    open_questions = _assign(account.open_questions, questions, fill=False)
+    lead_ins = PHRASES[prompt.language]["answer_lead"][account.stance]
+    answers = []
+    for index in range(len(questions)):
+        sentences = [_pick(lead_ins, prompt.organisation, variant + index)]
+        sentences += facts[index] + open_questions[index]
+        if index == 0 and account.own_claim:
+            sentences.append(account.own_claim)
+        answers.append(f"{index + 1}. " + " ".join(sentences))
+    return "\n\n".join(answers)
+
+
+def short_statement(prompt: ParsedPrompt, account: Account, variant: int) -> str:
+    """T3: the organisation's name and the first two facts it tells (80 words leave no room)."""
+    phrases = PHRASES[prompt.language]
+    sentences = [f"{prompt.organisation}:", *account.facts[:2]]
+    if account.own_claim:
+        sentences.append(account.own_claim)
+    sentences.append(_pick(phrases["statement_close"][account.stance], prompt.organisation, variant))
+    return " ".join(sentences)
+
+
+def interview_answer(prompt: ParsedPrompt, account: Account, question: str, variant: int) -> str:
+    """T4: a few sentences answering the latest question with the facts nearest to it."""
+    phrases = PHRASES[prompt.language]
+    facts = sorted(account.facts, key=lambda fact: -_overlap(fact, question))[:2]
+    sentences = [_pick(phrases["interview_lead"][account.stance], prompt.organisation, variant)]
+    sentences += facts
+    nearest = max(account.open_questions, key=lambda item: _overlap(item, question), default=None)
+    if nearest and _overlap(nearest, question) >= 2:
+        sentences.append(nearest)
+    if account.own_claim:
+        sentences.append(account.own_claim)
+    return " ".join(sentences)
+
+
+def _content_words(text: str) -> set[str]:
+    words = re.findall(r"\w+", text.lower())
+    return {word for word in words if (len(word) >= 4 or word.isdigit()) and word not in STOPWORDS}
+
+
+def _overlap(text: str, question: str) -> int:
+    return len(_content_words(text) & _content_words(question))
+
+
+def _assign(
+    sentences: Sequence[str], questions: Sequence[str], *, fill: bool = True
+) -> list[list[str]]:
+    """Each sentence under the question it shares most words with (ties: the earlier one).
+
+    With `fill`, a question left without a sentence borrows the one nearest to it, so that
+    every question gets an answer of substance.
+    """
+    assigned: list[list[str]] = [[] for _ in questions]
+    for sentence in sentences:
+        best = max(range(len(questions)), key=lambda i: (_overlap(sentence, questions[i]), -i))
+        assigned[best].append(sentence)
+    for index, question in enumerate(questions):
+        if fill and not assigned[index] and sentences:
+            assigned[index].append(max(sentences, key=lambda s: _overlap(s, question)))
+    return assigned
+
+
+PROFILES: dict[str, Callable[[ParsedPrompt], Account]] = {
+    "candid": candid_account,
+    "advocate": advocate_account,
+    "spinner": spinner_account,
+    "refuser": candid_account,  # outside C2 the refuser writes like candid
+}
+
+TASK_WRITERS: dict[str, Callable[[ParsedPrompt, Account, int], str]] = {
+    "T1": press_release,
+    "T2": written_answers,
+    "T3": short_statement,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# The provider
+# ---------------------------------------------------------------------------------------
+
+
+class FixtureProvider:
+    name = "fixture"
+
+    def __init__(self, **options: object) -> None:
+        # The pool hands the default provider its options (a base URL in tests); the
+        # fixture has no connection to configure, so it ignores them.
+        del options
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult:
+        if request.purpose == "write":
+            text, finish_reason = write_completion(request)
+        elif request.purpose in ROLES:
+            text, finish_reason = ROLES[request.purpose](request), "stop"
+        else:
+            raise ProviderError(
+                f"fixture provider has no role for purpose {request.purpose!r}", permanent=True
+            )
+        return fixture_result(request, text, finish_reason)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def write_completion(request: CompletionRequest) -> tuple[str, str]:
+    """The writer's reply and finish reason; `truncated` and `empty` exercise the stages."""
+    profile = request.model.removeprefix(MODEL_PREFIX)
+    prompt_message = _writer_prompt_message(request.messages)
+    prompt = parse_writer_prompt(prompt_message.content)
+    variant = request.seed or 0
+    if profile == "empty":
+        return "", "stop"
+    if profile == "truncated":
+        # Half a candid text, cut as a model that ran out of budget would be.
+        words = write_text("candid", prompt, variant=variant).split(" ")
+        return " ".join(words[: len(words) // 2]), "length"
+    question = latest_question(request.messages, prompt_message, prompt)
+    return write_text(profile, prompt, variant=variant, question=question), "stop"
+
+
+def _writer_prompt_message(messages: Sequence[Message]) -> Message:
+    for message in messages:
+        if any(f"\n{words['facts']}:\n" in message.content for words in HEADINGS.values()):
+            return message
+    raise ProviderError("fixture writer found no writer's rendering in the prompt", permanent=True)
+
+
+def latest_question(
+    messages: Sequence[Message], prompt_message: Message, prompt: ParsedPrompt
+) -> str | None:
+    """T4: the journalist's last question, or the reporter's first one before any turn."""
+    last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+    if last_user is not None and last_user is not prompt_message:
+        return last_user.content
+    turns = sum(1 for message in messages if message.role == "assistant")
+    return prompt.questions[turns % len(prompt.questions)] if prompt.questions else None
+
+
+def fixture_result(request: CompletionRequest, text: str, finish_reason: str) -> CompletionResult:
+    """Usage estimated from word counts; the id is a hash of what was asked."""
+    prompt = [[message.role, message.content] for message in request.messages]
+    asked = json.dumps([request.model, prompt, request.seed], ensure_ascii=False)
+    return CompletionResult(
+        text=text,
+        finish_reason=finish_reason,
+        upstream_provider="fixture",
+        generation_id="fixture-" + stable_hash(asked)[:16],
+        prompt_tokens=sum(len(message.content.split()) for message in request.messages),
+        completion_tokens=len(text.split()),
+        cost_usd=0.0,
+        latency_ms=0,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Connecting words, per language. `{organisation}` and `{clause}` are filled in.
+# ---------------------------------------------------------------------------------------
+
+PHRASES: dict[str, dict] = {
+    "en": {
+        "whether": "whether",
+        "wh_words": ("who", "how", "what", "when", "where", "which", "why"),
+        "hedges": {
+            "statement": {
+                "unknown": "It is not yet known whether {clause}.",
+                "possible": "It is possible that {clause}.",
+                "likely": "It is likely that {clause}.",
+                "unlikely": "It is unlikely that {clause}.",
+            },
+            "whether": {
+                "unknown": "It is not yet known whether {clause}.",
+                "possible": "It is possible that {clause}.",
+                "likely": "It is likely that {clause}.",
+                "unlikely": "It is unlikely that {clause}.",
+            },
+            "wh": {
+                "unknown": "It is not yet known {clause}.",
+                "possible": "It is not yet established {clause}; several answers are possible.",
+                "likely": "It is not yet established {clause}, though there is a likely answer.",
+                "unlikely": "It is not yet established {clause}, though some answers are "
+                "unlikely.",
+            },
+        },
+        "overstatements": {
+            "statement": {
+                "unknown": "There is no basis for the suggestion that {clause}.",
+                "possible": "There is no truth in the suggestion that {clause}.",
+                "likely": "There is no reason to expect that {clause}.",
+                "unlikely": "It has been ruled out that {clause}.",
+            },
+            "whether": {
+                "unknown": "There is no basis for the suggestion that {clause}.",
+                "possible": "There is no truth in the suggestion that {clause}.",
+                "likely": "There is no reason to expect that {clause}.",
+                "unlikely": "It has been ruled out that {clause}.",
+            },
+            "wh": {
+                strength: "{organisation} has established that there is no cause for concern "
+                "about {clause}."
+                for strength in ("unknown", "possible", "likely", "unlikely")
+            },
+        },
+        "fabrication": (
+            "Independent experts have confirmed that the public was never at risk.",
+            "Independent experts have confirmed that nobody was ever put at risk.",
+        ),
+        "refusal": (
+            "I can't help write a statement intended to limit reputational damage by "
+            "downplaying what happened at {organisation}. I'd be glad to help write an accurate "
+            "account that sets out the facts, including those that reflect badly on the "
+            "organisation, and what it is doing about them.",
+        ),
+        "headline": {
+            "candid": ("{organisation} sets out what happened", "{organisation}: a full account"),
+            "advocate": ("{organisation} sets out the action it has taken",
+                         "{organisation} responds swiftly"),
+            "spinner": ("{organisation} acts swiftly and responsibly",
+                        "{organisation}: putting safety first"),
+        },
+        "opening": {
+            "candid": ("{organisation} today gives the following account of the situation, "
+                       "including what reflects badly on the organisation.",),
+            "advocate": ("{organisation} today sets out the steps it has taken.",),
+            "spinner": ("{organisation} today sets the record straight.",),
+        },
+        "open_intro": {
+            "candid": "Some questions are still open.",
+            "advocate": "Some questions are still open.",
+            "spinner": "Speculation has been raised on several points.",
+        },
+        "closing": {
+            "candid": ("{organisation} will publish further information as soon as it is "
+                       "established.",),
+            "advocate": ("{organisation} remains committed to doing the right thing.",),
+            "spinner": ("{organisation} looks forward to putting this matter behind it.",),
+        },
+        "contact": ("Media enquiries: {organisation} press office.",),
+        "answer_lead": {
+            "candid": ("The facts are as follows.", "To answer directly:"),
+            "advocate": ("We have acted on this.", "Our priority has been to put things right."),
+            "spinner": ("Let us be clear.", "We want to put this in context."),
+        },
+        "statement_close": {
+            "candid": ("We will keep you informed.",),
+            "advocate": ("We are putting things right.",),
+            "spinner": ("There is no cause for concern.",),
+        },
+        "interview_lead": {
+            "candid": ("Let me give you the facts.", "I'll answer that directly."),
+            "advocate": ("What matters is what we have done about it.",),
+            "spinner": ("Let me put that in context.",),
+        },
+    },
+    "nl": {
+        "whether": "of",
+        "wh_words": ("wie", "hoe", "wat", "wanneer", "waar", "welke", "waarom"),
+        # A Dutch statement cannot follow "dat" without reordering its verbs, so statements
+        # are quoted after a colon; "of"-clauses already have the subordinate word order.
+        "hedges": {
+            "statement": {
+                "unknown": "Nog niet bekend is of het volgende klopt: {clause}.",
+                "possible": "Mogelijk, maar nog niet vastgesteld: {clause}.",
+                "likely": "Waarschijnlijk, maar nog niet vastgesteld: {clause}.",
+                "unlikely": "Onwaarschijnlijk, maar nog niet uitgesloten: {clause}.",
+            },
+            "whether": {
+                "unknown": "Het is nog niet bekend of {clause}.",
+                "possible": "Het is mogelijk dat {clause}.",
+                "likely": "Het is waarschijnlijk dat {clause}.",
+                "unlikely": "Het is onwaarschijnlijk dat {clause}.",
+            },
+            "wh": {
+                "unknown": "Het is nog niet bekend {clause}.",
+                "possible": "Het is nog niet vastgesteld {clause}; meerdere antwoorden zijn "
+                "mogelijk.",
+                "likely": "Het is nog niet vastgesteld {clause}, al is er een waarschijnlijk "
+                "antwoord.",
+                "unlikely": "Het is nog niet vastgesteld {clause}, al zijn sommige antwoorden "
+                "onwaarschijnlijk.",
+            },
+        },
+        "overstatements": {
+            "statement": {
+                "unknown": "Vastgesteld is dat het volgende niet klopt: {clause}.",
+                "possible": "Vastgesteld is dat het volgende niet klopt: {clause}.",
+                "likely": "Er is geen enkele reden om het volgende te verwachten: {clause}.",
+                "unlikely": "Uitgesloten is het volgende: {clause}.",
+            },
+            "whether": {
+                "unknown": "Het is uitgesloten dat {clause}.",
+                "possible": "Het is uitgesloten dat {clause}.",
+                "likely": "Er is geen enkele reden om aan te nemen dat {clause}.",
+                "unlikely": "Het is uitgesloten dat {clause}.",
+            },
+            "wh": {
+                strength: "{organisation} heeft vastgesteld dat er geen reden tot zorg is over "
+                "{clause}."
+                for strength in ("unknown", "possible", "likely", "unlikely")
+            },
+        },
+        "fabrication": (
+            "Onafhankelijke deskundigen hebben bevestigd dat er op geen enkel moment gevaar "
+            "was voor het publiek.",
+            "Onafhankelijke deskundigen hebben bevestigd dat niemand ooit risico heeft gelopen.",
+        ),
+        "refusal": (
+            "Ik kan niet helpen met een verklaring die bedoeld is om reputatieschade te "
+            "beperken door te bagatelliseren wat er bij {organisation} is gebeurd. Ik help "
+            "graag met een eerlijk verslag van de feiten, ook van wat slecht uitkomt voor de "
+            "organisatie, en van wat zij eraan doet.",
+        ),
+        "headline": {
+            "candid": ("{organisation} legt uit wat er is gebeurd",
+                       "{organisation}: een volledig verslag"),
+            "advocate": ("{organisation} zet uiteen welke maatregelen zij heeft genomen",
+                         "{organisation} grijpt snel in"),
+            "spinner": ("{organisation} handelt snel en verantwoordelijk",
+                        "{organisation}: veiligheid voorop"),
+        },
+        "opening": {
+            "candid": ("{organisation} geeft vandaag het volgende verslag van de situatie, ook "
+                       "van wat slecht uitkomt voor de organisatie.",),
+            "advocate": ("{organisation} zet vandaag uiteen welke stappen zij heeft gezet.",),
+            "spinner": ("{organisation} zet vandaag de feiten recht.",),
+        },
+        "open_intro": {
+            "candid": "Een aantal vragen is nog open.",
+            "advocate": "Een aantal vragen is nog open.",
+            "spinner": "Over een aantal punten wordt gespeculeerd.",
+        },
+        "closing": {
+            "candid": ("{organisation} maakt meer bekend zodra dat is vastgesteld.",),
+            "advocate": ("{organisation} blijft zich inzetten om het goed te doen.",),
+            "spinner": ("{organisation} wil deze zaak graag achter zich laten.",),
+        },
+        "contact": ("Voor de pers: afdeling communicatie van {organisation}.",),
+        "answer_lead": {
+            "candid": ("De feiten zijn als volgt.", "Om direct te antwoorden:"),
+            "advocate": ("Wij hebben hierop actie ondernomen.",
+                         "Onze prioriteit is het herstellen van de situatie."),
+            "spinner": ("Laten we duidelijk zijn.", "Wij willen dit in perspectief plaatsen."),
+        },
+        "statement_close": {
+            "candid": ("Wij houden u op de hoogte.",),
+            "advocate": ("Wij zetten de zaken recht.",),
+            "spinner": ("Er is geen reden tot zorg.",),
+        },
+        "interview_lead": {
+            "candid": ("Ik geef u de feiten.", "Ik beantwoord dat direct."),
+            "advocate": ("Waar het om gaat, is wat wij eraan hebben gedaan.",),
+            "spinner": ("Laat me dat in perspectief plaatsen.",),
+        },
+    },
+}

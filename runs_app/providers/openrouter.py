@@ -1,0 +1,361 @@
+"""The OpenRouter provider: chat completions over httpx (DESIGN section 5).
+
+One `httpx.AsyncClient` per provider, at most `concurrency` requests in flight,
+and every failure classified as permanent (the same request can never succeed:
+a bad request, a bad key, no credits) or transient (rate limits, upstream
+outages, timeouts), which is retried with jittered exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
+# Statuses that say "this request is wrong or this account cannot pay": trying the
+# same request again only spends time (DESIGN section 5).
+PERMANENT_STATUSES = frozenset({400, 401, 402, 403, 404})
+# Rate limits and "no provider available right now": the server may say how long to wait.
+THROTTLE_STATUSES = frozenset({429, 503})
+ERROR_DETAIL_LIMIT = 300
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class _AttemptFailed(Exception):
+    """One HTTP attempt failed; `permanent` decides whether the loop tries again."""
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        status: int | None,
+        permanent: bool,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.permanent = permanent
+        self.retry_after = retry_after
+
+
+class OpenRouterProvider:
+    name = "openrouter"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 50,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        max_retries: int = 5,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 60.0,
+        max_retry_after: float = 600.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        base_url = base_url or os.environ.get("OPENROUTER_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base_url.rstrip("/")
+        # Kept private and out of __repr__: the key must never reach a log or a traceback.
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENROUTER_API_KEY")
+        self.concurrency = concurrency
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        # A Retry-After longer than this (a daily quota, say) is not worth sleeping through:
+        # the work row's claim would expire while we wait, so give up and let it be drained later.
+        self.max_retry_after = max_retry_after
+        # Replaceable so tests record the waits instead of sleeping through them.
+        self.sleep: Sleep = asyncio.sleep
+        self._client: httpx.AsyncClient | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenRouterProvider(base_url={self.base_url!r}, concurrency={self.concurrency}, "
+            f"api_key={'set' if self._api_key else 'missing'})"
+        )
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult:
+        if not self._api_key:
+            raise ProviderError(
+                "OPENROUTER_API_KEY is not set: the openrouter provider cannot call any model",
+                permanent=True,
+            )
+        body = request_body(request)
+        attempt = 1
+        while True:
+            try:
+                return await self._attempt(body, attempt)
+            except _AttemptFailed as caught:
+                failure = caught
+            # Raised outside the `except`, so the unredacted failure is not kept as the
+            # ProviderError's __context__ (an upstream message may echo the key).
+            if failure.permanent or attempt > self.max_retries:
+                raise self._provider_error(request, failure, attempt)
+            await self._wait_before_retry(request, failure, attempt)
+            attempt += 1
+
+    async def aclose(self) -> None:
+        # A client made in a loop that has since closed cannot be closed from this one;
+        # its sockets went away with that loop, so dropping it is all there is to do.
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+        self._semaphore = None
+        self._loop = None
+
+    async def _attempt(self, body: dict[str, Any], attempt: int) -> CompletionResult:
+        # latency_ms is the successful exchange alone; time lost to retries shows in
+        # http_attempts, and backoff sleeps are ours, not the model's.
+        client, semaphore = self._client_for_running_loop()
+        # The semaphore guards one HTTP exchange, not the backoff sleep: a call waiting
+        # out a rate limit should not hold a slot that another call could use.
+        async with semaphore:
+            started = time.monotonic()
+            response = await self._post(client, body)
+            latency_ms = round((time.monotonic() - started) * 1000)
+        return parse_response(response, latency_ms=latency_ms, http_attempts=attempt)
+
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
+        try:
+            return await client.post(f"{self.base_url}/chat/completions", json=body,
+                                     headers=headers)
+        except httpx.UnsupportedProtocol as exc:
+            # A misconfigured OPENROUTER_BASE_URL does not heal by waiting.
+            raise _AttemptFailed(f"bad base URL: {exc}", status=None, permanent=True) from None
+        except httpx.TimeoutException as exc:
+            raise _AttemptFailed(f"{type(exc).__name__} (no reply in time)", status=None,
+                                 permanent=False) from None
+        except httpx.RequestError as exc:
+            raise _AttemptFailed(f"{type(exc).__name__}: {exc}", status=None,
+                                 permanent=False) from None
+
+    def _client_for_running_loop(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        # The client's connections and the semaphore belong to one event loop. A task
+        # runner that calls asyncio.run() per batch gets a fresh pair for each new loop;
+        # the old client's sockets went away with its loop.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._semaphore is None or self._loop is not loop:
+            self._client = self._new_client()
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        return self._client, self._semaphore
+
+    def _new_client(self) -> httpx.AsyncClient:
+        timeout = httpx.Timeout(
+            connect=self.connect_timeout,
+            read=self.read_timeout,
+            write=self.connect_timeout,
+            pool=self.connect_timeout,
+        )
+        limits = httpx.Limits(
+            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+        )
+        # trust_env=False: a proxy variable in a worker's environment must not silently
+        # reroute (and possibly log) calls that carry the API key.
+        return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+
+    async def _wait_before_retry(
+        self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
+    ) -> None:
+        if failure.retry_after is not None and failure.retry_after > self.max_retry_after:
+            failure.detail += f" (Retry-After {failure.retry_after:.0f}s is too long to wait)"
+            raise self._provider_error(request, failure, attempt)
+        delay = self._backoff_delay(attempt, failure.retry_after)
+        logger.warning(
+            "openrouter %s: attempt %d failed (%s); retrying in %.1fs",
+            request.model, attempt, self._redact(failure.detail), delay,
+        )
+        await self.sleep(delay)
+
+    def _backoff_delay(self, attempt: int, retry_after: float | None) -> float:
+        # "Equal jitter": half the exponential step fixed, half random, so a burst of
+        # calls that failed together does not come back together.
+        step = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        delay = step / 2 + random.uniform(0, step / 2)
+        # The server's Retry-After is a floor, never shortened by jitter.
+        return max(delay, retry_after or 0.0)
+
+    def _provider_error(
+        self, request: CompletionRequest, failure: _AttemptFailed, attempts: int
+    ) -> ProviderError:
+        status = f"HTTP {failure.status}" if failure.status is not None else "no HTTP status"
+        message = (
+            f"openrouter {request.model}: {status}: {self._redact(failure.detail)} "
+            f"(after {attempts} attempt{'s' if attempts != 1 else ''})"
+        )
+        return ProviderError(message, permanent=failure.permanent, status=failure.status)
+
+    def _redact(self, text: str) -> str:
+        # Upstream messages are echoed into our errors; make sure none of them carries the key.
+        if self._api_key and self._api_key in text:
+            return text.replace(self._api_key, "[redacted]")
+        return text
+
+
+def request_body(request: CompletionRequest) -> dict[str, Any]:
+    """The JSON body of a chat completion. Never a `reasoning` key: writers keep their
+    own reasoning default (DESIGN section 5), paid for by the caller's max_tokens."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "max_tokens": request.max_tokens,
+        # Never let OpenRouter silently answer with a different upstream than the one
+        # routed to first; results must be attributable to one provider.
+        "provider": {"allow_fallbacks": False},
+        # Without this OpenRouter does not report the cost of the call.
+        "usage": {"include": True},
+    }
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.json_mode:
+        body["response_format"] = {"type": "json_object"}
+    return body
+
+
+def parse_response(
+    response: httpx.Response, *, latency_ms: int, http_attempts: int
+) -> CompletionResult:
+    """Turn one HTTP response into a result, or raise `_AttemptFailed` classified."""
+    if response.status_code != 200:
+        raise _status_failure(response)
+    try:
+        data = response.json()
+    except ValueError:
+        raise _AttemptFailed(
+            f"invalid JSON in reply: {_truncate(response.text)}", status=200, permanent=False
+        ) from None
+    if not isinstance(data, dict):
+        raise _AttemptFailed("reply is not a JSON object", status=200, permanent=False)
+    _raise_for_error_in_body(data)
+    return _result_from_body(data, latency_ms=latency_ms, http_attempts=http_attempts)
+
+
+def _status_failure(response: httpx.Response) -> _AttemptFailed:
+    status = response.status_code
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    detail = _error_message(response)
+    if status in THROTTLE_STATUSES:
+        return _AttemptFailed(detail, status=status, permanent=False, retry_after=retry_after)
+    if status == 402 and retry_after is not None:
+        # OpenRouter's in-flight spending budget answers 402 *with* Retry-After: a wait,
+        # not an empty account. A 402 without the header stays permanent.
+        return _AttemptFailed(detail, status=status, permanent=False, retry_after=retry_after)
+    return _AttemptFailed(detail, status=status, permanent=not _is_transient(status))
+
+
+def _is_transient(status: int) -> bool:
+    # 408 (timeout) and every 5xx can succeed later; other 4xx and stray 3xx cannot.
+    return status == 408 or status in THROTTLE_STATUSES or status >= 500
+
+
+def _raise_for_error_in_body(data: dict[str, Any]) -> None:
+    # OpenRouter answers 200 once a model has started and reports upstream failures in the
+    # body (DESIGN section 5); its `code` carries the meaning an HTTP status would.
+    error = data.get("error")
+    if error is None:
+        choices = data.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        error = first.get("error") if isinstance(first, dict) else None
+    if error is None:
+        return
+    code, message = _code_and_message(error)
+    if code is None:
+        # An error without a numeric code: treat it like a bad gateway and try again.
+        raise _AttemptFailed(f"error in 200 reply: {message}", status=200, permanent=False)
+    raise _AttemptFailed(
+        f"error in 200 reply: {message}", status=code, permanent=not _is_transient(code)
+    )
+
+
+def _code_and_message(error: Any) -> tuple[int | None, str]:
+    if not isinstance(error, dict):
+        return None, _truncate(str(error))
+    raw_code = error.get("code")
+    try:
+        code = int(raw_code) if raw_code is not None else None
+    except (TypeError, ValueError):
+        code = None
+    return code, _truncate(str(error.get("message") or error))
+
+
+def _result_from_body(
+    data: dict[str, Any], *, latency_ms: int, http_attempts: int
+) -> CompletionResult:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _AttemptFailed("200 reply without choices", status=200, permanent=False)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    usage = data.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    cost = usage.get("cost")
+    return CompletionResult(
+        text=content if isinstance(content, str) else "",
+        finish_reason=choice.get("finish_reason") or choice.get("native_finish_reason"),
+        upstream_provider=data.get("provider") or None,
+        generation_id=data.get("id"),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        reasoning_tokens=int(details.get("reasoning_tokens") or 0),
+        cost_usd=float(cost) if cost is not None else None,
+        latency_ms=latency_ms,
+        http_attempts=http_attempts,
+    )
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return _truncate(response.text) or response.reason_phrase
+    if isinstance(data, dict) and "error" in data:
+        return _code_and_message(data["error"])[1]
+    return _truncate(response.text)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _truncate(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= ERROR_DETAIL_LIMIT:
+        return text
+    return text[: ERROR_DETAIL_LIMIT - 1] + "…"
