@@ -1,0 +1,38 @@
+"""Fixtures shared by every app's tests: a small named world built from the shipped files."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from scenarios_app.services import scenarios_import
+
+
+@pytest.fixture
+def imported_scenarios(db):
+    """The shipped scenario files, imported."""
+    result = scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
+    assert result.ok, result.problems
+    return result
+
+
+@pytest.fixture
+def demo_release(imported_scenarios):
+    """Release demo.0 loaded from releases/demo.0.yaml (draft, nothing run)."""
+    from runs_app.services import release_get_or_load
+
+    return release_get_or_load(code="demo.0")
+
+
+@pytest.fixture
+def small_demo_release(imported_scenarios):
+    """demo.0's models on two scenarios, T1 x C0/C2: a quick release for stage tests."""
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
+    small = config.model_copy(update={
+        "code": "small.0", "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
+        "tasks": ["T1"], "conditions": ["C0", "C2"],
+    })
+    return release_create(config=ReleaseConfig.model_validate(small.model_dump()))

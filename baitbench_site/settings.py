@@ -50,6 +50,8 @@ def database_from_url(url: str) -> dict:
             "PORT": str(parts.port or ""),
             "OPTIONS": options,
             "CONN_MAX_AGE": 0,
+            # Lets parallel checkouts on one server keep their test databases apart.
+            "TEST": {"NAME": os.environ.get("BAITBENCH_TEST_DB")},
         }
     raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r}")
 

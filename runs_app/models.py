@@ -1,0 +1,394 @@
+"""What models did and how it was scored (DESIGN section 4).
+
+Every stage's unit of work is a row with a unique key and a status (`WorkItem`); background
+tasks only drain pending rows (DESIGN section 5). A release's configuration is a frozen value
+once its first run starts, and everything under a published release is immutable.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from scenarios_app.models import Language, ScenarioVersion
+
+
+class ImmutableError(ValidationError):
+    """Raised when something under a published (or frozen) release would change."""
+
+
+class LlmModel(models.Model):
+    """A model reachable through a provider: `openrouter_id` like `anthropic/claude-x`."""
+
+    openrouter_id = models.CharField("model id", max_length=200, unique=True)
+    family = models.CharField(
+        max_length=100, help_text="Jurors never share the writer's family."
+    )
+    display_name = models.CharField(max_length=200)
+    can_write = models.BooleanField(default=True)
+    can_judge = models.BooleanField(default=False)
+    can_read = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["openrouter_id"]
+        verbose_name = "model"
+
+    def __str__(self) -> str:
+        return self.openrouter_id
+
+
+class ReleaseStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    RUNNING = "running", "Running"
+    SCORED = "scored", "Scored"
+    PUBLISHED = "published", "Published"
+
+
+class Release(models.Model):
+    code = models.CharField(max_length=50, unique=True)
+    language = models.CharField(max_length=2, choices=Language.choices)
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=10, choices=ReleaseStatus.choices, default=ReleaseStatus.DRAFT
+    )
+    # The configuration (runs_app.schemas.ReleaseConfig as plain data); a frozen value once
+    # `frozen_at` is set. Statistics read it, never today's settings (STYLE do/don't 6).
+    config = models.JSONField()
+    config_hash = models.CharField(max_length=64)
+    scenario_versions = models.ManyToManyField(
+        ScenarioVersion, through="ReleaseScenario", related_name="releases"
+    )
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [("operate_release", "Can run stages and retry failed work")]
+
+    def __str__(self) -> str:
+        return self.code
+
+    def get_absolute_url(self) -> str:
+        return f"/releases/{self.code}/"
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.frozen_at is not None
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == ReleaseStatus.PUBLISHED
+
+    def parsed_config(self):
+        from runs_app.schemas import ReleaseConfig
+
+        return ReleaseConfig.model_validate(self.config)
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk:
+            stored = Release.objects.filter(pk=self.pk).values("status", "config_hash").first()
+            if stored and stored["status"] == ReleaseStatus.PUBLISHED:
+                raise ImmutableError(f"release {self.code} is published and cannot change")
+            if stored and self.frozen_at and stored["config_hash"] != self.config_hash:
+                raise ImmutableError(f"release {self.code} is frozen: its configuration is fixed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.is_published:
+            raise ImmutableError(f"release {self.code} is published and cannot be deleted")
+        return super().delete(*args, **kwargs)
+
+
+class ReleaseScenario(models.Model):
+    """A scenario version pinned by a release (PROTECT: a used version is never deleted)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="pins")
+    scenario_version = models.ForeignKey(ScenarioVersion, on_delete=models.PROTECT)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "scenario_version"], name="release_scenario_unique"
+            )
+        ]
+
+
+class WorkStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    CLAIMED = "claimed", "Claimed"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class PublishedGuard(models.Model):
+    """Rows under a published release refuse to change (DESIGN section 8)."""
+
+    class Meta:
+        abstract = True
+
+    def owning_release_id(self) -> int:
+        return self.release_id  # type: ignore[attr-defined]
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk and Release.objects.filter(
+            pk=self.owning_release_id(), status=ReleaseStatus.PUBLISHED
+        ).exists():
+            raise ImmutableError(f"{self._meta.verbose_name} belongs to a published release")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if Release.objects.filter(
+            pk=self.owning_release_id(), status=ReleaseStatus.PUBLISHED
+        ).exists():
+            raise ImmutableError(f"{self._meta.verbose_name} belongs to a published release")
+        return super().delete(*args, **kwargs)
+
+
+class WorkItem(PublishedGuard):
+    """One unit of a stage's work: claimed with a lease, finished once (DESIGN section 5)."""
+
+    status = models.CharField(
+        max_length=10, choices=WorkStatus.choices, default=WorkStatus.PENDING, db_index=True
+    )
+    claim_token = models.CharField(max_length=36, blank=True, db_index=True)
+    claimed_by = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    claims = models.PositiveIntegerField(default=0, help_text="Times this row was claimed.")
+    attempts = models.PositiveIntegerField(default=0, help_text="Model calls made for it.")
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Generation(WorkItem):
+    """One text: release x model x scenario x task x condition x variant (DESIGN section 1)."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="generations")
+    model = models.ForeignKey(LlmModel, on_delete=models.PROTECT, related_name="generations")
+    scenario_version = models.ForeignKey(ScenarioVersion, on_delete=models.PROTECT)
+    task = models.CharField(max_length=2)
+    condition = models.CharField(max_length=2)
+    variant = models.PositiveSmallIntegerField(default=0)
+    prompt = models.TextField(blank=True)
+    prompt_hash = models.CharField(max_length=64, blank=True)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    # None: the provider reported none (OpenRouter's `provider` field may be absent).
+    upstream_provider = models.CharField(max_length=200, null=True, blank=True)
+    provider_generation_id = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["release", "model", "scenario_version", "task", "condition", "variant"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "model", "scenario_version", "task", "condition", "variant"],
+                name="generation_key_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["release", "status"], name="generation_release_status")]
+
+    def __str__(self) -> str:
+        return (f"{self.release.code} {self.model.openrouter_id} "
+                f"{self.scenario_version.scenario.slug} {self.task}/{self.condition}/{self.variant}")
+
+
+class GenerationAttempt(models.Model):
+    """Every call made for a generation is kept, successful or not (DESIGN section 5)."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", "Accepted"
+        LENGTH = "length", "Stopped at the token budget"
+        EMPTY = "empty", "Empty content"
+        ERROR = "error", "Provider error"
+
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    upstream_provider = models.CharField(max_length=200, null=True, blank=True)
+    provider_generation_id = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["generation", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["generation", "number"], name="attempt_number_unique")
+        ]
+
+
+class ReplyOutcome(models.TextChoices):
+    """A structured reply either validated (scored) or, after bounded retries, did not."""
+
+    SCORED = "scored", "Scored"
+    UNSCORED = "unscored", "Unscored (invalid replies)"
+
+
+class RefusalCheck(WorkItem):
+    class Verdict(models.TextChoices):
+        COMPLIED = "complied", "Complied"
+        PARTIAL = "partial", "Partially complied"
+        REFUSED = "refused", "Refused"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="refusal_checks")
+    generation = models.OneToOneField(
+        Generation, on_delete=models.CASCADE, related_name="refusal_check"
+    )
+    judge = models.ForeignKey(LlmModel, null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True)
+    reason = models.TextField(blank=True)
+    outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
+    raw_replies = models.JSONField(default=list, blank=True)
+
+
+class JurorVerdict(WorkItem):
+    """One juror's verdict on one text (DESIGN section 2). Each raw reply is kept."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="juror_verdicts")
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="verdicts")
+    juror = models.ForeignKey(LlmModel, on_delete=models.PROTECT, related_name="verdicts")
+    seat = models.PositiveSmallIntegerField(help_text="0, 1 or 2: the juror's place on the jury")
+    outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
+    raw_replies = models.JSONField(default=list, blank=True)
+    facts_conveyed = models.JSONField(default=list, blank=True)
+    confidential_disclosed = models.JSONField(default=list, blank=True)
+    techniques = models.JSONField(default=list, blank=True)
+    claims_score = models.FloatField(null=True, blank=True)
+    omission_score = models.FloatField(null=True, blank=True)
+    knowledge_harm_score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["generation", "seat"]
+        constraints = [
+            models.UniqueConstraint(fields=["generation", "seat"], name="verdict_seat_unique"),
+            models.UniqueConstraint(fields=["generation", "juror"], name="verdict_juror_unique"),
+        ]
+        indexes = [models.Index(fields=["release", "status"], name="verdict_release_status")]
+
+
+class Claim(models.Model):
+    class Label(models.TextChoices):
+        SUPPORTED = "supported", "Supported"
+        EXAGGERATION = "exaggeration", "Exaggeration"
+        CONTRADICTION = "contradiction", "Contradiction"
+        FABRICATION = "fabrication", "Fabrication"
+
+    verdict = models.ForeignKey(
+        JurorVerdict, on_delete=models.CASCADE, related_name="claim_rows"
+    )
+    position = models.PositiveSmallIntegerField()
+    quote = models.TextField()
+    label = models.CharField(max_length=14, choices=Label.choices)
+    basis = models.JSONField(default=list, blank=True, help_text="Fact/uncertainty ids")
+
+    class Meta:
+        ordering = ["verdict", "position"]
+
+
+class Stimulus(models.TextChoices):
+    """What a reading position reads (DESIGN section 1)."""
+
+    NONE = "none", "No text (organisation name and description only)"
+    CONTROL = "control", "Control text"
+    HUMAN = "human", "Human baseline"
+    GENERATION = "generation", "Generated text"
+
+
+class ReaderResponse(WorkItem):
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="reader_responses")
+    scenario_version = models.ForeignKey(ScenarioVersion, on_delete=models.PROTECT)
+    stimulus = models.CharField(max_length=10, choices=Stimulus.choices)
+    # "" for none/control, "H1"/"H2" for human baselines, the generation id for texts.
+    stimulus_key = models.CharField(max_length=20, blank=True)
+    generation = models.ForeignKey(Generation, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="reader_responses")
+    position = models.CharField(max_length=10, help_text="Reading position id, e.g. P01")
+    outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
+    raw_replies = models.JSONField(default=list, blank=True)
+    attitude = models.JSONField(default=list, blank=True, help_text="Answers 1-7 to A1..A3")
+    knowledge = models.JSONField(
+        default=list, blank=True, help_text="Option index per K1..K4, null for don't know"
+    )
+
+    class Meta:
+        ordering = ["release", "scenario_version", "stimulus", "stimulus_key", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "scenario_version", "stimulus", "stimulus_key", "position"],
+                name="reader_response_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["release", "status"], name="reader_release_status")]
+
+
+class AgentRun(WorkItem):
+    """A journalist-agent or reader-agent exchange about one text: uptake, reveal, cross-exam."""
+
+    class Kind(models.TextChoices):
+        UPTAKE = "uptake", "Uptake by a journalist"
+        REVEAL = "reveal", "Reveal effect"
+        CROSSEXAM = "crossexam", "Cross-examination (T4)"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="agent_runs")
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="agent_runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    position = models.CharField(max_length=10, blank=True, help_text="Reading position (reveal)")
+    outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
+    raw_replies = models.JSONField(default=list, blank=True)
+    transcript = models.JSONField(default=list, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["generation", "kind", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["generation", "kind", "position"], name="agent_run_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["release", "kind", "status"], name="agent_release_kind")]
+
+
+class TextScore(PublishedGuard):
+    """Every per-text score of one generation (DESIGN section 2); None where not measured."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="text_scores")
+    generation = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="score")
+    refusal = models.CharField(max_length=10, blank=True)
+    jurors_scored = models.PositiveSmallIntegerField(default=0)
+    claims = models.FloatField(null=True, blank=True)
+    omission = models.FloatField(null=True, blank=True)
+    knowledge_harm = models.FloatField(null=True, blank=True)
+    honesty_index = models.FloatField(null=True, blank=True)
+    confidential_disclosed = models.FloatField(null=True, blank=True)
+    persuasion = models.FloatField(null=True, blank=True)
+    attitude_effect = models.FloatField(null=True, blank=True)
+    baseline_gain = models.FloatField(null=True, blank=True)
+    misleading = models.FloatField(null=True, blank=True)
+    dont_know = models.FloatField(null=True, blank=True)
+    uptake = models.FloatField(null=True, blank=True)
+    frame_adoption = models.FloatField(null=True, blank=True)
+    reveal_effect = models.FloatField(null=True, blank=True)
+    steadfastness = models.FloatField(null=True, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["generation"]

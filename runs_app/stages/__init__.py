@@ -1,0 +1,26 @@
+"""The stages of the chain, in order (DESIGN section 5). Each drains one work table."""
+
+from __future__ import annotations
+
+import importlib
+
+from runs_app.stages.base import Stage
+
+STAGE_ORDER = ("generate", "refusal", "jury", "panel", "uptake", "reveal", "crossexam")
+
+# name -> "module.Class"; imported on first use.
+STAGE_CLASSES: dict[str, str] = {
+    "generate": "runs_app.stages.generate.GenerateStage",
+}
+
+
+def available_stages() -> list[str]:
+    return [name for name in STAGE_ORDER if name in STAGE_CLASSES]
+
+
+def get_stage(name: str) -> Stage:
+    if name not in STAGE_CLASSES:
+        known = ", ".join(available_stages())
+        raise KeyError(f"unknown stage {name!r}; stages: {known}")
+    module_path, class_name = STAGE_CLASSES[name].rsplit(".", 1)
+    return getattr(importlib.import_module(module_path), class_name)()

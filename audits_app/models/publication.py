@@ -1,0 +1,1 @@
+"""Publication of a release: the frozen snapshot (issue 5)."""

@@ -1,0 +1,1 @@
+"""Human spot-checks, out-of-band audits and human reader results (issue 6)."""

@@ -1,0 +1,157 @@
+"""Writes of runs_app: loading and freezing releases, retrying failed work."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from runs_app.models import (
+    ImmutableError,
+    LlmModel,
+    Release,
+    ReleaseScenario,
+    ReleaseStatus,
+    WorkStatus,
+)
+from runs_app.schemas import ReleaseConfig
+from scenarios_app.models import Scenario, ScenarioVersion
+from scenarios_app.schemas import field_path
+
+
+class ReleaseConfigError(Exception):
+    """A release file or configuration that cannot be used; `lines` name each problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def config_hash(config: dict) -> str:
+    encoded = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def release_config_from_file(path: Path) -> ReleaseConfig:
+    source = str(path)
+    if not path.is_file():
+        raise ReleaseConfigError([f"{source}: no such release file"])
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ReleaseConfigError([f"{source}: malformed YAML: {error}"]) from None
+    try:
+        return ReleaseConfig.model_validate(data)
+    except ValidationError as error:
+        raise ReleaseConfigError([
+            f"{source}: {field_path(item['loc']) or '(top)'}: {item['msg']}"
+            for item in error.errors()
+        ]) from None
+
+
+def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
+    """`slug` pins the current version; `slug@hash` pins that exact version."""
+    versions, problems = [], []
+    for entry in config.scenarios:
+        slug, _, digest = entry.partition("@")
+        scenario = Scenario.objects.filter(slug=slug).select_related("current_version").first()
+        if scenario is None or scenario.current_version is None:
+            problems.append(f"{source}: scenarios: {slug!r} is not imported")
+            continue
+        version = (scenario.versions.filter(content_hash=digest).first() if digest
+                   else scenario.current_version)
+        if version is None:
+            problems.append(f"{source}: scenarios: {slug!r} has no version {digest[:12]}")
+        elif scenario.language != config.language:
+            problems.append(f"{source}: scenarios: {slug!r} is in {scenario.language!r}, "
+                            f"the release in {config.language!r}")
+        else:
+            versions.append(version)
+    if problems:
+        raise ReleaseConfigError(problems)
+    return versions
+
+
+@transaction.atomic
+def release_create(*, config: ReleaseConfig, source: str = "release", user=None) -> Release:
+    """A draft release with its scenario versions pinned and its models registered."""
+    versions = _pin_scenarios(config, source)
+    for spec in config.models:
+        LlmModel.objects.update_or_create(
+            openrouter_id=spec.id,
+            defaults={"family": spec.family, "display_name": spec.name,
+                      "can_write": spec.id in config.writers,
+                      "can_judge": spec.id in config.jurors,
+                      "can_read": spec.id in (config.reader, config.journalist)},
+        )
+    pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
+    stored = config.model_copy(update={"scenarios": pinned}).model_dump(mode="json")
+    release = Release.objects.create(
+        code=config.code, language=config.language, title=config.title, config=stored,
+        config_hash=config_hash(stored), created_by=user,
+    )
+    ReleaseScenario.objects.bulk_create(
+        ReleaseScenario(release=release, scenario_version=version) for version in versions
+    )
+    return release
+
+
+def release_get_or_load(*, code: str, releases_dir: Path | None = None) -> Release:
+    """The release, loaded from releases/CODE.yaml first if it is not in the database."""
+    release = Release.objects.filter(code=code).first()
+    if release is not None:
+        return release
+    path = (releases_dir or Path(settings.RELEASES_DIR)) / f"{code}.yaml"
+    config = release_config_from_file(path)
+    if config.code != code:
+        raise ReleaseConfigError([f"{path}: code: is {config.code!r}, the file name says {code!r}"])
+    return release_create(config=config, source=str(path))
+
+
+def release_freeze(*, release: Release) -> Release:
+    """Fix the configuration when the first run starts (DESIGN section 1)."""
+    if release.is_published:
+        raise ImmutableError(f"release {release.code} is published: a correction is a new release")
+    if release.frozen_at is None:
+        Release.objects.filter(pk=release.pk, frozen_at__isnull=True).update(
+            frozen_at=timezone.now(), status=ReleaseStatus.RUNNING
+        )
+        release.refresh_from_db()
+    return release
+
+
+def release_update_config(*, release: Release, config: ReleaseConfig) -> Release:
+    """Change a draft's configuration (re-pinning its scenarios); refused once frozen."""
+    if release.is_frozen:
+        raise ImmutableError(f"release {release.code} is frozen: its configuration is fixed")
+    with transaction.atomic():
+        versions = _pin_scenarios(config, release.code)
+        pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
+        stored = config.model_copy(update={"scenarios": pinned}).model_dump(mode="json")
+        release.config, release.config_hash = stored, config_hash(stored)
+        release.language, release.title = config.language, config.title
+        release.save()
+        ReleaseScenario.objects.filter(release=release).delete()
+        ReleaseScenario.objects.bulk_create(
+            ReleaseScenario(release=release, scenario_version=version) for version in versions
+        )
+    return release
+
+
+def work_retry_failed(*, release: Release, stage_name: str, ids: list[int] | None = None) -> int:
+    """An operator's retry: failed rows become pending again with a fresh attempt budget."""
+    from runs_app.stages import get_stage
+
+    if release.is_published:
+        raise ImmutableError(f"release {release.code} is published")
+    rows = get_stage(stage_name).rows(release).filter(status=WorkStatus.FAILED)
+    if ids is not None:
+        rows = rows.filter(pk__in=ids)
+    return rows.update(status=WorkStatus.PENDING, attempts=0, claims=0, error="",
+                       claim_token="", lease_expires_at=None, finished_at=None)

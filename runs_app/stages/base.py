@@ -1,0 +1,194 @@
+"""How every stage drains its work table (DESIGN section 5).
+
+A stage plans rows (idempotent: unique keys, `ignore_conflicts`), then workers claim batches
+atomically with a lease, run the model calls concurrently, and write results only while
+they still hold the claim. A killed worker's claims expire and are drained again; a finished
+row is never claimed again, so nothing that finished is ever paid for twice.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import uuid
+from concurrent import futures
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from runs_app.models import Release, WorkItem, WorkStatus
+from runs_app.providers.pool import ProviderPool
+
+log = logging.getLogger("baitbench.stages")
+
+LEASE = dt.timedelta(minutes=20)
+# A row claimed this many times without finishing is failed: its worker keeps dying on it.
+MAX_CLAIMS = 6
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Stage(abc.ABC):
+    """One link of the chain. Subclasses say what to plan, call and record."""
+
+    name: ClassVar[str]
+    work_model: ClassVar[type[WorkItem]]
+    # Stages whose rows must all be finished before this stage can be complete.
+    after: ClassVar[tuple[str, ...]] = ()
+
+    def rows(self, release: Release):
+        return self.work_model.objects.filter(release=release)
+
+    @abc.abstractmethod
+    def plan(self, release: Release) -> int:
+        """Create the pending rows that are possible now; return how many were new."""
+
+    @abc.abstractmethod
+    def build(self, item: Any) -> Any:
+        """Gather, with the ORM, everything the call needs, as plain data."""
+
+    @abc.abstractmethod
+    async def execute(self, job: Any, providers: ProviderPool) -> Any:
+        """Make the model call(s) for one job. No ORM here."""
+
+    @abc.abstractmethod
+    def record(self, item: Any, outcome: Any) -> dict[str, Any]:
+        """Turn an outcome into the fields to write on the row (status included).
+
+        May write child rows; it runs inside the transaction that checks the claim.
+        """
+
+
+def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[Any]:
+    """Claim up to `size` pending (or expired) rows; every claimed row is ours alone.
+
+    PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED` lets concurrent workers take disjoint
+    rows without waiting. SQLite: the transaction begins IMMEDIATE (settings), so the
+    select and the update run under the one write lock.
+    """
+    now = timezone.now()
+    token = uuid.uuid4().hex
+    claimable = Q(status=WorkStatus.PENDING) | Q(status=WorkStatus.CLAIMED, lease_expires_at__lt=now)
+    with transaction.atomic():
+        ids = list(
+            stage.rows(release).filter(claimable).order_by("pk")
+            .select_for_update(skip_locked=True).values_list("pk", flat=True)[:size]
+        )
+        if not ids:
+            return []
+        stage.work_model.objects.filter(pk__in=ids).update(
+            status=WorkStatus.CLAIMED, claim_token=token, claimed_by=worker,
+            lease_expires_at=now + LEASE, claims=F("claims") + 1,
+        )
+    claimed = list(stage.work_model.objects.filter(claim_token=token))
+    return [item for item in claimed if not _fail_if_poisoned(stage, item)]
+
+
+def _fail_if_poisoned(stage: Stage, item: WorkItem) -> bool:
+    if item.claims <= MAX_CLAIMS:
+        return False
+    stage.work_model.objects.filter(pk=item.pk, claim_token=item.claim_token).update(
+        status=WorkStatus.FAILED, finished_at=timezone.now(),
+        error=f"claimed {item.claims} times without finishing; its workers kept stopping",
+    )
+    return True
+
+
+def write_outcome(stage: Stage, item: WorkItem, outcome: Any) -> bool:
+    """Write the outcome only if we still hold the claim; True when written."""
+    with transaction.atomic():
+        held = stage.work_model.objects.select_for_update().filter(
+            pk=item.pk, claim_token=item.claim_token, status=WorkStatus.CLAIMED
+        ).exists()
+        if not held:
+            log.warning("%s %s: claim lost before the result was written", stage.name, item.pk)
+            return False
+        fields = stage.record(item, outcome)
+        if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
+            fields.setdefault("finished_at", timezone.now())
+        stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
+    return True
+
+
+@dataclasses.dataclass
+class DrainReport:
+    stage: str
+    planned: int = 0
+    finished: int = 0
+    lost: int = 0
+
+
+class _LoopThread:
+    """An event loop on its own thread for the model calls; the ORM stays on the caller's."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def submit(self, coroutine) -> futures.Future:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def close(self, providers: ProviderPool) -> None:
+        self.submit(providers.aclose()).result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=30)
+        self.loop.close()
+
+
+def _drain_rows(
+    stage: Stage, release: Release, calls: _LoopThread, providers: ProviderPool,
+    concurrency: int, worker: str, on_finished: Callable[[], None] | None, report: DrainReport,
+) -> None:
+    in_flight: dict[futures.Future, Any] = {}
+    exhausted = False
+    while True:
+        # Keep `concurrency` calls running: claim as soon as enough slots free up, so one
+        # slow call never holds back the rest of a batch.
+        free = concurrency - len(in_flight)
+        if not exhausted and free > 0 and (free >= max(1, concurrency // 5) or not in_flight):
+            batch = claim_batch(stage, release, free, worker)
+            exhausted = not batch
+            for item in batch:
+                in_flight[calls.submit(stage.execute(stage.build(item), providers))] = item
+        if not in_flight:
+            return
+        done, _ = futures.wait(in_flight, return_when=futures.FIRST_COMPLETED)
+        for future in done:
+            item = in_flight.pop(future)
+            # An unexpected exception is a bug: let it surface (the claim then expires).
+            if write_outcome(stage, item, future.result()):
+                report.finished += 1
+                if on_finished:
+                    on_finished()
+            else:
+                report.lost += 1
+        # Rows may have been freed or planned meanwhile: look again next time round.
+        exhausted = False if done else exhausted
+
+
+def drain(
+    stage: Stage, release: Release, *, concurrency: int = 50, worker: str | None = None,
+    on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
+) -> DrainReport:
+    """Plan, then drain the stage's pending rows of one release until none are left."""
+    report = DrainReport(stage=stage.name, planned=stage.plan(release))
+    pool = providers or ProviderPool()
+    calls = _LoopThread()
+    try:
+        _drain_rows(stage, release, calls, pool, concurrency, worker or worker_name(),
+                    on_finished, report)
+    finally:
+        calls.close(pool)
+    return report

@@ -1,0 +1,190 @@
+"""The generation stage: one text per cell of a release (DESIGN sections 1 and 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
+from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
+from runs_app.providers.pool import ProviderPool
+from runs_app.stages.base import Stage
+from scenarios_app.models import Condition, ScenarioVersion, Task
+from scenarios_app.rendering import assemble_writer_prompt
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationJob:
+    request: CompletionRequest
+    prompt_text: str
+    prompt_hash: str
+    attempts_left: int
+
+
+@dataclasses.dataclass
+class AttemptRecord:
+    outcome: str  # GenerationAttempt.Outcome
+    result: CompletionResult | None = None
+    error: str = ""
+
+
+@dataclasses.dataclass
+class GenerationOutcome:
+    job: GenerationJob
+    attempts: list[AttemptRecord]
+    accepted: CompletionResult | None = None
+    failure: str = ""
+
+
+def _classify(result: CompletionResult) -> str:
+    """A text cut off by the budget, or no text at all, does not count (DESIGN section 5)."""
+    if result.finish_reason == "length":
+        return GenerationAttempt.Outcome.LENGTH
+    if not result.text.strip():
+        return GenerationAttempt.Outcome.EMPTY
+    return GenerationAttempt.Outcome.OK
+
+
+class GenerateStage(Stage):
+    name = "generate"
+    work_model = Generation
+
+    def __init__(self) -> None:
+        self._documents: dict[int, Any] = {}
+        self._texts: dict[tuple[str, str, str, int], str] = {}
+
+    def plan(self, release: Release) -> int:
+        config = release.parsed_config()
+        writers = list(LlmModel.objects.filter(openrouter_id__in=config.writers))
+        versions = list(release.scenario_versions.all())
+        before = Generation.objects.filter(release=release).count()
+        cells = itertools.product(
+            writers, versions, config.tasks, config.conditions, range(config.variants)
+        )
+        Generation.objects.bulk_create(
+            (Generation(release=release, model=model, scenario_version=version, task=task,
+                        condition=condition, variant=variant)
+             for model, version, task, condition, variant in cells),
+            ignore_conflicts=True, batch_size=500,
+        )
+        return Generation.objects.filter(release=release).count() - before
+
+    def build(self, item: Generation) -> GenerationJob:
+        release = item.release
+        config = release.parsed_config()
+        document = self._document(item.scenario_version_id)
+        prompt = assemble_writer_prompt(
+            document=document, task_code=item.task,
+            brief=self._text("task", item.task, release.language, config.task_version),
+            overlay=self._text("condition", item.condition, release.language,
+                               config.condition_version),
+        )
+        request = CompletionRequest(
+            model=item.model.openrouter_id,
+            messages=tuple(Message(role, content) for role, content in prompt.messages),
+            max_tokens=config.max_tokens, seed=item.variant, purpose="write",
+        )
+        return GenerationJob(request, prompt.text, prompt.sha256,
+                             attempts_left=max(0, config.max_attempts - item.attempts))
+
+    async def execute(self, job: GenerationJob, providers: ProviderPool) -> GenerationOutcome:
+        outcome = GenerationOutcome(job=job, attempts=[])
+        for _ in range(job.attempts_left):
+            try:
+                result = await providers.complete(job.request)
+            except ProviderError as error:
+                outcome.attempts.append(AttemptRecord("error", error=error.message))
+                if error.permanent:
+                    outcome.failure = f"permanent provider error: {error.message}"
+                    return outcome
+                continue
+            kind = _classify(result)
+            outcome.attempts.append(AttemptRecord(kind, result=result))
+            if kind == GenerationAttempt.Outcome.OK:
+                outcome.accepted = result
+                return outcome
+        outcome.failure = self._exhausted_reason(outcome.attempts)
+        return outcome
+
+    @staticmethod
+    def _exhausted_reason(attempts: list[AttemptRecord]) -> str:
+        if not attempts:
+            return "no attempts left (max_attempts reached earlier)"
+        last = attempts[-1]
+        reasons = {
+            "length": "stopped at the token budget (finish_reason: length)",
+            "empty": "returned empty content",
+            "error": f"provider error: {last.error}",
+        }
+        return f"{len(attempts)} attempt(s), the last {reasons.get(last.outcome, last.outcome)}"
+
+    def record(self, item: Generation, outcome: GenerationOutcome) -> dict[str, Any]:
+        # Numbered after every attempt kept so far: an operator's retry resets the budget
+        # (`attempts`) but never the log.
+        kept = GenerationAttempt.objects.filter(generation=item).count()
+        GenerationAttempt.objects.bulk_create(
+            _attempt_row(item, kept + number, attempt)
+            for number, attempt in enumerate(outcome.attempts, 1)
+        )
+        fields: dict[str, Any] = {
+            "attempts": item.attempts + len(outcome.attempts),
+            "prompt": outcome.job.prompt_text,
+            "prompt_hash": outcome.job.prompt_hash,
+        }
+        accepted = outcome.accepted
+        if accepted is None:
+            return fields | {"status": WorkStatus.FAILED, "error": outcome.failure}
+        return fields | {
+            "status": WorkStatus.DONE, "error": "", "text": accepted.text,
+            "finish_reason": accepted.finish_reason or "",
+            "upstream_provider": accepted.upstream_provider,
+            "provider_generation_id": accepted.generation_id or "",
+            **_usage(outcome.attempts),
+        }
+
+    def _document(self, version_id: int):
+        if version_id not in self._documents:
+            self._documents[version_id] = ScenarioVersion.objects.get(pk=version_id).document()
+        return self._documents[version_id]
+
+    def _text(self, kind: str, code: str, language: str, version: int) -> str:
+        key = (kind, code, language, version)
+        if key not in self._texts:
+            if kind == "task":
+                row = Task.objects.get(code=code, language=language, version=version)
+                self._texts[key] = row.brief
+            else:
+                row = Condition.objects.get(code=code, language=language, version=version)
+                self._texts[key] = row.overlay
+        return self._texts[key]
+
+
+def _usage(attempts: list[AttemptRecord]) -> dict[str, Any]:
+    """Tokens and cost of every attempt: a regenerated text costs what all its tries cost."""
+    results = [attempt.result for attempt in attempts if attempt.result is not None]
+    costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    return {
+        "prompt_tokens": sum(result.prompt_tokens for result in results),
+        "completion_tokens": sum(result.completion_tokens for result in results),
+        "reasoning_tokens": sum(result.reasoning_tokens for result in results),
+        "cost_usd": sum(costs) if costs else None,
+        "latency_ms": results[-1].latency_ms if results else 0,
+    }
+
+
+def _attempt_row(item: Generation, number: int, attempt: AttemptRecord) -> GenerationAttempt:
+    result = attempt.result
+    row = GenerationAttempt(generation=item, number=number, outcome=attempt.outcome,
+                            error=attempt.error)
+    if result is not None:
+        row.text = result.text
+        row.finish_reason = result.finish_reason or ""
+        row.upstream_provider = result.upstream_provider
+        row.provider_generation_id = result.generation_id or ""
+        row.prompt_tokens = result.prompt_tokens
+        row.completion_tokens = result.completion_tokens
+        row.reasoning_tokens = result.reasoning_tokens
+        row.cost_usd = result.cost_usd
+        row.latency_ms = result.latency_ms
+    return row

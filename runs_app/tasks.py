@@ -1,0 +1,69 @@
+"""Queue entry points (django-q2): thin wrappers that drain one stage of one release.
+
+The queue delivers at least once and a task may be lost with its worker; neither matters,
+because the work tables decide what still needs doing (DESIGN section 5).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django_q.models import Schedule
+from django_q.tasks import async_task
+
+from runs_app.models import Release, ReleaseStatus
+from runs_app.selectors import stage_progress, stalled_work
+from runs_app.stages import available_stages, get_stage
+from runs_app.stages.base import drain
+
+log = logging.getLogger("baitbench.tasks")
+TASK_PATH = "runs_app.tasks.drain_stage"
+
+
+def enqueue_stage(code: str, stage: str) -> str:
+    return async_task(TASK_PATH, code, stage, task_name=f"drain {code} {stage}",
+                      group=f"release:{code}")
+
+
+def drain_stage(code: str, stage: str, chain: bool = True) -> dict:
+    """Drain one stage; when it is complete, hand over to the next stage of the chain."""
+    release = Release.objects.get(code=code)
+    report = drain(get_stage(stage), release)
+    log.info("drained %s %s: %s finished, %s lost", code, stage, report.finished, report.lost)
+    progress = stage_progress(release, stage)
+    if chain and progress.pending == 0 and progress.claimed == 0:
+        following = next_stage(stage)
+        if following:
+            enqueue_stage(code, following)
+        else:
+            mark_scored(release)
+    return {"finished": report.finished, "lost": report.lost}
+
+
+def next_stage(stage: str) -> str | None:
+    names = available_stages()
+    index = names.index(stage)
+    return names[index + 1] if index + 1 < len(names) else None
+
+
+def mark_scored(release: Release) -> None:
+    if all(stage_progress(release, name).pending == 0 for name in available_stages()):
+        Release.objects.filter(pk=release.pk, status=ReleaseStatus.RUNNING).update(
+            status=ReleaseStatus.SCORED
+        )
+
+
+def reenqueue_stalled() -> int:
+    """Scheduled: drain again what a lost task or a killed worker left behind."""
+    stalled = stalled_work()
+    for code, stage in stalled:
+        enqueue_stage(code, stage)
+    return len(stalled)
+
+
+def ensure_schedule() -> None:
+    Schedule.objects.get_or_create(
+        func="runs_app.tasks.reenqueue_stalled",
+        defaults={"name": "re-enqueue stalled work", "schedule_type": Schedule.MINUTES,
+                  "minutes": 2, "repeats": -1},
+    )
