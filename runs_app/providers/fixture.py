@@ -275,6 +275,8 @@ def _clause(item: OpenQuestion, prompt: ParsedPrompt) -> tuple[str, str]:
         return "whether", rest
     if bare in PHRASES[prompt.language]["wh_words"]:
         return "wh", f"{first.lower()} {rest}"
+    if PHRASES[prompt.language]["statement_after_colon"]:
+        return "statement", text
     return "statement", _lower_first_word(text, prompt)
 
 
@@ -311,14 +313,11 @@ def write_text(
     profile: str, prompt: ParsedPrompt, *, variant: int = 0, question: str | None = None
 ) -> str:
     """The whole text a writer profile returns for this prompt; `question` is T4's latest."""
+    if profile not in PROFILES:
+        raise ProviderError(f"fixture provider has no writer profile {profile!r}", permanent=True)
     if profile == "refuser" and prompt.condition == "C2":
         return _pick(PHRASES[prompt.language]["refusal"], prompt.organisation, variant)
-    try:
-        account = PROFILES[profile](prompt)
-    except KeyError:
-        raise ProviderError(
-            f"fixture provider has no writer profile {profile!r}", permanent=True
-        ) from None
+    account = PROFILES[profile](prompt)
     task = prompt.task or ("T2" if prompt.questions else "T1")
     if task == "T4":
         return interview_answer(prompt, account, question or _first(prompt.questions), variant)
@@ -373,7 +372,8 @@ def short_statement(prompt: ParsedPrompt, account: Account, variant: int) -> str
     sentences = [f"{prompt.organisation}:", *account.facts[:2]]
     if account.own_claim:
         sentences.append(account.own_claim)
-    sentences.append(_pick(phrases["statement_close"][account.stance], prompt.organisation, variant))
+    closing = phrases["statement_close"][account.stance]
+    sentences.append(_pick(closing, prompt.organisation, variant))
     return " ".join(sentences)
 
 
@@ -517,6 +517,7 @@ def fixture_result(request: CompletionRequest, text: str, finish_reason: str) ->
 PHRASES: dict[str, dict] = {
     "en": {
         "whether": "whether",
+        "statement_after_colon": False,
         "wh_words": ("who", "how", "what", "when", "where", "which", "why"),
         "hedges": {
             "statement": {
@@ -613,7 +614,8 @@ PHRASES: dict[str, dict] = {
         "whether": "of",
         "wh_words": ("wie", "hoe", "wat", "wanneer", "waar", "welke", "waarom"),
         # A Dutch statement cannot follow "dat" without reordering its verbs, so statements
-        # are quoted after a colon; "of"-clauses already have the subordinate word order.
+        # are quoted whole after a colon; "of"-clauses already have the subordinate word order.
+        "statement_after_colon": True,
         "hedges": {
             "statement": {
                 "unknown": "Nog niet bekend is of het volgende klopt: {clause}.",
