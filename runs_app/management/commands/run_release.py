@@ -61,12 +61,13 @@ class Command(BaseCommand):
         stages = [stage] if stage else available_stages()
         if not sync:
             ensure_schedule()
-            enqueue_stage(code, stages[0]) if not stage else enqueue_stage(code, stage)
+            enqueue_stage(code, stages[0])
             self.stdout.write(f"enqueued {code}: {stages[0]} (the chain continues in the queue)")
             return
         for name in stages:
             self._run_stage(release, name, concurrency)
-        mark_scored(release)
+        if not stage:
+            mark_scored(release)
 
     def _run_stage(self, release, name: str, concurrency: int) -> None:
         stage = get_stage(name)

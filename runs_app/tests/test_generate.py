@@ -1,0 +1,180 @@
+"""The generation stage against a fake OpenRouter server on loopback (DESIGN section 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runs_app.models import Generation, GenerationAttempt, WorkStatus
+from runs_app.providers.pool import ProviderPool
+from runs_app.schemas import ReleaseConfig
+from runs_app.services import release_create, release_freeze, work_retry_failed
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
+from runs_app.testing.fake_openrouter import FakeOpenRouter
+
+MODELS = [
+    {"id": "acme/writer-a", "family": "acme", "name": "Writer A"},
+    {"id": "beta/writer-b", "family": "beta", "name": "Writer B"},
+    {"id": "gamma/judge", "family": "gamma", "name": "Judge G"},
+    {"id": "delta/judge", "family": "delta", "name": "Judge D"},
+    {"id": "epsilon/judge", "family": "epsilon", "name": "Judge E"},
+]
+
+
+def openrouter_release(code: str = "or.0", **overrides):
+    config = {
+        "code": code, "language": "en", "models": MODELS,
+        "writers": ["acme/writer-a", "beta/writer-b"],
+        "jurors": ["gamma/judge", "delta/judge", "epsilon/judge"],
+        "reader": "gamma/judge", "journalist": "gamma/judge",
+        "scenarios": ["greenvale-listeria"], "tasks": ["T1", "T2"], "conditions": ["C0", "C2"],
+        "text_budget": 900, "max_attempts": 3,
+    } | overrides
+    return release_freeze(release=release_create(config=ReleaseConfig.model_validate(config)))
+
+
+@pytest.fixture
+def server():
+    with FakeOpenRouter() as fake:
+        yield fake
+
+
+def run_generate(release, server, concurrency: int = 8):
+    pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="test-key",
+                        backoff_base=0.01, backoff_cap=0.05, max_retries=2)
+    return drain(get_stage("generate"), release, concurrency=concurrency, providers=pool)
+
+
+@pytest.mark.django_db
+def test_it_writes_one_text_per_cell_with_the_provider_log(imported_scenarios, server):
+    release = openrouter_release()
+    report = run_generate(release, server)
+    generations = Generation.objects.filter(release=release)
+    assert report.finished == generations.count() == 2 * 1 * 2 * 2
+    assert server.count() == 8
+    for generation in generations:
+        assert generation.status == WorkStatus.DONE
+        assert generation.text
+        assert generation.upstream_provider == "FakeUpstream"
+        assert generation.provider_generation_id.startswith("gen-")
+        assert generation.prompt_tokens > 0 and generation.cost_usd is not None
+        assert len(generation.prompt_hash) == 64
+
+
+@pytest.mark.django_db
+def test_it_asks_for_no_fallbacks_and_the_budget_plus_reasoning(imported_scenarios, server):
+    run_generate(openrouter_release(), server)
+    for request in server.requests:
+        assert request.body["provider"] == {"allow_fallbacks": False}
+        assert request.body["max_tokens"] == 900 + 16_000
+        assert "reasoning" not in request.body
+
+
+@pytest.mark.django_db
+def test_every_model_gets_the_same_words(imported_scenarios, server):
+    run_generate(openrouter_release(), server)
+    prompts: dict[tuple, dict[str, str]] = {}
+    for generation in Generation.objects.filter(release__code="or.0").select_related("model"):
+        key = (generation.task, generation.condition)
+        prompts.setdefault(key, {})[generation.model.openrouter_id] = generation.prompt_hash
+    sent = {}
+    for request in server.requests:
+        sent.setdefault(request.body["model"], []).append(request.body["messages"])
+    assert sorted(map(str, sent["acme/writer-a"])) == sorted(map(str, sent["beta/writer-b"]))
+    for hashes in prompts.values():
+        assert len(set(hashes.values())) == 1
+    assert len({next(iter(h.values())) for h in prompts.values()}) == len(prompts)
+
+
+@pytest.mark.django_db
+def test_running_again_calls_nothing_that_finished(imported_scenarios, server):
+    release = openrouter_release()
+    run_generate(release, server)
+    calls = server.count()
+    again = run_generate(release, server)
+    assert again.finished == 0 and again.planned == 0
+    assert server.count() == calls
+
+
+@pytest.mark.django_db
+def test_a_length_finish_is_generated_again_and_both_attempts_are_kept(imported_scenarios, server):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    server.enqueue_length_finish()
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.DONE and generation.finish_reason == "stop"
+    attempts = list(generation.attempt_log.values_list("outcome", flat=True))
+    assert attempts == [GenerationAttempt.Outcome.LENGTH, GenerationAttempt.Outcome.OK]
+    assert generation.attempts == 2 and server.count() == 2
+
+
+@pytest.mark.django_db
+def test_empty_content_is_generated_again(imported_scenarios, server):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    server.enqueue_empty_content()
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert [a.outcome for a in generation.attempt_log.all()] == ["empty", "ok"]
+
+
+@pytest.mark.django_db
+def test_attempts_are_capped_then_the_cell_fails_with_the_reason(imported_scenarios, server):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"],
+                                 max_attempts=2)
+    server.enqueue_length_finish()
+    server.enqueue_length_finish()
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.FAILED
+    assert "finish_reason: length" in generation.error
+    assert generation.attempt_log.count() == 2 and server.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_permanent_error_fails_the_cell_once_and_an_operator_can_retry(
+    imported_scenarios, server
+):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    server.enqueue(401, body={"error": {"code": 401, "message": "No auth credentials found"}})
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.FAILED
+    assert "401" in generation.error and "No auth credentials" in generation.error
+    assert server.count() == 1
+
+    assert work_retry_failed(release=release, stage_name="generate") == 1
+    run_generate(release, server)
+    generation.refresh_from_db()
+    assert generation.status == WorkStatus.DONE
+    assert [a.number for a in generation.attempt_log.all()] == [1, 2]
+    assert server.count() == 2
+
+
+@pytest.mark.django_db
+def test_it_records_that_no_upstream_provider_was_reported(imported_scenarios, server):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    server.enqueue_without_provider()
+    run_generate(release, server)
+    assert Generation.objects.get(release=release).upstream_provider is None
+
+
+@pytest.mark.django_db
+def test_retryable_errors_are_retried_by_the_provider(imported_scenarios, server):
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    server.enqueue(429, headers={"Retry-After": "0"})
+    server.enqueue(502)
+    server.enqueue_error_in_200(502, "upstream overloaded")
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.DONE
+    assert server.count() == 4
+
+
+@pytest.mark.django_db
+def test_the_fixture_demo_generates_every_cell_offline(demo_release):
+    release = release_freeze(release=demo_release)
+    drain(get_stage("generate"), release)
+    generations = Generation.objects.filter(release=release)
+    assert generations.count() == 4 * 8 * 3 * 4
+    assert not generations.exclude(status=WorkStatus.DONE).exists()
+    assert set(generations.values_list("upstream_provider", flat=True)) == {"fixture"}
