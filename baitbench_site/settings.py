@@ -150,7 +150,11 @@ else:
 
 BAITBENCH_PROVIDER = os.environ.get("BAITBENCH_PROVIDER", "fixture")
 SCENARIOS_DIR = BASE_DIR / "scenarios"
-RELEASES_DIR = BASE_DIR / "releases"
+RELEASES_DIR = Path(os.environ.get("BAITBENCH_RELEASES_DIR", BASE_DIR / "releases"))
+# How long a claimed row stays claimed before another worker may take it over.
+BAITBENCH_LEASE_SECONDS = envint("BAITBENCH_LEASE_SECONDS", 1200)
+# Model calls in flight per draining worker (the provider also caps its own concurrency).
+BAITBENCH_CONCURRENCY = envint("BAITBENCH_CONCURRENCY", 50)
 
 LOGGING = {
     "version": 1,

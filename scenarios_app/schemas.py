@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections import Counter
 from typing import Annotated, Any, Literal
 
@@ -112,7 +111,8 @@ class Problem:
     message: str
 
     def line(self, source: str) -> str:
-        return f"{source}: {self.path}: {self.message}" if self.path else f"{source}: {self.message}"
+        where = f"{self.path}: " if self.path else ""
+        return f"{source}: {where}{self.message}"
 
 
 def field_path(location: tuple[str | int, ...]) -> str:
@@ -210,5 +210,3 @@ def _duplicate_problems(path: str, values: list[str]) -> list[Problem]:
 def _short(value: str) -> str:
     return value if len(value) <= 40 else value[:37] + "..."
 
-
-SLUG_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

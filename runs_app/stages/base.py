@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
 import dataclasses
 import datetime as dt
 import logging
@@ -17,10 +18,11 @@ import os
 import socket
 import threading
 import uuid
-from concurrent import futures
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any, ClassVar
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -30,7 +32,6 @@ from runs_app.providers.pool import ProviderPool
 
 log = logging.getLogger("baitbench.stages")
 
-LEASE = dt.timedelta(minutes=20)
 # A row claimed this many times without finishing is failed: its worker keeps dying on it.
 MAX_CLAIMS = 6
 
@@ -78,8 +79,11 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
     select and the update run under the one write lock.
     """
     now = timezone.now()
+    lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
     token = uuid.uuid4().hex
-    claimable = Q(status=WorkStatus.PENDING) | Q(status=WorkStatus.CLAIMED, lease_expires_at__lt=now)
+    claimable = Q(status=WorkStatus.PENDING) | Q(
+        status=WorkStatus.CLAIMED, lease_expires_at__lt=now
+    )
     with transaction.atomic():
         ids = list(
             stage.rows(release).filter(claimable).order_by("pk")
@@ -89,9 +93,11 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
             return []
         stage.work_model.objects.filter(pk__in=ids).update(
             status=WorkStatus.CLAIMED, claim_token=token, claimed_by=worker,
-            lease_expires_at=now + LEASE, claims=F("claims") + 1,
+            lease_expires_at=now + lease, claims=F("claims") + 1,
         )
-    claimed = list(stage.work_model.objects.filter(claim_token=token))
+    claimed = list(
+        stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
+    )
     return [item for item in claimed if not _fail_if_poisoned(stage, item)]
 
 
@@ -107,18 +113,23 @@ def _fail_if_poisoned(stage: Stage, item: WorkItem) -> bool:
 
 def write_outcome(stage: Stage, item: WorkItem, outcome: Any) -> bool:
     """Write the outcome only if we still hold the claim; True when written."""
-    with transaction.atomic():
-        held = stage.work_model.objects.select_for_update().filter(
-            pk=item.pk, claim_token=item.claim_token, status=WorkStatus.CLAIMED
-        ).exists()
-        if not held:
-            log.warning("%s %s: claim lost before the result was written", stage.name, item.pk)
-            return False
-        fields = stage.record(item, outcome)
-        if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
-            fields.setdefault("finished_at", timezone.now())
-        stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
+    held = stage.work_model.objects.select_for_update().filter(
+        pk=item.pk, claim_token=item.claim_token, status=WorkStatus.CLAIMED
+    ).exists()
+    if not held:
+        log.warning("%s %s: claim lost before the result was written", stage.name, item.pk)
+        return False
+    fields = stage.record(item, outcome)
+    if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
+        fields.setdefault("finished_at", timezone.now())
+    stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
     return True
+
+
+def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> int:
+    """Write the outcomes that arrived together in one transaction; returns how many."""
+    with transaction.atomic():
+        return sum(write_outcome(stage, item, outcome) for item, outcome in finished)
 
 
 @dataclasses.dataclass
@@ -152,38 +163,41 @@ def _drain_rows(
     concurrency: int, worker: str, on_finished: Callable[[], None] | None, report: DrainReport,
 ) -> None:
     in_flight: dict[futures.Future, Any] = {}
+    ready: collections.deque = collections.deque()
+    # Claim ahead, a quarter of the concurrency at a time: a slot that frees up starts its
+    # next call at once, and a claim is one transaction per batch, not one per call.
+    ahead = max(1, concurrency // 4)
     exhausted = False
     while True:
-        # Keep `concurrency` calls running: claim as soon as enough slots free up, so one
-        # slow call never holds back the rest of a batch.
-        free = concurrency - len(in_flight)
-        if not exhausted and free > 0 and (free >= max(1, concurrency // 5) or not in_flight):
-            batch = claim_batch(stage, release, free, worker)
+        if not exhausted and len(ready) < ahead:
+            wanted = concurrency + ahead - len(in_flight) - len(ready)
+            batch = claim_batch(stage, release, wanted, worker)
             exhausted = not batch
-            for item in batch:
-                in_flight[calls.submit(stage.execute(stage.build(item), providers))] = item
+            ready.extend(batch)
+        while ready and len(in_flight) < concurrency:
+            item = ready.popleft()
+            in_flight[calls.submit(stage.execute(stage.build(item), providers))] = item
         if not in_flight:
             return
         done, _ = futures.wait(in_flight, return_when=futures.FIRST_COMPLETED)
-        for future in done:
-            item = in_flight.pop(future)
-            # An unexpected exception is a bug: let it surface (the claim then expires).
-            if write_outcome(stage, item, future.result()):
-                report.finished += 1
-                if on_finished:
-                    on_finished()
-            else:
-                report.lost += 1
+        # An unexpected exception is a bug: let it surface (the claims then expire).
+        finished = [(in_flight.pop(future), future.result()) for future in done]
+        written = write_outcomes(stage, finished)
+        report.finished += written
+        report.lost += len(finished) - written
+        for _ in range(written if on_finished else 0):
+            on_finished()
         # Rows may have been freed or planned meanwhile: look again next time round.
-        exhausted = False if done else exhausted
+        exhausted = False
 
 
 def drain(
-    stage: Stage, release: Release, *, concurrency: int = 50, worker: str | None = None,
+    stage: Stage, release: Release, *, concurrency: int | None = None, worker: str | None = None,
     on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
 ) -> DrainReport:
     """Plan, then drain the stage's pending rows of one release until none are left."""
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
+    concurrency = concurrency or settings.BAITBENCH_CONCURRENCY
     pool = providers or ProviderPool()
     calls = _LoopThread()
     try:

@@ -25,5 +25,6 @@ class Command(BaseCommand):
             tokens = row.prompt_tokens + row.completion_tokens + row.reasoning_tokens
             self.stdout.write(
                 f"{row.stage:<10} {row.done:>6} {row.pending:>8} {row.claimed:>8} "
-                f"{row.failed:>7} {tokens:>10} {row.cost_usd:>9.4f} {format_eta(row.eta_seconds):>10}"
+                f"{row.failed:>7} {tokens:>10} {row.cost_usd:>9.4f} "
+                f"{format_eta(row.eta_seconds):>10}"
             )

@@ -43,9 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("code")
         parser.add_argument("--stage", choices=STAGE_ORDER, help="only this stage")
         parser.add_argument("--sync", action="store_true", help="run here, with a progress bar")
-        parser.add_argument("--concurrency", type=int, default=50)
+        parser.add_argument("--concurrency", type=int, help="calls in flight (default: settings)")
 
-    def handle(self, *args, code: str, stage: str | None, sync: bool, concurrency: int,
+    def handle(self, *args, code: str, stage: str | None, sync: bool, concurrency: int | None,
                **options) -> None:
         try:
             release = release_freeze(release=release_get_or_load(code=code))
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         if not stage:
             mark_scored(release)
 
-    def _run_stage(self, release, name: str, concurrency: int) -> None:
+    def _run_stage(self, release, name: str, concurrency: int | None) -> None:
         stage = get_stage(name)
         stage.plan(release)
         before = stage_progress(release, name)

@@ -1,0 +1,184 @@
+"""Real worker processes against a real database file or server (DESIGN section 5).
+
+These start `qcluster` and `run_release` as separate processes, so they use a database of
+their own (a SQLite file, or a scratch PostgreSQL database when the suite runs on
+PostgreSQL) and a fake OpenRouter server with latency, slow enough to kill mid-run.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from runs_app.testing.fake_openrouter import FakeOpenRouter
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(settings.BASE_DIR)
+CELLS = 2 * 2 * 3 * 4  # writers x scenarios x tasks x conditions
+CONCURRENCY = 4
+
+RELEASE = """
+code: {code}
+language: en
+models:
+  - {{id: acme/writer-a, family: acme, name: Writer A}}
+  - {{id: beta/writer-b, family: beta, name: Writer B}}
+  - {{id: gamma/judge, family: gamma, name: Judge G}}
+  - {{id: delta/judge, family: delta, name: Judge D}}
+  - {{id: epsilon/judge, family: epsilon, name: Judge E}}
+writers: [acme/writer-a, beta/writer-b]
+jurors: [gamma/judge, delta/judge, epsilon/judge]
+reader: gamma/judge
+journalist: gamma/judge
+scenarios: [greenvale-listeria, cobaltcloud-breach]
+tasks: [T1, T2, T3]
+conditions: [C0, C1, C2, C3]
+"""
+
+
+class Database:
+    """A scratch database the worker processes share, on the suite's backend."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+        if self.postgres:
+            self.name = f"bb_workers_{uuid.uuid4().hex[:10]}"
+            self._admin(f'CREATE DATABASE "{self.name}"')
+            self.url = f"postgres://postgres@127.0.0.1:5432/{self.name}"
+        else:
+            self.path = tmp_path / "workers.sqlite3"
+            self.url = f"sqlite:///{self.path}"
+
+    def _admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres",
+                             autocommit=True) as connection:
+            connection.execute(sql)
+
+    def rows(self, sql: str) -> list[tuple]:
+        if self.postgres:
+            import psycopg
+
+            with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{self.name}") as conn:
+                return conn.execute(sql).fetchall()
+        with sqlite3.connect(self.path) as connection:
+            return connection.execute(sql).fetchall()
+
+    def drop(self) -> None:
+        if self.postgres:
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def world(tmp_path):
+    database = Database(tmp_path)
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    for code in ("kill.0", "pair.0"):
+        (releases / f"{code}.yaml").write_text(RELEASE.format(code=code))
+    with FakeOpenRouter(latency=0.3) as server:
+        env = os.environ | {
+            "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
+            "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
+            "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_LEASE_SECONDS": "3",
+            "BAITBENCH_Q_WORKERS": "2", "BAITBENCH_CONCURRENCY": str(CONCURRENCY),
+        }
+        env.pop("REDIS_URL", None)
+        manage("migrate", "-v0", env=env)
+        manage("import_scenarios", "scenarios/", env=env)
+        yield database, server, env
+    database.drop()
+
+
+def manage(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True, timeout=300)
+
+
+def start(*args: str, env: dict) -> subprocess.Popen:
+    # A session of its own, so a SIGKILL reaches the cluster's sentinel and workers too.
+    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def kill(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the workers")
+        time.sleep(0.2)
+
+
+def done_count(database: Database, code: str) -> int:
+    return database.rows(
+        "SELECT COUNT(*) FROM runs_app_generation g JOIN runs_app_release r "
+        f"ON g.release_id = r.id WHERE r.code = '{code}' AND g.status = 'done'"
+    )[0][0]
+
+
+def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
+    database, server, env = world
+    manage("run_release", "kill.0", "--stage", "generate", env=env)
+    cluster = start("qcluster", env=env)
+    try:
+        wait_for(lambda: done_count(database, "kill.0") >= 10)
+    finally:
+        kill(cluster)
+    calls_before_restart = server.count()
+    assert done_count(database, "kill.0") < CELLS, "the run finished before the kill"
+
+    time.sleep(3.5)  # the dead worker's leases run out
+    cluster = start("qcluster", env=env)
+    try:
+        # What the schedule does every few minutes: drain again what was left behind.
+        manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
+               env=env)
+        wait_for(lambda: done_count(database, "kill.0") == CELLS)
+    finally:
+        kill(cluster)
+
+    rows = database.rows("SELECT status, text FROM runs_app_generation")
+    assert len(rows) == CELLS and all(status == "done" and text for status, text in rows)
+    calls = collections.Counter(
+        (request.body["model"], str(request.body["messages"])) for request in server.requests
+    )
+    assert len(calls) == CELLS
+    # Only calls in flight at the moment of the kill may have been made twice; nothing
+    # that had finished was called again.
+    repeated = sum(1 for count in calls.values() if count > 1)
+    assert repeated <= CONCURRENCY
+    assert calls_before_restart < server.count()
+
+
+def test_two_workers_draining_at_once_never_call_the_same_cell_twice(world):
+    database, server, env = world
+    manage("run_release", "pair.0", "--stage", "generate", env=env)  # load and freeze it
+    first = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
+    second = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
+    assert first.wait(timeout=300) == 0 and second.wait(timeout=300) == 0
+    assert done_count(database, "pair.0") == CELLS
+    seen = collections.Counter(
+        (request.body["model"], str(request.body["messages"])) for request in server.requests
+    )
+    assert len(seen) == CELLS
+    assert max(seen.values()) == 1
+    workers = database.rows("SELECT DISTINCT claimed_by FROM runs_app_generation")
+    assert len(workers) == 2, "both workers should have taken part"
