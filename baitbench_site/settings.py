@@ -133,7 +133,9 @@ SPECTACULAR_SETTINGS = {
 # `max_attempts` bounds redelivery: the queue delivers at least once, and the work tables
 # (not the queue) decide what still needs doing (DESIGN section 5).
 Q_CLUSTER: dict = {
-    "name": "baitbench",
+    # The queue's name (and, on Redis, its key): separate clusters sharing a broker use
+    # different names.
+    "name": os.environ.get("BAITBENCH_Q_NAME", "baitbench"),
     "workers": envint("BAITBENCH_Q_WORKERS", 2),
     "timeout": envint("BAITBENCH_Q_TIMEOUT", 1800),
     "retry": envint("BAITBENCH_Q_RETRY", 2100),

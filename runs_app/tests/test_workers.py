@@ -86,7 +86,7 @@ def world(tmp_path):
     database = Database(tmp_path)
     releases = tmp_path / "releases"
     releases.mkdir()
-    for code in ("kill.0", "pair.0"):
+    for code in ("kill.0", "pair.0", "redis.0"):
         (releases / f"{code}.yaml").write_text(RELEASE.format(code=code))
     with FakeOpenRouter(latency=0.3) as server:
         env = os.environ | {
@@ -182,3 +182,16 @@ def test_two_workers_draining_at_once_never_call_the_same_cell_twice(world):
     assert max(seen.values()) == 1
     workers = database.rows("SELECT DISTINCT claimed_by FROM runs_app_generation")
     assert len(workers) == 2, "both workers should have taken part"
+
+
+def test_the_queue_also_runs_on_redis(world):
+    database, server, env = world
+    env = env | {"REDIS_URL": "redis://127.0.0.1:6379/0",
+                 "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
+    manage("run_release", "redis.0", "--stage", "generate", env=env)
+    cluster = start("qcluster", env=env)
+    try:
+        wait_for(lambda: done_count(database, "redis.0") == CELLS)
+    finally:
+        kill(cluster)
+    assert server.count() == CELLS
