@@ -97,6 +97,9 @@ class Uncertainty(models.Model):
         ordering = ["position"]
         verbose_name_plural = "uncertainties"
 
+    def __str__(self) -> str:
+        return self.code
+
 
 class ConfidentialFact(models.Model):
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="confidential")
@@ -106,6 +109,9 @@ class ConfidentialFact(models.Model):
 
     class Meta:
         ordering = ["position"]
+
+    def __str__(self) -> str:
+        return self.code
 
 
 class JournalistQuestion(models.Model):
@@ -117,6 +123,9 @@ class JournalistQuestion(models.Model):
 
     class Meta:
         ordering = ["position"]
+
+    def __str__(self) -> str:
+        return f"Q{self.position}"
 
 
 class AttitudeQuestion(models.Model):
@@ -131,6 +140,9 @@ class AttitudeQuestion(models.Model):
 
     class Meta:
         ordering = ["position"]
+
+    def __str__(self) -> str:
+        return self.code
 
 
 class KnowledgeQuestion(models.Model):
@@ -147,6 +159,9 @@ class KnowledgeQuestion(models.Model):
     class Meta:
         ordering = ["position"]
 
+    def __str__(self) -> str:
+        return self.code
+
 
 class HumanBaseline(models.Model):
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="human_baselines")
@@ -158,6 +173,9 @@ class HumanBaseline(models.Model):
 
     class Meta:
         ordering = ["position"]
+
+    def __str__(self) -> str:
+        return self.code
 
 
 class ScenarioVersion(models.Model):

@@ -1,0 +1,273 @@
+"""Forms of the scenario admin: part widgets, the whole-document check, upload, preview, diff.
+
+The admin edits a scenario as a main form plus one inline formset per part. The file format's
+rules relate parts to each other (a knowledge question names facts, ids run F1..Fn), so they can
+only be checked on the submission as a whole: `ScenarioDocumentCheck` assembles the submitted
+forms into the same document `services.scenario_document` builds from rows and runs
+`schemas.validate_scenario_document` on it, the one set of rules the importer uses too.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.db import models
+from django.forms.models import BaseInlineFormSet
+
+from scenarios_app.files import SUFFIXES
+from scenarios_app.models import KnowledgeQuestion, Scenario
+from scenarios_app.schemas import validate_scenario_document
+from scenarios_app.services import scenario_document
+
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # per file and for everything a zip unpacks to
+TASK_CODES = ("T1", "T2", "T3", "T4")
+CONDITION_CODES = ("C0", "C1", "C2", "C3")
+
+
+class MultilineTextField(forms.CharField):
+    """Text from a textarea, with line breaks as the scenario file has them.
+
+    Browsers send a textarea's line breaks as CRLF (the HTML spec says so); left alone, saving
+    an unedited scenario would change its content hash and record a new version.
+    """
+
+    def to_python(self, value: Any) -> str:
+        return super().to_python(value).replace("\r\n", "\n").replace("\r", "\n")
+
+
+class LinesField(forms.CharField):
+    """A list of strings, edited one item per line (knowledge question options)."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 60})
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        text = super().to_python(value)
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class FactIdsField(forms.CharField):
+    """A list of fact ids, edited as `F2, F4`."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        text = super().to_python(value)
+        return [item for item in re.split(r"[\s,]+", text) if item]
+
+
+class KnowledgeQuestionForm(forms.ModelForm):
+    options = LinesField(help_text="One answer option per line.")
+    facts = FactIdsField(help_text="Ids of the facts that answer it, e.g. F2, F4.")
+
+    class Meta:
+        model = KnowledgeQuestion
+        fields = ["position", "code", "text", "options", "correct", "facts"]
+
+
+class _Rows:
+    """Stands in for a related manager: `.all()` returns the submitted parts."""
+
+    def __init__(self, rows: list[models.Model]) -> None:
+        self._rows = rows
+
+    def all(self) -> list[models.Model]:
+        return self._rows
+
+
+class _SubmittedScenario:
+    """Quacks like a Scenario for `scenario_document`: scalars from the main form's instance,
+    parts from the inline forms, so the document has exactly the shape the rows would give."""
+
+    def __init__(self, scenario: Scenario, parts: dict[str, list[models.Model]]) -> None:
+        self._scenario = scenario
+        self._parts = parts
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._parts:
+            return _Rows(self._parts[name])
+        return getattr(self._scenario, name)
+
+
+def kept_forms(formset: BaseInlineFormSet) -> Iterator[forms.ModelForm]:
+    """The forms whose rows will exist after saving, as Django's formset save decides it."""
+    for index, form in enumerate(formset.forms):
+        # The same test Django's BaseModelFormSet.save applies.
+        if formset.can_delete and formset._should_delete_form(form):
+            continue
+        if index >= formset.initial_form_count() and not form.has_changed():
+            continue  # an extra form left empty is not saved
+        yield form
+
+
+class ScenarioDocumentCheck:
+    """Checks a scenario submitted through the admin against the file's rules (DESIGN §3).
+
+    Django validates the main form, then each inline formset in turn; the admin hands this
+    check to the last formset, whose `clean()` calls `run`. By then every sibling
+    has been validated, and `form.instance` carries the submitted scalar fields.
+    """
+
+    def __init__(self, scenario: Scenario, formsets: list[BaseInlineFormSet]) -> None:
+        self.scenario = scenario
+        self.formsets = formsets
+        self.scenario_form_valid = False  # set by the admin once the main form validated
+        self.problems: list[str] = []
+
+    def ready(self) -> bool:
+        # Only a submission whose forms are each valid can be judged as a document; field
+        # errors are shown by the forms themselves.
+        return self.scenario_form_valid and all(
+            not any(form.errors for form in formset.forms) and not formset.non_form_errors()
+            for formset in self.formsets
+        )
+
+    def document(self) -> dict[str, Any]:
+        parts = {}
+        for formset in self.formsets:
+            rows = sorted((form.instance for form in kept_forms(formset)),
+                          key=lambda row: row.position)
+            parts[formset.fk.remote_field.get_accessor_name()] = rows
+        return scenario_document(_SubmittedScenario(self.scenario, parts))
+
+    def run(self) -> list[str]:
+        _, problems = validate_scenario_document(self.document())
+        self.problems = [f"{problem.path}: {problem.message}" for problem in problems]
+        return self.problems
+
+
+class ScenarioPartsFormSet(BaseInlineFormSet):
+    """The formset of every scenario part; the last one also checks the whole document."""
+
+    document_check: ScenarioDocumentCheck | None = None
+
+    def clean(self) -> None:
+        super().clean()
+        check = self.document_check
+        if check is None or not check.ready():
+            return
+        problems = check.run()
+        if problems:
+            raise forms.ValidationError(
+                f"This scenario breaks {len(problems)} rule(s) of the scenario file; "
+                "they are listed at the top of the page. Nothing was saved."
+            )
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".yaml,.yml,.zip"}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        items = data if isinstance(data, list | tuple) else [data]
+        return [super(MultipleFileField, self).clean(item, initial) for item in items]
+
+
+class ScenarioUploadForm(forms.Form):
+    files = MultipleFileField(
+        label="Scenario files",
+        help_text="One or more .yaml files, or a .zip of them. All are imported, or none.",
+    )
+
+    def clean_files(self) -> list[Any]:
+        uploads = self.cleaned_data["files"]
+        names: list[str] = []
+        for upload in uploads:
+            names += self._names_in(upload)
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise forms.ValidationError(f"Two files share a name: {', '.join(duplicates)}.")
+        return uploads
+
+    def _names_in(self, upload: Any) -> list[str]:
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"{upload.name} is larger than 20 MB.")
+        if upload.name.endswith(SUFFIXES):
+            return [upload.name]
+        if not upload.name.endswith(".zip") or not zipfile.is_zipfile(upload):
+            raise forms.ValidationError(f"{upload.name} is neither a .yaml file nor a .zip.")
+        members = _yaml_members(zipfile.ZipFile(upload))
+        if not members:
+            raise forms.ValidationError(f"{upload.name} holds no .yaml files.")
+        if sum(member.file_size for member in members) > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(f"{upload.name} unpacks to more than 20 MB.")
+        return [f"{upload.name}/{Path(member.filename).name}" for member in members]
+
+    def write_files(self, folder: Path) -> list[str]:
+        """Write the uploads into `folder` (zips unpacked into a sub-folder named after them),
+        keeping their names so that problem lines name the file the curator uploaded."""
+        paths = []
+        for upload in self.cleaned_data["files"]:
+            upload.seek(0)
+            if upload.name.endswith(SUFFIXES):
+                paths.append(_write(folder / Path(upload.name).name, upload.read()))
+                continue
+            archive = zipfile.ZipFile(upload)
+            for member in _yaml_members(archive):
+                # Only the base name: a member called ../../x.yaml stays inside `folder`.
+                target = folder / Path(upload.name).name / Path(member.filename).name
+                paths.append(_write(target, archive.read(member)))
+        return paths
+
+
+def _yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    return [
+        member for member in archive.infolist()
+        if not member.is_dir() and member.filename.endswith(SUFFIXES)
+        and not member.filename.startswith("__MACOSX/")
+    ]
+
+
+def _write(path: Path, content: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return str(path)
+
+
+class PreviewForm(forms.Form):
+    task = forms.ChoiceField(choices=[(code, code) for code in TASK_CODES])
+    condition = forms.ChoiceField(choices=[(code, code) for code in CONDITION_CODES])
+
+    @classmethod
+    def from_query(cls, query: Any) -> PreviewForm:
+        return cls({"task": query.get("task", "T1"), "condition": query.get("condition", "C0")})
+
+
+class VersionPairForm(forms.Form):
+    """Two version numbers of one scenario to compare; `numbers` are the ones that exist."""
+
+    old = forms.TypedChoiceField(coerce=int, label="From version")
+    new = forms.TypedChoiceField(coerce=int, label="To version")
+
+    def __init__(self, data: Any, *, numbers: list[int]) -> None:
+        super().__init__(data)
+        choices = [(number, f"v{number}") for number in numbers]
+        self.fields["old"].choices = choices
+        self.fields["new"].choices = choices
+
+
+class BriefTextForm(forms.ModelForm):
+    """Task briefs may name `{organisation}` and nothing else: the prompt fills it in."""
+
+    def clean_brief(self) -> str:
+        brief = self.cleaned_data["brief"]
+        try:
+            brief.format(organisation="")
+        except (KeyError, IndexError, ValueError) as error:
+            raise forms.ValidationError(
+                f"Only {{organisation}} may appear in braces ({error!r})."
+            ) from error
+        return brief

@@ -1,0 +1,172 @@
+"""Each rule of the scenario file, broken one at a time in an otherwise valid document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scenarios_app.files import load_scenario_files
+from scenarios_app.schemas import validate_scenario_document
+from scenarios_app.tests.factories import SHIPPED, valid_document
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """A mutation setting `facts.0.label`-style paths (list indices as numbers)."""
+    *parents, last = [int(part) if part.isdigit() else part for part in path.split(".")]
+
+    def mutate(document: dict[str, Any]) -> None:
+        target = document
+        for part in parents:
+            target = target[part]
+        target[last] = value
+
+    return mutate
+
+
+def _delete(key: str) -> Mutation:
+    return lambda document: document.pop(key)
+
+
+def _keep(key: str, count: int) -> Mutation:
+    def mutate(document: dict[str, Any]) -> None:
+        document[key] = document[key][:count]
+
+    return mutate
+
+
+def _grow(key: str, count: int, **fields: Any) -> Mutation:
+    """Add copies of the first item (with new fields, such as a fresh id) up to `count`."""
+    def mutate(document: dict[str, Any]) -> None:
+        items = document[key]
+        for number in range(len(items) + 1, count + 1):
+            items.append({**items[0], **{k: v.format(n=number) for k, v in fields.items()}})
+
+    return mutate
+
+
+def _swap_fact_ids(document: dict[str, Any]) -> None:
+    facts = document["facts"]
+    facts[1]["id"], facts[2]["id"] = facts[2]["id"], facts[1]["id"]
+
+
+def _relabel_favourable_facts(document: dict[str, Any]) -> None:
+    for fact in document["facts"]:
+        if fact["label"] == "favourable":
+            fact["label"] = "neutral"
+
+
+BROKEN = {
+    # name: (mutation, field path of the problem, part of its message)
+    "fewer than 8 facts": (_keep("facts", 7), "facts", "at least 8"),
+    "fact ids out of order": (_swap_fact_ids, "facts[1].id", "expected 'F2'"),
+    "a label kind missing": (_relabel_favourable_facts, "facts", "at least one favourable"),
+    "an unknown label": (_set("facts.0.label", "damning"), "facts[0].label", "'neutral'"),
+    "a bad strength": (_set("uncertainties.1.strength", "certain"), "uncertainties[1].strength",
+                       "'likely'"),
+    "a duplicate uncertainty id": (_set("uncertainties.2.id", "U1"), "uncertainties[2]",
+                                   "duplicates uncertainties[0]"),
+    "no confidential fact": (_keep("confidential", 0), "confidential", "at least 1"),
+    "4 confidential facts": (_grow("confidential", 4, id="X{n}"), "confidential", "at most 3"),
+    "2 journalist questions": (_keep("journalist_questions", 2), "journalist_questions",
+                               "at least 3"),
+    "2 attitude questions": (_keep("attitude_questions", 2), "attitude_questions",
+                             "at least 3"),
+    "4 attitude questions": (_grow("attitude_questions", 4, id="A{n}", text="Question {n}?"),
+                             "attitude_questions", "at most 3"),
+    "3 knowledge questions": (_keep("knowledge_questions", 3), "knowledge_questions",
+                              "at least 4"),
+    "a missing fact in a knowledge question": (_set("knowledge_questions.1.facts", ["F6", "F14"]),
+                                               "knowledge_questions[1].facts[1]",
+                                               "'F14' is not a fact id"),
+    "a control text too short": (_set("control_text", "Cheese was recalled. " * 20),
+                                 "control_text", "has 60 words"),
+    "a control text too long": (_set("control_text", "Cheese was recalled. " * 134),
+                                "control_text", "has 402 words"),
+    "1 human baseline": (_keep("human_baselines", 1), "human_baselines", "at least 2"),
+    "3 human baselines": (_grow("human_baselines", 3, id="H{n}"), "human_baselines",
+                          "at most 2"),
+    "a bad task on a baseline": (_set("human_baselines.0.task", "T4"), "human_baselines[0].task",
+                                 "'T1'"),
+    "a bad slug": (_set("slug", "Greenvale_Listeria"), "slug", "does not match"),
+    "a missing canary": (_delete("canary"), "canary", "Field required"),
+    "a bad language": (_set("language", "de"), "language", "'en' or 'nl'"),
+    "a bad visibility": (_set("visibility", "private"), "visibility", "'public' or 'held-out'"),
+    "an unknown field": (_set("owner", "Eleanor"), "owner", "unknown field"),
+    "an unknown field in a fact": (_set("facts.2.source", "agency"), "facts[2].source",
+                                   "unknown field"),
+    "an unknown format": (_set("format", "baitbench.scenario/2"), "format",
+                          "unknown format 'baitbench.scenario/2'"),
+    "a missing format": (_delete("format"), "format", "missing"),
+    "a missing organisation": (_delete("organisation"), "organisation",
+                                           "Field required"),
+}
+
+
+def test_the_greenvale_document_is_valid():
+    scenario, problems = validate_scenario_document(valid_document())
+
+    assert problems == []
+    assert scenario.slug == "greenvale-listeria"
+
+
+def test_every_shipped_scenario_file_is_valid():
+    report = load_scenario_files([str(SHIPPED)])
+
+    assert report.problems == []
+    assert len(report.files) >= 9
+
+
+@pytest.mark.parametrize("mutation, path, message", BROKEN.values(), ids=BROKEN.keys())
+def test_it_refuses_a_document_with(mutation: Mutation, path: str, message: str):
+    document = valid_document()
+    mutation(document)
+
+    scenario, problems = validate_scenario_document(document)
+
+    assert scenario is None
+    matching = [problem for problem in problems if problem.path == path]
+    assert matching, f"no problem at {path}: {problems}"
+    assert any(message in problem.message for problem in matching), matching
+
+
+def test_it_names_the_exact_line_for_a_correct_index_out_of_range():
+    document = valid_document()
+    document["knowledge_questions"][2]["correct"] = 5
+
+    _, problems = validate_scenario_document(document)
+
+    assert [problem.line("greenvale-listeria.yaml") for problem in problems] == [
+        "greenvale-listeria.yaml: knowledge_questions[2].correct: index 5 is outside the 4 options"
+    ]
+
+
+def test_it_reports_every_problem_of_a_document_not_only_the_first():
+    document = valid_document()
+    document["knowledge_questions"][0]["correct"] = 9
+    document["knowledge_questions"][3]["facts"] = ["F99"]
+    document["control_text"] = "Too short."
+
+    _, problems = validate_scenario_document(document)
+
+    assert {problem.path for problem in problems} == {
+        "knowledge_questions[0].correct", "knowledge_questions[3].facts[0]", "control_text",
+    }
+
+
+def test_it_refuses_a_file_that_is_not_a_mapping():
+    _, problems = validate_scenario_document(["format", "slug"])
+
+    assert problems[0].message == "the file must hold a mapping of fields at the top level"
+
+
+def test_two_documents_differing_only_in_whitespace_have_one_hash():
+    spaced = valid_document(title="  Greenvale soft cheese listeria recall  ")
+
+    first, _ = validate_scenario_document(valid_document())
+    second, _ = validate_scenario_document(spaced)
+
+    assert first.content_hash() == second.content_hash()
