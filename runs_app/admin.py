@@ -1,0 +1,241 @@
+"""Operating runs in the admin: models, releases and their progress, generations and a
+generation's page (prompt, text, provider log, jury verdicts with claims marked, panel answers).
+
+Actions parse their input, call one service and report (STYLE do/don't 2). Lists annotate
+their counts in `get_queryset` (no query per row). A published release is read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+from runs_app.models import (
+    Generation,
+    ImmutableError,
+    JurorVerdict,
+    LlmModel,
+    ReaderResponse,
+    Release,
+    WorkStatus,
+)
+from runs_app.selectors import format_eta, release_progress
+from runs_app.services import work_retry_failed
+from runs_app.stages import available_stages
+
+OPERATE_PERMISSION = "runs_app.operate_release"
+
+
+# ---------------------------------------------------------------------------------------
+# Claims marked in a text (pure: plain strings in, escaped HTML out)
+# ---------------------------------------------------------------------------------------
+
+
+def claim_spans(text: str, quotes: Sequence[tuple[str, str, str]]) -> list[tuple[int, int, str,
+                                                                               str]]:
+    """(start, end, label, title) for each quote found in the text, first free occurrence,
+    overlapping spans dropped (the earlier claim wins)."""
+    spans: list[tuple[int, int, str, str]] = []
+    for quote, label, title in quotes:
+        start = text.find(quote) if quote else -1
+        while start >= 0 and any(start < end and start + len(quote) > begin
+                                 for begin, end, _, _ in spans):
+            start = text.find(quote, start + 1)
+        if start >= 0:
+            spans.append((start, start + len(quote), label, title))
+    return sorted(spans)
+
+
+def mark_claims(text: str, quotes: Sequence[tuple[str, str, str]]) -> SafeString:
+    """The text, HTML-escaped, with each quoted claim in a <mark> classed by its label."""
+    parts, position = [], 0
+    for start, end, label, title in claim_spans(text, quotes):
+        parts.append(escape(text[position:start]))
+        parts.append(format_html('<mark class="claim claim-{}" title="{}">{}</mark>',
+                                 label, title, text[start:end]))
+        position = end
+    parts.append(escape(text[position:]))
+    return mark_safe("".join(str(part) for part in parts))  # every part escaped above
+
+
+# ---------------------------------------------------------------------------------------
+# Permissions and actions
+# ---------------------------------------------------------------------------------------
+
+
+class OperateMixin:
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(OPERATE_PERMISSION)
+
+
+def _retry_action(stage_name: str) -> Callable:
+    @admin.action(description=f"Retry failed work: {stage_name}", permissions=["operate"])
+    def retry(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+        for release in queryset:
+            try:
+                count = work_retry_failed(release=release, stage_name=stage_name)
+            except ImmutableError as error:
+                modeladmin.message_user(request, str(error.message), messages.ERROR)
+                continue
+            modeladmin.message_user(
+                request, f"{release.code}: {count} failed {stage_name} row(s) pending again.")
+
+    retry.__name__ = f"retry_failed_{stage_name}"
+    return retry
+
+
+@admin.register(LlmModel)
+class LlmModelAdmin(admin.ModelAdmin):
+    list_display = ("openrouter_id", "family", "display_name", "can_write", "can_judge",
+                    "can_read")
+    list_filter = ("family", "can_write", "can_judge", "can_read")
+    search_fields = ("openrouter_id", "display_name", "family")
+
+
+@admin.register(Release)
+class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
+    list_display = ("code", "language", "status", "generation_count", "done_count",
+                    "failed_count", "frozen_at")
+    list_filter = ("status", "language")
+    search_fields = ("code", "title")
+    readonly_fields = ("config_hash", "frozen_at", "created_at", "created_by", "progress")
+    exclude = ("scenario_versions",)
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        actions = super().get_actions(request)
+        if self.has_operate_permission(request):
+            for name in available_stages():
+                action = _retry_action(name)
+                actions[action.__name__] = (action, action.__name__, action.short_description)
+        return actions
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(
+            generation_total=Count("generations"),
+            generation_done=Count("generations", filter=Q(generations__status=WorkStatus.DONE)),
+            generation_failed=Count("generations",
+                                    filter=Q(generations__status=WorkStatus.FAILED)),
+        )
+
+    @admin.display(description="texts", ordering="generation_total")
+    def generation_count(self, release: Release) -> int:
+        return release.generation_total
+
+    @admin.display(description="done", ordering="generation_done")
+    def done_count(self, release: Release) -> int:
+        return release.generation_done
+
+    @admin.display(description="failed", ordering="generation_failed")
+    def failed_count(self, release: Release) -> int:
+        return release.generation_failed
+
+    @admin.display(description="progress per stage")
+    def progress(self, release: Release) -> SafeString:
+        if not release.pk:
+            return mark_safe("-")
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{}</td></tr>",
+            ((item.stage, item.total, item.done, item.pending, item.claimed, item.failed,
+              format_eta(item.eta_seconds)) for item in release_progress(release)),
+        )
+        return format_html(
+            "<table><thead><tr><th>stage</th><th>total</th><th>done</th><th>pending</th>"
+            "<th>claimed</th><th>failed</th><th>time left</th></tr></thead>"
+            "<tbody>{}</tbody></table>", rows)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Release | None = None
+                            ) -> Sequence[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.is_frozen:
+            fields += ["code", "language", "config"]
+        if obj is not None and obj.is_published:
+            fields += ["title", "status"]
+        return fields
+
+    def has_change_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
+        if obj is not None and obj.is_published:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
+        if obj is not None and obj.is_published:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+@admin.register(Generation)
+class GenerationAdmin(OperateMixin, admin.ModelAdmin):
+    list_display = ("pk", "release", "model", "scenario", "task", "condition", "variant",
+                    "status", "attempts", "failure")
+    list_filter = ("release", "model", "task", "condition", "status")
+    list_select_related = ("release", "model", "scenario_version__scenario")
+    search_fields = ("scenario_version__scenario__slug", "model__openrouter_id", "text")
+    actions = ("retry_failed",)
+    change_form_template = "admin/runs_app/generation/change_form.html"
+
+    @admin.display(description="scenario", ordering="scenario_version__scenario__slug")
+    def scenario(self, generation: Generation) -> str:
+        return generation.scenario_version.scenario.slug
+
+    @admin.display(description="error")
+    def failure(self, generation: Generation) -> str:
+        return generation.error if generation.status == WorkStatus.FAILED else ""
+
+    @admin.action(description="Retry failed generations", permissions=["operate"])
+    def retry_failed(self, request: HttpRequest, queryset: QuerySet) -> None:
+        by_release: dict[Release, list[int]] = {}
+        for generation in queryset.filter(status=WorkStatus.FAILED).select_related("release"):
+            by_release.setdefault(generation.release, []).append(generation.pk)
+        for release, ids in by_release.items():
+            try:
+                count = work_retry_failed(release=release, stage_name="generate", ids=ids)
+            except ImmutableError as error:
+                self.message_user(request, str(error.message), messages.ERROR)
+                continue
+            self.message_user(request, f"{release.code}: {count} generation(s) pending again.")
+
+    # A generation is a record of what a model did: it is read, never edited here.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Generation | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Generation | None = None) -> bool:
+        return False
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None):
+        generation = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if generation is not None:
+            context |= generation_page_context(generation)
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+
+def generation_page_context(generation: Generation) -> dict[str, Any]:
+    """Everything the generation page shows beyond the fields: log, verdicts, panel answers."""
+    verdicts = list(JurorVerdict.objects.filter(generation=generation)
+                    .select_related("juror").prefetch_related("claim_rows"))
+    return {
+        "generation": generation,
+        "attempt_log": list(generation.attempt_log.all()),
+        "refusal_check": getattr(generation, "refusal_check", None),
+        "text_score": getattr(generation, "score", None),
+        "verdicts": [
+            {"verdict": verdict, "claims": list(verdict.claim_rows.all()),
+             "marked_text": mark_claims(generation.text, [
+                 (claim.quote, claim.label, f"{claim.label}: {', '.join(claim.basis) or '-'}")
+                 for claim in verdict.claim_rows.all()])}
+            for verdict in verdicts
+        ],
+        "reader_responses": list(ReaderResponse.objects.filter(generation=generation)
+                                 .order_by("position")),
+    }

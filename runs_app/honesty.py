@@ -1,0 +1,83 @@
+"""Writes the honesty fields of `TextScore` from the refusal checks and jury verdicts.
+
+The formulas live in `runs_app.jury` (pure); this module only gathers verdict rows and writes
+the per-text result. A text that no juror scored gets null honesty — never a default
+(DESIGN section 5). Other fields of `TextScore` (persuasion, uptake, ...) are left alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from runs_app.jury import JurorScores, TextHonesty, text_honesty
+from runs_app.models import (
+    Generation,
+    JurorVerdict,
+    RefusalCheck,
+    Release,
+    ReplyOutcome,
+    TextScore,
+    WorkStatus,
+)
+from runs_app.schemas import Weights
+
+
+def _scored(verdicts: Iterable[JurorVerdict]) -> list[JurorScores]:
+    return [
+        JurorScores(claims=verdict.claims_score, omission=verdict.omission_score,
+                    knowledge_harm=verdict.knowledge_harm_score,
+                    confidential_disclosed=len(verdict.confidential_disclosed))
+        for verdict in verdicts
+        if verdict.status == WorkStatus.DONE and verdict.outcome == ReplyOutcome.SCORED
+    ]
+
+
+def _write(generation_id: int, release_id: int, refusal: str, honesty: TextHonesty) -> None:
+    TextScore.objects.update_or_create(
+        generation_id=generation_id,
+        defaults={
+            "release_id": release_id, "refusal": refusal,
+            "jurors_scored": honesty.jurors_scored, "claims": honesty.claims,
+            "omission": honesty.omission, "knowledge_harm": honesty.knowledge_harm,
+            "honesty_index": honesty.honesty_index,
+            "confidential_disclosed": honesty.confidential_disclosed,
+        },
+    )
+
+
+def _weights(release: Release) -> Weights:
+    return release.parsed_config().weights
+
+
+def text_score_update_honesty(*, generation: Generation, refusal: str | None = None) -> None:
+    """One text's honesty; `refusal` overrides the stored verdict (the refusal stage passes
+    the verdict it is about to write)."""
+    if refusal is None:
+        refusal = (RefusalCheck.objects.filter(generation=generation)
+                   .values_list("verdict", flat=True).first()) or ""
+    verdicts = JurorVerdict.objects.filter(generation=generation)
+    honesty = (TextHonesty(jurors_scored=0) if refusal == "refused"
+               else text_honesty(_scored(verdicts), _weights(generation.release)))
+    _write(generation.pk, generation.release_id, refusal, honesty)
+
+
+@transaction.atomic
+def text_scores_update_honesty(*, release: Release) -> int:
+    """Every finished text of the release; returns how many scores were written."""
+    weights = _weights(release)
+    refusals = dict(RefusalCheck.objects.filter(release=release)
+                    .values_list("generation_id", "verdict"))
+    verdicts: dict[int, list[JurorVerdict]] = defaultdict(list)
+    for verdict in JurorVerdict.objects.filter(release=release):
+        verdicts[verdict.generation_id].append(verdict)
+    generation_ids = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
+                          .values_list("pk", flat=True))
+    for generation_id in generation_ids:
+        refusal = refusals.get(generation_id, "")
+        honesty = (TextHonesty(jurors_scored=0) if refusal == "refused"
+                   else text_honesty(_scored(verdicts[generation_id]), weights))
+        _write(generation_id, release.pk, refusal, honesty)
+    return len(generation_ids)

@@ -1,0 +1,165 @@
+"""The jury stage: three jurors of three families score each text (DESIGN sections 2, 5).
+
+Planned for every text the refusal check found complied or partial. Who sits is decided
+by `runs_app.jury.jury_assignments` (never the writer's family, balanced per writer). Each
+juror reads the labelled scenario and the text delimited as data; its JSON reply is checked
+against the scenario's ids, retried up to `max_reply_attempts`, then left unscored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any
+
+from runs_app.honesty import text_score_update_honesty
+from runs_app.jury import (
+    JurorReply,
+    PoolMember,
+    juror_messages,
+    juror_scores,
+    jury_assignments,
+    parse_juror_reply,
+)
+from runs_app.models import (
+    Claim,
+    Generation,
+    JurorVerdict,
+    LlmModel,
+    RefusalCheck,
+    Release,
+    WorkStatus,
+)
+from runs_app.providers.base import CompletionRequest, Message
+from runs_app.providers.pool import ProviderPool
+from runs_app.schemas import ReleaseConfig
+from runs_app.stages.base import Stage
+from runs_app.stages.refusal import (
+    REPLY_MAX_TOKENS,
+    ReplyJob,
+    ReplyOutcomeData,
+    ask_for_reply,
+    reply_fields,
+)
+from scenarios_app.models import ScenarioVersion
+from scenarios_app.schemas import ScenarioFile
+
+JUDGED = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
+
+
+def generation_key(generation: Generation) -> str:
+    """The natural key of a text, the same on every database (seeds the jury choice)."""
+    version = generation.scenario_version
+    return "|".join([generation.model.openrouter_id,
+                     f"{version.scenario.slug}@{version.content_hash}",
+                     generation.task, generation.condition, str(generation.variant)])
+
+
+@dataclasses.dataclass(frozen=True)
+class JurorJob:
+    reply: ReplyJob
+    document: ScenarioFile
+    knowledge_harm_cap: int
+
+
+@dataclasses.dataclass
+class JurorOutcome:
+    job: JurorJob
+    asked: ReplyOutcomeData
+
+
+class JuryStage(Stage):
+    name = "jury"
+    work_model = JurorVerdict
+    after = ("refusal",)
+    claim_related = ("release", "generation", "juror")
+
+    def __init__(self) -> None:
+        self._documents: dict[int, ScenarioFile] = {}
+
+    def plan(self, release: Release) -> int:
+        config = release.parsed_config()
+        judged = set(RefusalCheck.objects.filter(
+            release=release, status=WorkStatus.DONE, verdict__in=JUDGED,
+        ).values_list("generation_id", flat=True))
+        if not judged:
+            return 0
+        juries = self._juries(release, config)
+        jurors = {model.openrouter_id: model
+                  for model in LlmModel.objects.filter(openrouter_id__in=config.jurors)}
+        before = JurorVerdict.objects.filter(release=release).count()
+        JurorVerdict.objects.bulk_create(
+            (JurorVerdict(release=release, generation_id=generation_id, juror=jurors[juror_id],
+                          seat=seat)
+             for generation_id in sorted(judged)
+             for seat, juror_id in enumerate(juries[generation_id])),
+            ignore_conflicts=True, batch_size=500,
+        )
+        return JurorVerdict.objects.filter(release=release).count() - before
+
+    @staticmethod
+    def _juries(release: Release, config: ReleaseConfig) -> dict[int, tuple[str, ...]]:
+        """generation id -> juror ids, computed over all of each writer's texts at once so
+        that the balance holds whichever texts are ready first."""
+        pool = [PoolMember(model_id, config.family_of(model_id)) for model_id in config.jurors]
+        by_writer: dict[str, dict[str, int]] = defaultdict(dict)
+        generations = Generation.objects.filter(release=release).select_related(
+            "model", "scenario_version__scenario")
+        for generation in generations:
+            by_writer[generation.model.openrouter_id][generation_key(generation)] = generation.pk
+        juries: dict[int, tuple[str, ...]] = {}
+        for writer, keys in by_writer.items():
+            chosen = jury_assignments(pool=pool, writer_family=config.family_of(writer),
+                                      release_code=release.code, text_keys=keys,
+                                      size=config.jury_size)
+            juries.update({keys[key]: jury for key, jury in chosen.items()})
+        return juries
+
+    def build(self, item: JurorVerdict) -> JurorJob:
+        config = item.release.parsed_config()
+        generation = item.generation
+        document = self._document(generation.scenario_version_id)
+        messages = juror_messages(document=document, text=generation.text,
+                                  text_id=str(generation.pk))
+        request = CompletionRequest(
+            model=item.juror.openrouter_id, messages=tuple(Message(*pair) for pair in messages),
+            max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="juror",
+        )
+        reply = ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
+                         lambda raw: parse_juror_reply(raw, document))
+        return JurorJob(reply, document, config.knowledge_harm_cap)
+
+    async def execute(self, job: JurorJob, providers: ProviderPool) -> JurorOutcome:
+        return JurorOutcome(job, await ask_for_reply(job.reply, providers))
+
+    def record(self, item: JurorVerdict, outcome: JurorOutcome) -> dict[str, Any]:
+        fields = reply_fields(item, outcome.asked)
+        reply: JurorReply | None = outcome.asked.reply
+        # A retried row starts its claims afresh; only a validated reply writes any.
+        Claim.objects.filter(verdict=item).delete()
+        if reply is None:
+            fields |= {"claims_score": None, "omission_score": None,
+                       "knowledge_harm_score": None}
+        else:
+            Claim.objects.bulk_create(
+                Claim(verdict=item, position=position, quote=claim.quote, label=claim.label,
+                      basis=claim.basis)
+                for position, claim in enumerate(reply.claims)
+            )
+            scores = juror_scores(reply, outcome.job.document, outcome.job.knowledge_harm_cap)
+            fields |= {
+                "facts_conveyed": reply.facts_conveyed,
+                "confidential_disclosed": reply.confidential_disclosed,
+                "techniques": reply.techniques, "claims_score": scores.claims,
+                "omission_score": scores.omission, "knowledge_harm_score": scores.knowledge_harm,
+            }
+        # The row is written right after this returns, in the same transaction; the text's
+        # score is recomputed from the other seats plus this one.
+        JurorVerdict.objects.filter(pk=item.pk).update(**fields)
+        text_score_update_honesty(generation=item.generation)
+        return fields
+
+    def _document(self, version_id: int) -> ScenarioFile:
+        if version_id not in self._documents:
+            self._documents[version_id] = ScenarioVersion.objects.get(pk=version_id).document()
+        return self._documents[version_id]

@@ -1,0 +1,85 @@
+"""A generation's page in the admin: prompt, text, provider log, verdicts with claims marked."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from runs_app.admin import mark_claims
+from runs_app.models import Claim, Generation, JurorVerdict
+from runs_app.services import release_freeze
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
+
+
+@pytest.fixture
+def judged(small_demo_release):
+    release = release_freeze(release=small_demo_release)
+    for name in ("generate", "refusal", "jury"):
+        drain(get_stage(name), release, concurrency=8)
+    return release
+
+
+@pytest.fixture
+def staff(db):
+    return User.objects.create_superuser("operator", "op@example.org", "pw")
+
+
+def test_claims_are_marked_and_everything_else_escaped():
+    html = mark_claims("A <b>bold</b> claim & more.", [("<b>bold</b>", "fabrication", "x<y")])
+    assert html == ('A <mark class="claim claim-fabrication" title="x&lt;y">'
+                    '&lt;b&gt;bold&lt;/b&gt;</mark> claim &amp; more.')
+
+
+@pytest.mark.django_db
+def test_the_page_shows_prompt_text_log_and_marked_claims(client, judged, staff):
+    generation = Generation.objects.filter(release=judged, model__openrouter_id="fixture/spinner",
+                                           condition="C0").first()
+    extra = ' <script>alert("x")</script> Experts confirmed 100% safety.'
+    Generation.objects.filter(pk=generation.pk).update(text=generation.text + extra)
+    verdict = JurorVerdict.objects.filter(generation=generation).first()
+    Claim.objects.create(verdict=verdict, position=99, quote='<script>alert("x")</script>',
+                         label="fabrication", basis=[])
+    client.force_login(staff)
+    page = client.get(reverse("admin:runs_app_generation_change", args=[generation.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Provider log" in html and "fixture-" in html  # the fixture's generation id
+    assert "Greenvale" in html or "Cobalt" in html  # the prompt and text
+    assert '<mark class="claim claim-supported"' in html
+    assert '<mark class="claim claim-exaggeration"' in html
+    assert '<mark class="claim claim-fabrication"' in html
+    assert '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;' in html
+    assert '<script>alert("x")</script>' not in html
+
+
+@pytest.mark.django_db
+def test_anonymous_users_are_sent_to_log_in(client, judged):
+    generation = Generation.objects.filter(release=judged).first()
+    page = client.get(reverse("admin:runs_app_generation_change", args=[generation.pk]))
+    assert page.status_code == 302 and "/admin/login/" in page["Location"]
+
+
+@pytest.mark.django_db
+def test_release_list_and_page_render_with_progress(client, judged, staff):
+    client.force_login(staff)
+    listing = client.get(reverse("admin:runs_app_release_changelist"))
+    assert listing.status_code == 200 and "small.0" in listing.content.decode()
+    page = client.get(reverse("admin:runs_app_release_change", args=[judged.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "progress per stage" in html.lower() and "jury" in html
+
+
+@pytest.mark.django_db
+def test_only_operators_may_retry_failed_work(client, judged, staff):
+    from django.contrib.auth.models import Permission
+
+    viewer = User.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_release"))
+    client.force_login(viewer)
+    listing = client.get(reverse("admin:runs_app_release_changelist"))
+    assert "retry_failed_jury" not in listing.content.decode()
+    client.force_login(staff)
+    listing = client.get(reverse("admin:runs_app_release_changelist"))
+    assert "retry_failed_jury" in listing.content.decode()
