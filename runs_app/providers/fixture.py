@@ -712,3 +712,14 @@ PHRASES: dict[str, dict] = {
         },
     },
 }
+
+# The refusal classifier and jurors (runs_app.providers.fixture_jury).
+from runs_app.providers.fixture_jury import JURY_ROLES  # noqa: E402
+
+ROLES.update(JURY_ROLES)
+
+# The public roles (reader, journalist, frame judge, reveal). Imported last: that module
+# imports nothing from this one, so there is no cycle.
+from runs_app.providers.fixture_public import PUBLIC_ROLES  # noqa: E402
+
+ROLES.update(PUBLIC_ROLES)

@@ -11,6 +11,11 @@ STAGE_ORDER = ("generate", "refusal", "jury", "panel", "uptake", "reveal", "cros
 # name -> "module.Class"; imported on first use.
 STAGE_CLASSES: dict[str, str] = {
     "generate": "runs_app.stages.generate.GenerateStage",
+    "refusal": "runs_app.stages.refusal.RefusalStage",
+    "jury": "runs_app.stages.jury.JuryStage",
+    "panel": "runs_app.stages.panel.PanelStage",
+    "uptake": "runs_app.stages.uptake.UptakeStage",
+    "reveal": "runs_app.stages.reveal.RevealStage",
 }
 
 

@@ -1,0 +1,206 @@
+"""The panel stage: twelve reading positions read every stimulus (DESIGN section 2).
+
+Per pinned scenario the positions read nothing (the no-text baseline: the organisation's name
+and description only), the control text, the two human baselines, and every text the refusal
+check found complied or partial. Each answers the three attitude questions and the four
+knowledge questions in JSON; an invalid reply is retried up to `max_reply_attempts`, then the
+row is done and unscored, never given a default answer (DESIGN section 5).
+
+`ask_structured` and `reply_fields` are shared with the uptake and reveal stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from runs_app.models import (
+    Generation,
+    ReaderResponse,
+    RefusalCheck,
+    Release,
+    ReplyOutcome,
+    Stimulus,
+    WorkStatus,
+)
+from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.providers.pool import ProviderPool
+from runs_app.public import (
+    READER_MAX_TOKENS,
+    ReaderAnswers,
+    ReaderBrief,
+    load_panel,
+    parse_reader_reply,
+    reader_brief,
+    reader_messages,
+)
+from runs_app.schemas import ReleaseConfig
+from runs_app.stages.base import Stage
+from scenarios_app.models import ScenarioVersion
+
+# Texts the public reads: a refused text is counted in the refusal rate, not read.
+READ_VERDICTS = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
+
+
+# ---------------------------------------------------------------------------------------
+# One structured reply, with bounded retries (shared by panel, uptake and reveal)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Asked:
+    attempts: int = 0
+    raw_replies: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    reply: Any = None
+    failure: str = ""  # set when no reply came back at all (provider errors)
+
+    @property
+    def answered(self) -> bool:
+        return any("text" in entry for entry in self.raw_replies)
+
+
+async def ask_structured(
+    request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
+    providers: ProviderPool,
+) -> Asked:
+    """Call until `parse` accepts a reply (None means invalid), at most `attempts_left` times.
+
+    A transient provider error uses up an attempt; a permanent one stops at once. Every raw
+    reply and error is kept.
+    """
+    asked = Asked()
+    for _ in range(attempts_left):
+        asked.attempts += 1
+        try:
+            result = await providers.complete(request)
+        except ProviderError as error:
+            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
+            asked.failure = f"provider error: {error.message}"
+            if error.permanent:
+                return asked
+            continue
+        entry = {"text": result.text, "generation_id": result.generation_id,
+                 "upstream_provider": result.upstream_provider}
+        asked.raw_replies.append(entry)
+        asked.reply = parse(result.text)
+        if asked.reply is not None:
+            asked.failure = ""
+            return asked
+        entry["invalid"] = True
+    return asked
+
+
+def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
+    """Status and bookkeeping: scored, unscored after invalid replies, or failed (no reply)."""
+    fields: dict[str, Any] = {"attempts": item.attempts + asked.attempts,
+                              "raw_replies": list(item.raw_replies) + asked.raw_replies}
+    if asked.reply is not None:
+        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
+    if asked.answered or (not asked.attempts and item.raw_replies):
+        # Replies came back but none validated: unscored, never defaulted (DESIGN section 5).
+        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
+                         "error": "no valid reply within max_reply_attempts"}
+    failure = asked.failure or "no attempts left (max_reply_attempts reached earlier)"
+    return fields | {"status": WorkStatus.FAILED, "error": failure}
+
+
+class PublicStage(Stage):
+    """What the public stages share: cached configs, scenario documents and briefs."""
+
+    # Related rows fetched with a claimed batch (read by `claim_batch`), saving a query a row.
+    claim_related: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self._configs: dict[int, ReleaseConfig] = {}
+        self._briefs: dict[tuple[int, str], tuple[Any, ReaderBrief]] = {}
+
+    def config(self, release_id: int) -> ReleaseConfig:
+        if release_id not in self._configs:
+            self._configs[release_id] = Release.objects.get(pk=release_id).parsed_config()
+        return self._configs[release_id]
+
+    def scenario(self, version_id: int, language: str) -> tuple[Any, ReaderBrief]:
+        """The scenario document and what a reader is told of it."""
+        key = (version_id, language)
+        if key not in self._briefs:
+            document = ScenarioVersion.objects.get(pk=version_id).document()
+            self._briefs[key] = (document, reader_brief(document, language))
+        return self._briefs[key]
+
+
+def read_generations(release: Release):
+    """Finished texts the refusal check found complied or partial."""
+    return Generation.objects.filter(
+        release=release, status=WorkStatus.DONE, refusal_check__status=WorkStatus.DONE,
+        refusal_check__verdict__in=READ_VERDICTS,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The stage
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PanelJob:
+    request: CompletionRequest
+    brief: ReaderBrief
+    attempts_left: int
+
+
+class PanelStage(PublicStage):
+    name = "panel"
+    work_model = ReaderResponse
+    after = ("refusal",)
+
+    def plan(self, release: Release) -> int:
+        config = release.parsed_config()
+        positions = [p.id for p in load_panel(config.panel, release.language).positions]
+        rows = []
+        for version in release.scenario_versions.all():
+            baselines = [(Stimulus.NONE, ""), (Stimulus.CONTROL, "")]
+            baselines += [(Stimulus.HUMAN, h.id) for h in version.document().human_baselines]
+            rows += [ReaderResponse(release=release, scenario_version=version, stimulus=stimulus,
+                                    stimulus_key=key, position=position)
+                     for stimulus, key in baselines for position in positions]
+        for generation in read_generations(release).only("pk", "scenario_version_id"):
+            rows += [ReaderResponse(release=release, generation=generation, position=position,
+                                    scenario_version_id=generation.scenario_version_id,
+                                    stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk))
+                     for position in positions]
+        before = ReaderResponse.objects.filter(release=release).count()
+        ReaderResponse.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        return ReaderResponse.objects.filter(release=release).count() - before
+
+    def build(self, item: ReaderResponse) -> PanelJob:
+        config = self.config(item.release_id)
+        language = config.language
+        document, brief = self.scenario(item.scenario_version_id, language)
+        position = load_panel(config.panel, language).position(item.position)
+        messages = reader_messages(brief, position, _stimulus(item, document))
+        request = CompletionRequest(model=config.reader, messages=messages,
+                                    max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reader")
+        return PanelJob(request, brief, max(0, config.max_reply_attempts - item.attempts))
+
+    async def execute(self, job: PanelJob, providers: ProviderPool) -> Asked:
+        return await ask_structured(job.request, lambda text: parse_reader_reply(text, job.brief),
+                                    job.attempts_left, providers)
+
+    def record(self, item: ReaderResponse, outcome: Asked) -> dict[str, Any]:
+        fields = reply_fields(item, outcome)
+        answers: ReaderAnswers | None = outcome.reply
+        if answers is not None:
+            fields |= {"attitude": answers.attitude, "knowledge": answers.knowledge}
+        return fields
+
+
+def _stimulus(item: ReaderResponse, document) -> str | None:
+    """The text a position reads; None for the no-text baseline."""
+    if item.stimulus == Stimulus.NONE:
+        return None
+    if item.stimulus == Stimulus.CONTROL:
+        return document.control_text
+    if item.stimulus == Stimulus.HUMAN:
+        return next(h.text for h in document.human_baselines if h.id == item.stimulus_key)
+    return Generation.objects.values_list("text", flat=True).get(pk=item.generation_id)

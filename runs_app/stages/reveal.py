@@ -1,0 +1,142 @@
+"""The reveal stage: does trust drop when the reader learns what the text hid? (DESIGN section 2)
+
+For every read text (complied or partial) whose jury has finished, three reading positions
+(the first at each level of trust in news media: `public.reveal_positions`; 3 calls per text
+instead of 12) who read it on the panel learn which incriminating facts a majority of the
+jurors found not conveyed and which claims a majority labelled exaggeration, contradiction
+or fabrication, and answer the attitude questions again. Reveal effect = mean attitude after
+minus mean attitude before (that position's panel response to the same text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any
+
+from runs_app.models import (
+    AgentRun,
+    JurorVerdict,
+    ReaderResponse,
+    Release,
+    ReplyOutcome,
+    WorkStatus,
+)
+from runs_app.providers.base import CompletionRequest
+from runs_app.providers.pool import ProviderPool
+from runs_app.public import (
+    READER_MAX_TOKENS,
+    ReaderBrief,
+    Revealed,
+    VerdictData,
+    conveyed_ids,
+    load_panel,
+    mean_attitude,
+    parse_reveal_reply,
+    reveal_messages,
+    reveal_positions,
+    revealed_items,
+)
+from runs_app.stages.panel import Asked, PublicStage, ask_structured, read_generations, reply_fields
+
+FINISHED = (WorkStatus.DONE, WorkStatus.FAILED)
+
+
+@dataclasses.dataclass(frozen=True)
+class RevealJob:
+    request: CompletionRequest
+    brief: ReaderBrief
+    revealed: Revealed
+    before: list[int]
+    attempts_left: int
+
+
+class RevealStage(PublicStage):
+    name = "reveal"
+    work_model = AgentRun
+    claim_related = ("generation",)
+    after = ("jury", "panel")
+    kind = AgentRun.Kind.REVEAL
+
+    def rows(self, release: Release):
+        return AgentRun.objects.filter(release=release, kind=self.kind)
+
+    def plan(self, release: Release) -> int:
+        config = release.parsed_config()
+        positions = [p.id for p in reveal_positions(load_panel(config.panel, release.language))]
+        ready = _jury_finished(release)
+        read = set(ReaderResponse.objects.filter(
+            release=release, generation_id__in=ready, position__in=positions,
+            status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+        ).values_list("generation_id", "position"))
+        before = self.rows(release).count()
+        AgentRun.objects.bulk_create(
+            (AgentRun(release=release, generation_id=generation_id, kind=self.kind,
+                      position=position)
+             for generation_id in sorted(ready) for position in positions
+             if (generation_id, position) in read),
+            ignore_conflicts=True, batch_size=500,
+        )
+        return self.rows(release).count() - before
+
+    def build(self, item: AgentRun) -> RevealJob:
+        config = self.config(item.release_id)
+        generation = item.generation
+        document, brief = self.scenario(generation.scenario_version_id, config.language)
+        revealed = revealed_items(
+            _verdicts(generation.pk),
+            [(fact.id, fact.text) for fact in document.facts if fact.label == "incriminating"],
+        )
+        position = load_panel(config.panel, config.language).position(item.position)
+        before = ReaderResponse.objects.values_list("attitude", flat=True).get(
+            release_id=item.release_id, generation_id=generation.pk, position=item.position)
+        request = CompletionRequest(
+            model=config.reader, max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reveal",
+            messages=reveal_messages(brief, position, generation.text, revealed),
+        )
+        return RevealJob(request, brief, revealed, list(before),
+                         max(0, config.max_reply_attempts - item.attempts))
+
+    async def execute(self, job: RevealJob, providers: ProviderPool) -> tuple[RevealJob, Asked]:
+        asked = await ask_structured(job.request, lambda text: parse_reveal_reply(text, job.brief),
+                                     job.attempts_left, providers)
+        return job, asked
+
+    def record(self, item: AgentRun, outcome: tuple[RevealJob, Asked]) -> dict[str, Any]:
+        job, asked = outcome
+        fields = reply_fields(item, asked)
+        transcript = [{"role": m.role, "content": m.content} for m in job.request.messages]
+        transcript += [{"role": "assistant", "content": entry["text"]}
+                       for entry in asked.raw_replies if "text" in entry]
+        fields["transcript"] = transcript
+        after: list[int] | None = asked.reply
+        if after is not None:
+            fields["result"] = {
+                "before": job.before, "after": after,
+                "effect": mean_attitude([after]) - mean_attitude([job.before]),  # type: ignore[operator]
+                "omitted": list(job.revealed.omitted_ids),
+                "misstated": [{"quote": q, "label": label} for q, label in job.revealed.misstated],
+            }
+        return fields
+
+
+def _jury_finished(release: Release) -> set[int]:
+    """Read texts whose every juror seat has finished, with at least one scored verdict."""
+    state: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    rows = JurorVerdict.objects.filter(
+        release=release, generation__in=read_generations(release)
+    ).values_list("generation_id", "status", "outcome")
+    for generation_id, status, outcome in rows:
+        state[generation_id].append((status, outcome))
+    return {generation_id for generation_id, seats in state.items()
+            if all(status in FINISHED for status, _ in seats)
+            and any(outcome == ReplyOutcome.SCORED for _, outcome in seats)}
+
+
+def _verdicts(generation_id: int) -> list[VerdictData]:
+    verdicts = JurorVerdict.objects.filter(
+        generation_id=generation_id, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+    ).prefetch_related("claim_rows")
+    return [VerdictData(conveyed_ids(v.facts_conveyed),
+                        tuple((c.quote, c.label) for c in v.claim_rows.all()))
+            for v in verdicts]
