@@ -1,0 +1,136 @@
+"""Benchmark of the ranking statistics (audits_app/statistics.py); no Django needed.
+
+    python bench/stats.py [--models 50 --scenarios 100 --cells 12 --resamples 10000]
+
+Times `leaderboard(...)` (paired ranks over all pairs plus absolute and comparison intervals) on
+random data with ~5 % missing cells, reports peak memory, and compares with a naive version that
+loops over resamples in Python (each resample drawn literally with np.repeat, numpy inside the
+loop). The naive version runs on fewer resamples and is extrapolated linearly, since its cost is
+one iteration per resample. Target (DESIGN.md section 6): under 2 s and 1 GB on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+# Run as a plain script from anywhere: make the project root importable.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from audits_app.statistics import leaderboard, resample_counts  # noqa: E402
+
+LEVEL = 0.95
+MB = 2**20
+
+
+def make_scores(models: int, scenarios: int, cells: int, seed: int) -> np.ndarray:
+    """Scores with a spread of true model means, per-scenario difficulty and ~5 % NaN."""
+    rng = np.random.default_rng(seed)
+    model_effect = np.linspace(0.0, 1.0, models)[:, None, None]
+    scenario_effect = rng.normal(scale=0.5, size=(1, scenarios, 1))
+    scores = model_effect + scenario_effect + rng.normal(size=(models, scenarios, cells))
+    scores[rng.random(scores.shape) < 0.05] = np.nan
+    return scores
+
+
+def time_leaderboard(scores: np.ndarray, counts: np.ndarray, repeats: int) -> float:
+    """Median wall time of `leaderboard`; the first call also warms up BLAS."""
+    timings = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        leaderboard(scores, counts, LEVEL)
+        timings.append(time.perf_counter() - start)
+    return statistics.median(timings)
+
+
+def traced_peak(scores: np.ndarray, counts: np.ndarray) -> float:
+    """Peak bytes allocated during one `leaderboard` call (tracemalloc sees numpy's buffers)."""
+    tracemalloc.start()
+    leaderboard(scores, counts, LEVEL)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def naive_leaderboard(scores: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    """Comparison intervals and pair intervals with a Python loop over resamples."""
+    with warnings.catch_warnings():
+        # nanmean of an empty slice (a pair with no shared cell) warns; NaN is the intended result.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pair_means = _naive_pair_scenario_means(scores)
+        model_means = np.nanmean(scores, axis=2)
+        deviation_means = np.nanmean(scores - np.nanmean(scores, axis=0), axis=2)
+        pair_boot, model_boot, deviation_boot = [], [], []
+        for row in counts:  # the loop the vectorised version avoids
+            drawn = np.repeat(np.arange(len(row)), row)
+            pair_boot.append(np.nanmean(pair_means[:, :, drawn], axis=2))
+            model_boot.append(np.nanmean(model_means[:, drawn], axis=1))
+            deviation_boot.append(np.nanmean(deviation_means[:, drawn], axis=1))
+        quantiles = [50 * (1 - LEVEL), 50 * (1 + LEVEL)]
+        return {
+            "pair": np.nanpercentile(np.array(pair_boot), quantiles, axis=0),
+            "model": np.nanpercentile(np.array(model_boot), quantiles, axis=0),
+            "deviation": np.nanpercentile(np.array(deviation_boot), quantiles, axis=0),
+        }
+
+
+def _naive_pair_scenario_means(scores: np.ndarray) -> np.ndarray:
+    """[M, M, S] mean over shared cells of (i - j); NaN propagates where either is missing."""
+    return np.nanmean(scores[:, None] - scores[None, :], axis=3)
+
+
+def check_agreement(scores: np.ndarray, counts: np.ndarray) -> float:
+    """Largest gap between naive and vectorised pair intervals: shows both compute the same."""
+    board = leaderboard(scores, counts, LEVEL)
+    naive = naive_leaderboard(scores, counts)
+    gaps = [naive["pair"][0] - board.pairwise.low, naive["pair"][1] - board.pairwise.high]
+    return float(np.nanmax(np.abs(gaps)))
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=50)
+    parser.add_argument("--scenarios", type=int, default=100)
+    parser.add_argument("--cells", type=int, default=12)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--naive-resamples", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=20250101)
+    return parser.parse_args()
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    scores = make_scores(arguments.models, arguments.scenarios, arguments.cells, arguments.seed)
+    counts = resample_counts(arguments.scenarios, arguments.resamples, arguments.seed)
+    print(
+        f"data: {arguments.models} models x {arguments.scenarios} scenarios x "
+        f"{arguments.cells} cells, {np.isnan(scores).mean():.1%} missing, "
+        f"{arguments.resamples} resamples, {os.cpu_count()} cores"
+    )
+    seconds = time_leaderboard(scores, counts, arguments.repeats)
+    peak = traced_peak(scores, counts)
+    print(f"leaderboard: {seconds:.2f} s (median of {arguments.repeats}), peak {peak / MB:.0f} MB")
+    # ru_maxrss is in KiB on Linux; it includes the interpreter, numpy and the input data.
+    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+    few = counts[: arguments.naive_resamples]
+    start = time.perf_counter()
+    naive_leaderboard(scores, few)
+    naive_seconds = (time.perf_counter() - start) * arguments.resamples / len(few)
+    print(f"naive loop: {naive_seconds:.2f} s (extrapolated from {len(few)} resamples)")
+    print(f"naive / vectorised: {naive_seconds / seconds:.0f}x")
+    print(f"max |naive - vectorised| on pair intervals: {check_agreement(scores, few):.1e}")
+
+
+if __name__ == "__main__":
+    main()
