@@ -1,1 +1,189 @@
-"""Human spot-checks, out-of-band audits and human reader results (issue 6)."""
+"""Human spot-checks, out-of-band audits and human reader results (issue 6).
+
+A spot-check is one person's verdict on one text the jury scored (DESIGN section 1). Texts are
+sampled into batches (`SpotCheckBatch` -> `SpotCheckItem`); each item gets one `SpotCheck` per
+assigned auditor (two for a double-coded item). Verdicts taken outside the web UI come in through
+an `OutOfBandAudit`: its rows (`OutOfBandVerdict`, one per CSV row) are folded into spot-checks
+flagged `out_of_band`, so every figure that counts them can show them apart.
+
+Claim labels are keyed by the claim's position (1-based) in the text's *jury claim list*: the
+distinct quotes the jurors extracted, in order of first appearance (see
+`audits_app.spotcheck_selectors.jury_claims`).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from runs_app.models import Claim, Generation, Release
+
+__all__ = [
+    "SpotCheckBatch", "SpotCheckItem", "SpotCheck", "OutOfBandAudit", "OutOfBandVerdict",
+    "HumanReaderResult",
+]
+
+
+class SpotCheckBatch(models.Model):
+    """A seeded, stratified sample of a release's scored texts for people to check."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="spotcheck_batches")
+    name = models.CharField(max_length=200, blank=True)
+    seed = models.BigIntegerField()
+    size = models.PositiveIntegerField(help_text="Texts drawn.")
+    disagreement_weight = models.FloatField(
+        default=2.0, help_text="Sampling weight of texts on which the jurors disagreed."
+    )
+    double_code_share = models.FloatField(
+        default=0.0, help_text="Share of items checked independently by two auditors."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "spot-check batch"
+        verbose_name_plural = "spot-check batches"
+
+    def __str__(self) -> str:
+        return self.name or f"{self.release.code} batch {self.pk}"
+
+
+class SpotCheckItem(models.Model):
+    """One sampled text, with the stratum it was drawn from."""
+
+    batch = models.ForeignKey(SpotCheckBatch, on_delete=models.CASCADE, related_name="items")
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="+")
+    # model x condition x jury verdict class, e.g. "fixture/spinner|C2|contradiction".
+    stratum = models.CharField(max_length=300)
+    jury_class = models.CharField(max_length=14, choices=Claim.Label.choices)
+    jurors_disagreed = models.BooleanField(default=False)
+    double_coded = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(help_text="Order within the batch (the review queue).")
+
+    class Meta:
+        ordering = ["batch", "position"]
+        verbose_name = "spot-check item"
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "generation"], name="spotcheck_item_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.batch} #{self.position}"
+
+
+class SpotCheck(models.Model):
+    """One person's verdict on one text; `done` once saved. Blind until then (issue 6)."""
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "Assigned"
+        DONE = "done", "Done"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="spot_checks")
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="spot_checks")
+    item = models.ForeignKey(
+        SpotCheckItem, null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
+    )
+    auditor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="spot_checks",
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ASSIGNED)
+    # [{"position": 1, "quote": "...", "label": "supported"}, ...] in jury claim list order.
+    claim_labels = models.JSONField(default=list, blank=True)
+    facts_conveyed = models.JSONField(default=list, blank=True)
+    techniques = models.JSONField(default=list, blank=True)
+    agrees_with_jury = models.BooleanField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    out_of_band = models.BooleanField(default=False)
+    audit = models.ForeignKey(
+        "OutOfBandAudit", null=True, blank=True, on_delete=models.CASCADE, related_name="checks"
+    )
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["release", "generation", "pk"]
+        verbose_name = "spot-check"
+        permissions = [("record_spotcheck", "Can record spot-check verdicts")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "auditor"], name="spotcheck_item_auditor_unique",
+                condition=models.Q(item__isnull=False),
+            ),
+        ]
+        indexes = [models.Index(fields=["release", "status"], name="spotcheck_release_status")]
+
+    def __str__(self) -> str:
+        who = self.audit.auditor_name if self.audit_id else self.auditor
+        return f"spot-check {self.pk} of generation {self.generation_id} by {who}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.status == self.Status.DONE
+
+    def label_by_position(self) -> dict[int, str]:
+        return {int(entry["position"]): entry["label"] for entry in self.claim_labels}
+
+
+class OutOfBandAudit(models.Model):
+    """An audit done outside the web UI (another team, a workshop), entered afterwards."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="oob_audits")
+    auditor_name = models.CharField("who", max_length=200)
+    organisation = models.CharField(max_length=200)
+    audited_on = models.DateField("date")
+    method = models.TextField()
+    source_name = models.CharField(max_length=300, blank=True, help_text="Imported file name.")
+    imported_at = models.DateTimeField(auto_now_add=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-imported_at"]
+        verbose_name = "out-of-band audit"
+
+    def __str__(self) -> str:
+        return f"{self.auditor_name} ({self.organisation}), {self.audited_on}"
+
+
+class OutOfBandVerdict(models.Model):
+    """One imported row, kept as entered; `spot_check` is the spot-check it was folded into."""
+
+    audit = models.ForeignKey(OutOfBandAudit, on_delete=models.CASCADE, related_name="verdicts")
+    spot_check = models.ForeignKey(SpotCheck, on_delete=models.CASCADE, related_name="oob_rows")
+    row_number = models.PositiveIntegerField()
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="+")
+    claim_position = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                      help_text="Empty: the overall verdict.")
+    label = models.CharField(max_length=14, choices=Claim.Label.choices, blank=True)
+    agrees_with_jury = models.BooleanField(null=True, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["audit", "row_number"]
+        verbose_name = "out-of-band verdict"
+
+
+class HumanReaderResult(models.Model):
+    """A real reader's answers to one stimulus, for calibrating the simulated public."""
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="human_readers")
+    scenario_slug = models.CharField(max_length=80)
+    # As ReaderResponse.stimulus_key: "none", "control", "H1"/"H2" or a generation id.
+    stimulus = models.CharField(max_length=20)
+    generation = models.ForeignKey(Generation, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="+")
+    reader = models.CharField(max_length=100)
+    attitude = models.JSONField(help_text="Answers 1-7 to A1..A3")
+    knowledge = models.JSONField(help_text="Option index per K1..K4, null for don't know")
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["release", "scenario_slug", "stimulus", "reader"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "scenario_slug", "stimulus", "reader"],
+                                    name="human_reader_unique"),
+        ]
