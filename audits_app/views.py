@@ -1,8 +1,215 @@
-"""Public pages: published releases and their leaderboards."""
+"""Public pages: published releases, their leaderboards, scenarios and texts (issue 5).
 
-from django.http import HttpRequest, HttpResponse
+Every view reads the frozen snapshot through `audits_app.public`, which has already removed
+what an anonymous viewer may not see; each page costs a constant number of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from statistics import fmean
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+
+from audits_app import public
+from audits_app.chart import chart_points, release_chart_svg
+from runs_app.models import Release
+
+TEXTS_PER_PAGE = 50
+CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
 def release_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "audits_app/release_list.html", {"releases": []})
+    return render(request, "audits_app/release_list.html",
+                  {"releases": public.published_releases()})
+
+
+def release_detail(request: HttpRequest, code: str) -> HttpResponse:
+    publication = public.publication_get(code)
+    if publication is None:
+        return _draft_or_404(request, code)
+    published = public.published_from(publication, request.user)
+    snapshot = published.snapshot
+    names = public.model_names(snapshot)
+    context = {
+        "published": published,
+        "snapshot": snapshot,
+        "chart_svg": release_chart_svg(snapshot),
+        "chart_rows": _chart_table(snapshot),
+        "rank_tables": [_rank_table(snapshot, metric, names) for metric in public.METRICS],
+        "per_condition": _per_condition(snapshot, names),
+        "c1_minus_c3": _named(snapshot.get("c1_minus_c3", []), names),
+        "c2_vs_c0": _named(snapshot.get("c2_vs_c0", []), names),
+        "versus_control": _versus_control(snapshot, names),
+        "versus_control_overall": _named(snapshot.get("versus_control_overall", []), names),
+        "refusal_rates": _named(snapshot.get("refusal_rates", []), names),
+        "method": snapshot.get("method") or {},
+        "calibration": _calibration(snapshot),
+        "counts": {k: v for k, v in (snapshot.get("counts") or {}).items()
+                   if isinstance(v, int | float | str)},
+    }
+    return render(request, "audits_app/release_detail.html", context)
+
+
+def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
+    """Staff get a notice for a release that exists but is not published; others a 404."""
+    if not public.is_staff(request.user):
+        raise Http404("No published release with this code.")
+    release = Release.objects.filter(code=code).first()
+    if release is None:
+        raise Http404("No release with this code.")
+    return render(request, "audits_app/release_draft.html", {"release": release})
+
+
+def release_chart(request: HttpRequest, code: str) -> HttpResponse:
+    published = public.published_release_get(code, request.user)
+    response = HttpResponse(release_chart_svg(published.snapshot), content_type="image/svg+xml")
+    response["Content-Disposition"] = f'attachment; filename="{code}-chart.svg"'
+    return response
+
+
+def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
+    published = public.published_release_get(code, request.user)
+    text = public.csv_text(public.leaderboard_rows(published.snapshot),
+                           public.LEADERBOARD_COLUMNS)
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{code}-leaderboard.csv"'
+    return response
+
+
+def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
+    published = public.published_release_get(code, request.user)
+    snapshot = published.snapshot
+    scenario = next((s for s in snapshot.get("scenarios", []) if s["slug"] == slug), None)
+    if scenario is None:
+        raise Http404("No such scenario in this release.")
+    names = public.model_names(snapshot)
+    texts = [t for t in snapshot.get("texts", []) if t.get("scenario") == slug]
+    context = {
+        "published": published,
+        "scenario": scenario,
+        "baseline": _named([r for r in snapshot.get("baseline_without_text", [])
+                            if r.get("scenario") == slug], names),
+        "versus_control": _named([r for r in snapshot.get("versus_control", [])
+                                  if r.get("scenario") == slug], names),
+        "model_means": _model_means(texts, names),
+        "text_count": len(texts),
+    }
+    return render(request, "audits_app/scenario_detail.html", context)
+
+
+def text_list(request: HttpRequest, code: str) -> HttpResponse:
+    published = public.published_release_get(code, request.user)
+    snapshot = published.snapshot
+    texts = public.filter_texts(snapshot.get("texts", []), request.GET)
+    page = Paginator(texts, TEXTS_PER_PAGE).get_page(request.GET.get("page"))
+    names = public.model_names(snapshot)
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "published": published,
+        "page": page,
+        "rows": _named(page.object_list, names),
+        "query": query.urlencode(),
+        "filters": _filter_choices(snapshot, names, request.GET),
+    }
+    return render(request, "audits_app/text_list.html", context)
+
+
+def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
+    published = public.published_release_get(code, request.user)
+    row, body = public.text_get(published, text_id)
+    names = public.model_names(published.snapshot)
+    scores = [(key, row.get(key)) for key in public.TEXT_COLUMNS[7:]]
+    return render(request, "audits_app/text_detail.html", {
+        "published": published, "text": row, "model_name": names.get(row["model"], row["model"]),
+        "body": body, "scores": scores,
+    })
+
+
+def _named(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    return [{**row, "model_name": names.get(row.get("model"), row.get("model"))} for row in rows]
+
+
+def _chart_table(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    return [point.__dict__ for point in chart_points(snapshot)]
+
+
+def _rank_table(snapshot: dict[str, Any], metric: str, names: dict[str, str]) -> dict[str, Any]:
+    board = (snapshot.get("leaderboards") or {}).get(metric) or {}
+    rows = sorted(board.get("rows", []), key=lambda row: (row.get("rank") or 0, row["model"]))
+    return {"metric": metric, "higher_is_better": board.get("higher_is_better", True),
+            "rule": board.get("rule", ""), "rows": _named(rows, names)}
+
+
+def _per_condition(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
+    tables = []
+    for condition, boards in sorted((snapshot.get("per_condition") or {}).items()):
+        by_model: dict[str, dict[str, Any]] = defaultdict(dict)
+        for metric in public.METRICS:
+            for row in boards.get(metric) or []:
+                by_model[row["model"]][metric] = row
+        rows = [{"model": m, "model_name": names.get(m, m), **by_model[m]}
+                for m in names if m in by_model]
+        tables.append({"condition": condition, "rows": rows})
+    return tables
+
+
+def _versus_control(snapshot: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A model x scenario grid of 'text minus that scenario's control text'."""
+    scenarios = [s["slug"] for s in snapshot.get("scenarios", [])]
+    cells = {(r["model"], r["scenario"]): r["diff"] for r in snapshot.get("versus_control", [])}
+    rows = [{"model_name": name, "cells": [cells.get((model, s)) for s in scenarios]}
+            for model, name in names.items()]
+    return {"scenarios": scenarios, "rows": rows}
+
+
+def _model_means(texts: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for text in texts:
+        grouped[text["model"]].append(text)
+    rows = []
+    for model, name in names.items():
+        items = grouped.get(model, [])
+        if items:
+            rows.append({"model_name": name, "texts": len(items),
+                         **{key: _mean(items, key) for key in
+                            ("honesty_index", "persuasion", "misleading", "attitude_effect")}})
+    return rows
+
+
+def _mean(items: list[dict[str, Any]], key: str) -> float | None:
+    values = [item[key] for item in items if item.get(key) is not None]
+    return fmean(values) if values else None
+
+
+def _calibration(snapshot: dict[str, Any]) -> str:
+    """One sentence on the panel against people (DESIGN section 2: shown prominently once it
+    exists). The figures are `calibration_summary`'s, under agreement or at the top level."""
+    summary = (snapshot.get("agreement") or {}).get("calibration") or snapshot.get("calibration")
+    if not isinstance(summary, dict):
+        return CALIBRATION_MISSING
+    text_level = summary.get("text_level") or {}
+    order = ((summary.get("model_order") or {}).get("spearman") or {})
+    parts = [f"Calibration: the simulated public was compared with {summary.get('readers', '?')}"
+             f" human readers on {summary.get('texts', '?')} texts"]
+    if text_level.get("pearson") is not None:
+        parts.append(f"text-level Pearson r = {text_level['pearson']:.2f}")
+    if isinstance(order, dict) and order.get("point") is not None:
+        parts.append(f"model-order Spearman = {order['point']:.2f}")
+    return "; ".join(parts) + "."
+
+
+def _filter_choices(snapshot: dict[str, Any], names: dict[str, str], params) -> list[dict]:
+    texts = snapshot.get("texts", [])
+    options = {
+        "model": [(m, names[m]) for m in names],
+        "scenario": [(s["slug"], s["title"]) for s in snapshot.get("scenarios", [])],
+        "task": [(t, t) for t in sorted({t["task"] for t in texts})],
+        "condition": [(c, c) for c in sorted({t["condition"] for t in texts})],
+    }
+    return [{"name": key, "options": values, "selected": params.get(key, "")}
+            for key, values in options.items()]

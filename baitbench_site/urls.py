@@ -3,5 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", include("audits_app.api.urls")),
+    path("review/", include("audits_app.review.urls")),
     path("", include("audits_app.urls")),
 ]

@@ -1,0 +1,17 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from audits_app.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("releases/", views.ReleaseListView.as_view(), name="release-list"),
+    path("releases/<str:code>/", views.ReleaseDetailView.as_view(), name="release-detail"),
+    path("releases/<str:code>/leaderboard/", views.LeaderboardView.as_view(),
+         name="release-leaderboard"),
+    path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
+    path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
+    path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+]

@@ -1,0 +1,127 @@
+"""Read-only API views (DESIGN section 8): published data for anyone, drafts and held-out
+material for staff. Every answer reads the snapshot through `audits_app.public`."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.generics import GenericAPIView
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audits_app import public
+from audits_app.api import serializers
+from runs_app.models import Release
+
+NOT_FOUND = OpenApiResponse(description="No published release with this code.")
+TEXT_FILTER_PARAMETERS = [
+    OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+                     description=f"Only texts with this {name}.")
+    for name in public.TEXT_FILTERS
+]
+
+
+class ReleaseListView(GenericAPIView):
+    serializer_class = serializers.ReleaseSummarySerializer
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(summary="Published releases",
+                   responses=serializers.ReleaseSummarySerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(public.published_releases())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ReleaseDetailView(GenericAPIView):
+    serializer_class = serializers.ReleaseDetailSerializer
+    pagination_class = None
+
+    @extend_schema(summary="One release", responses={200: serializers.ReleaseDetailSerializer,
+                                                     404: NOT_FOUND})
+    def get(self, request: Request, code: str) -> Response:
+        publication = public.publication_get(code)
+        if publication is None:
+            return Response(self.get_serializer(_draft(request, code)).data)
+        snapshot = public.published_from(publication, request.user).snapshot
+        release = snapshot.get("release") or {}
+        data = {
+            "code": publication.release.code, "title": release.get("title", ""),
+            "language": release.get("language", ""), "published": True,
+            "published_at": publication.published_at, "config_hash": publication.config_hash,
+            "snapshot_hash": publication.snapshot_hash, "config": release.get("config"),
+            "models": snapshot.get("models", []), "scenarios": snapshot.get("scenarios", []),
+            "method": snapshot.get("method"),
+            "gate_override_reason": publication.gate_override_reason,
+        }
+        return Response(self.get_serializer(data).data)
+
+
+def _draft(request: Request, code: str) -> dict:
+    """An unpublished release, for staff only; anyone else gets a 404."""
+    release = Release.objects.filter(code=code).first() if public.is_staff(request.user) else None
+    if release is None:
+        raise Http404("No published release with this code.")
+    return {"code": release.code, "title": release.title, "language": release.language,
+            "published": False, "published_at": None, "config_hash": release.config_hash,
+            "snapshot_hash": None, "config": release.config, "models": [], "scenarios": [],
+            "method": None, "gate_override_reason": ""}
+
+
+class LeaderboardView(GenericAPIView):
+    serializer_class = serializers.LeaderboardSerializer
+    pagination_class = None
+
+    @extend_schema(summary="Ranks, point estimates, absolute and comparison intervals",
+                   responses={200: serializers.LeaderboardSerializer, 404: NOT_FOUND})
+    def get(self, request: Request, code: str) -> Response:
+        published = public.published_release_get(code, request.user)
+        names = public.model_names(published.snapshot)
+        metrics = {}
+        for metric, board in (published.snapshot.get("leaderboards") or {}).items():
+            rows = [{**row, "model_name": names.get(row["model"], row["model"])}
+                    for row in board.get("rows", [])]
+            metrics[metric] = {**board, "rows": rows}
+        data = {"release": published.code, "metrics": metrics,
+                "control": published.snapshot.get("control")
+                or {"persuasion": None, "misleading": None}}
+        return Response(self.get_serializer(data).data)
+
+
+class TextListView(GenericAPIView):
+    serializer_class = serializers.TextScoreSerializer
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(summary="Per-text scores", parameters=TEXT_FILTER_PARAMETERS,
+                   responses={200: serializers.TextScoreSerializer(many=True), 404: NOT_FOUND})
+    def get(self, request: Request, code: str) -> Response:
+        published = public.published_release_get(code, request.user)
+        texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
+        page = self.paginate_queryset(texts)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class TextCsvView(GenericAPIView):
+    pagination_class = None
+
+    @extend_schema(summary="Per-text scores as CSV", parameters=TEXT_FILTER_PARAMETERS,
+                   responses={(200, "text/csv"): OpenApiTypes.STR, 404: NOT_FOUND})
+    def get(self, request: Request, code: str) -> HttpResponse:
+        published = public.published_release_get(code, request.user)
+        texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
+        response = HttpResponse(public.csv_text(texts, public.TEXT_COLUMNS),
+                                content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{code}-texts.csv"'
+        return response
+
+
+class ScenarioListView(GenericAPIView):
+    serializer_class = serializers.ScenarioSerializer
+    pagination_class = LimitOffsetPagination
+
+    @extend_schema(summary="Scenarios of published releases, with their labelled facts",
+                   responses=serializers.ScenarioSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(public.published_scenarios(request.user))
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)

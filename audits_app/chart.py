@@ -1,0 +1,199 @@
+"""The main chart of a release, drawn on the server as SVG (issue 5): pure, snapshot in, text out.
+
+Honesty on x, persuasion on y, one dot per model whose area follows the misleading share, the
+comparison intervals as whiskers, and the control text as a dashed anchor line. The panel
+ranks models only (DESIGN section 2), so the axes carry the scores without effect-size claims.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+WIDTH, HEIGHT = 720, 480
+LEFT, RIGHT, TOP, BOTTOM = 70, 30, 30, 60
+MIN_RADIUS, MAX_RADIUS = 4.0, 18.0
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    model: str
+    name: str
+    honesty: float
+    honesty_low: float
+    honesty_high: float
+    persuasion: float
+    persuasion_low: float
+    persuasion_high: float
+    misleading: float | None
+
+
+@dataclass(frozen=True)
+class Axis:
+    low: float
+    high: float
+    start: float  # pixel position of `low`
+    end: float  # pixel position of `high`
+
+    def position(self, value: float) -> float:
+        share = (value - self.low) / (self.high - self.low) if self.high > self.low else 0.5
+        return round(self.start + share * (self.end - self.start), 2)
+
+
+def chart_points(snapshot: dict[str, Any]) -> list[ChartPoint]:
+    """Models that have both an honesty and a persuasion estimate, in snapshot model order."""
+    boards = snapshot.get("leaderboards") or {}
+    rows = {metric: {row["model"]: row for row in (boards.get(metric) or {}).get("rows", [])}
+            for metric in ("honesty", "persuasion", "misleading")}
+    points = []
+    for model in snapshot.get("models", []):
+        honesty, persuasion = rows["honesty"].get(model["id"]), rows["persuasion"].get(model["id"])
+        if not honesty or not persuasion or honesty["point"] is None or persuasion["point"] is None:
+            continue
+        misleading = rows["misleading"].get(model["id"], {}).get("point")
+        points.append(ChartPoint(
+            model=model["id"], name=model.get("name") or model["id"],
+            honesty=honesty["point"], honesty_low=_or(honesty.get("cmp_low"), honesty["point"]),
+            honesty_high=_or(honesty.get("cmp_high"), honesty["point"]),
+            persuasion=persuasion["point"],
+            persuasion_low=_or(persuasion.get("cmp_low"), persuasion["point"]),
+            persuasion_high=_or(persuasion.get("cmp_high"), persuasion["point"]),
+            misleading=misleading,
+        ))
+    return points
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def dot_radius(misleading: float | None) -> float:
+    """Dot area proportional to the misleading share (0..1); unknown gets the smallest dot."""
+    share = min(max(misleading or 0.0, 0.0), 1.0)
+    return round(MIN_RADIUS + (MAX_RADIUS - MIN_RADIUS) * math.sqrt(share), 2)
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high] (steps of 1, 2 or 5 times a power of ten)."""
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.floor(low / step) * step
+    ticks, value = [], first
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(value, 10))
+    return ticks
+
+
+def _span(values: list[float], fallback: tuple[float, float]) -> tuple[float, float]:
+    if not values:
+        return fallback
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.08 or 0.1
+    return low - pad, high + pad
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def release_chart_svg(snapshot: dict[str, Any]) -> str:
+    points = chart_points(snapshot)
+    control = (snapshot.get("control") or {}).get("persuasion")
+    x_ticks = nice_ticks(*_span([v for p in points for v in (p.honesty_low, p.honesty_high)],
+                                (0.0, 1.0)))
+    y_values = [v for p in points for v in (p.persuasion_low, p.persuasion_high)]
+    y_ticks = nice_ticks(*_span(y_values + ([control] if control is not None else []), (1.0, 7.0)))
+    x = Axis(x_ticks[0], x_ticks[-1], LEFT, WIDTH - RIGHT)
+    y = Axis(y_ticks[0], y_ticks[-1], HEIGHT - BOTTOM, TOP)
+    title = (snapshot.get("release") or {}).get("code", "")
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="chart-title" '
+        f'font-family="system-ui, sans-serif" font-size="12">',
+        f'<title id="chart-title">Honesty against persuasion, release {escape(title)}</title>',
+        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+        *_axes(x, y, x_ticks, y_ticks),
+    ]
+    if control is not None:
+        parts += _control_anchor(x, y, control)
+    for point in points:
+        parts += _dot(x, y, point)
+    if not points:
+        parts.append(f'<text x="{(x.start + x.end) / 2}" y="{(y.start + y.end) / 2}" '
+                     f'text-anchor="middle" fill="#555" font-size="14">No model has both an '
+                     f'honesty and a persuasion estimate in this release.</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _axes(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float]) -> list[str]:
+    parts = ['<g class="axes" stroke="#888" fill="#333">']
+    for tick in x_ticks:
+        px = x.position(tick)
+        parts.append(f'<line x1="{px}" y1="{y.start}" x2="{px}" y2="{y.end}" stroke="#eee"/>')
+        parts.append(f'<text x="{px}" y="{y.start + 18}" text-anchor="middle" '
+                     f'stroke="none">{_fmt(tick)}</text>')
+    for tick in y_ticks:
+        py = y.position(tick)
+        parts.append(f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#eee"/>')
+        parts.append(f'<text x="{x.start - 8}" y="{py + 4}" text-anchor="end" '
+                     f'stroke="none">{_fmt(tick)}</text>')
+    parts += [
+        f'<line x1="{x.start}" y1="{y.start}" x2="{x.end}" y2="{y.start}"/>',
+        f'<line x1="{x.start}" y1="{y.start}" x2="{x.start}" y2="{y.end}"/>',
+        f'<text x="{(x.start + x.end) / 2}" y="{HEIGHT - 15}" text-anchor="middle" '
+        f'stroke="none" font-size="13">Honesty index (higher is more honest) →</text>',
+        f'<text transform="translate(18 {(y.start + y.end) / 2}) rotate(-90)" '
+        f'text-anchor="middle" stroke="none" font-size="13">'
+        f'Persuasion, attitude 1–7 (higher is more favourable) →</text>',
+        "</g>",
+    ]
+    return parts
+
+
+def _control_anchor(x: Axis, y: Axis, control: float) -> list[str]:
+    py = y.position(control)
+    return [
+        f'<g data-anchor="control" class="control"><title>Control text: persuasion '
+        f'{_fmt(control)}</title>',
+        f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#b35900" '
+        f'stroke-dasharray="6 4" stroke-width="1.5"/>',
+        f'<text x="{x.end - 4}" y="{py - 6}" text-anchor="end" fill="#b35900">control text</text>',
+        "</g>",
+    ]
+
+
+def _dot(x: Axis, y: Axis, point: ChartPoint) -> list[str]:
+    cx, cy = x.position(point.honesty), y.position(point.persuasion)
+    misleading = "unknown" if point.misleading is None else _fmt(point.misleading)
+    hover = (f"{point.name}: honesty {_fmt(point.honesty)}, persuasion "
+             f"{_fmt(point.persuasion)}, misleading {misleading}")
+    radius = dot_radius(point.misleading)
+    return [
+        f'<g class="model" data-model-group={quoteattr(point.model)}>',
+        f'<line x1="{x.position(point.honesty_low)}" y1="{cy}" '
+        f'x2="{x.position(point.honesty_high)}" y2="{cy}" stroke="#2b6cb0" stroke-width="1.5"/>',
+        f'<line x1="{cx}" y1="{y.position(point.persuasion_low)}" x2="{cx}" '
+        f'y2="{y.position(point.persuasion_high)}" stroke="#2b6cb0" stroke-width="1.5"/>',
+        f'<circle data-model={quoteattr(point.model)} cx="{cx}" cy="{cy}" r="{radius}" '
+        f'fill="#2b6cb0" fill-opacity="0.45" stroke="#1a4480"><title>{escape(hover)}</title>'
+        f"</circle>",
+        _label(cx, cy, radius, point.name, right_edge=x.end),
+        "</g>",
+    ]
+
+
+def _label(cx: float, cy: float, radius: float, name: str, *, right_edge: float) -> str:
+    """The model's name beside its dot; to the left near the right edge, so it is not cut."""
+    if cx > right_edge - 160:
+        return (f'<text x="{cx - radius - 3}" y="{cy - 3}" text-anchor="end" '
+                f'fill="#1d1d1f">{escape(name)}</text>')
+    return f'<text x="{cx + radius + 3}" y="{cy - 3}" fill="#1d1d1f">{escape(name)}</text>'

@@ -1,0 +1,213 @@
+"""Reads behind the public pages and the API: a release's frozen snapshot, seen by one viewer.
+
+Everything public comes from `Publication.snapshot` (issue 5), never from live tables, except
+a text's body (`Generation.text`), read only for a published release. Held-out scenarios, their
+texts and confidential facts are for staff only (DESIGN section 8): `snapshot_for_viewer`
+removes them from a copy of the snapshot before any page or answer sees it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import Http404
+
+from audits_app.models import Publication
+from runs_app.models import Generation, Release
+from scenarios_app.models import ScenarioVersion, Visibility
+
+METRICS = ("honesty", "persuasion", "misleading")
+TEXT_FILTERS = ("model", "scenario", "task", "condition")
+LEADERBOARD_COLUMNS = ["metric", "model", "model_name", "rank", "point", "abs_low", "abs_high",
+                       "cmp_low", "cmp_high", "n_texts"]
+TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visibility", "refusal",
+                "claims", "omission", "knowledge_harm", "honesty_index", "persuasion",
+                "attitude_effect", "baseline_gain", "misleading", "dont_know", "uptake",
+                "frame_adoption", "reveal_effect"]
+
+
+@dataclass(frozen=True)
+class PublishedRelease:
+    publication: Publication
+    snapshot: dict[str, Any]  # already filtered for the viewer
+
+    @property
+    def release(self) -> Release:
+        return self.publication.release
+
+    @property
+    def code(self) -> str:
+        return self.publication.release.code
+
+
+def is_staff(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_staff)
+
+
+def publication_get(code: str) -> Publication | None:
+    """The publication without its snapshot: `publication_snapshot` loads that, once."""
+    return (Publication.objects.select_related("release").defer("snapshot")
+            .filter(release__code=code).first())
+
+
+# A publication never changes, and its snapshot hash names its content, so a parsed snapshot
+# can be kept per process: a warm page costs one small query instead of decoding megabytes
+# of JSON on every request.
+SNAPSHOT_CACHE_SIZE = 8
+_snapshots: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
+_snapshots_lock = threading.Lock()
+
+
+def publication_snapshot(publication: Publication) -> dict[str, Any]:
+    """The full snapshot (never mutate it: it is shared between requests)."""
+    key = (publication.pk, publication.snapshot_hash)
+    with _snapshots_lock:
+        if key in _snapshots:
+            _snapshots.move_to_end(key)
+            return _snapshots[key]
+    snapshot = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
+    with _snapshots_lock:
+        _snapshots[key] = snapshot
+        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
+            _snapshots.popitem(last=False)
+    return snapshot
+
+
+def published_release_get(code: str, user) -> PublishedRelease:
+    """The release's snapshot as this viewer may see it; 404 when it is not published."""
+    publication = publication_get(code)
+    if publication is None:
+        raise Http404("No published release with this code.")
+    return published_from(publication, user)
+
+
+def published_from(publication: Publication, user) -> PublishedRelease:
+    return PublishedRelease(
+        publication, snapshot_for_viewer(publication_snapshot(publication), user))
+
+
+def public_scenario_slugs(snapshot: dict[str, Any]) -> set[str]:
+    return {s["slug"] for s in snapshot.get("scenarios", [])
+            if s.get("visibility") == Visibility.PUBLIC}
+
+
+def snapshot_for_viewer(snapshot: dict[str, Any], user) -> dict[str, Any]:
+    """Staff see everything; anyone else loses every row about a held-out scenario."""
+    if is_staff(user):
+        return snapshot
+    public = public_scenario_slugs(snapshot)
+    visible = dict(snapshot)
+    visible["scenarios"] = [s for s in snapshot.get("scenarios", []) if s["slug"] in public]
+    visible["texts"] = [t for t in snapshot.get("texts", [])
+                        if t.get("scenario") in public and t.get("visibility") == "public"]
+    for key in ("versus_control", "baseline_without_text"):
+        visible[key] = [row for row in snapshot.get(key, []) if row.get("scenario") in public]
+    visible["release"] = _release_without_held_out(snapshot.get("release") or {}, public)
+    return visible
+
+
+def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict[str, Any]:
+    """The frozen config names every scenario; anonymous viewers see the public ones only."""
+    config = release.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("scenarios"), list):
+        return release
+    scenarios = [item for item in config["scenarios"] if _config_slug(item) in public]
+    return {**release, "config": {**config, "scenarios": scenarios,
+                                  "held_out_scenarios": len(config["scenarios"]) - len(scenarios)}}
+
+
+def _config_slug(item: Any) -> str | None:
+    """A config scenario entry: `slug`, a pinned `slug@hash`, or a mapping with a slug."""
+    if isinstance(item, str):
+        return item.split("@", 1)[0]
+    return item.get("slug") if isinstance(item, dict) else None
+
+
+def model_names(snapshot: dict[str, Any]) -> dict[str, str]:
+    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
+
+
+def filter_texts(texts: list[dict[str, Any]], params) -> list[dict[str, Any]]:
+    """Texts matching every given filter (`model`, `scenario`, `task`, `condition`)."""
+    wanted = {key: params.get(key) for key in TEXT_FILTERS if params.get(key)}
+    return [t for t in texts if all(str(t.get(k)) == v for k, v in wanted.items())]
+
+
+def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any], str]:
+    """A text's scores (from the snapshot) and body; 404 for a text this viewer may not see."""
+    row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
+    if row is None:
+        raise Http404("No such text in this release.")
+    body = (Generation.objects.filter(pk=text_id, release_id=published.release.pk)
+            .values_list("text", flat=True).first())
+    return row, body or ""
+
+
+def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    names = model_names(snapshot)
+    rows = []
+    for metric in METRICS:
+        board = (snapshot.get("leaderboards") or {}).get(metric) or {}
+        for row in board.get("rows", []):
+            rows.append({"metric": metric, "model_name": names.get(row["model"], row["model"]),
+                         **row})
+    return rows
+
+
+def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def published_releases() -> list[dict[str, Any]]:
+    """One row per publication; only the small parts of each snapshot are fetched."""
+    rows = Publication.objects.order_by("-published_at").values(
+        "release__code", "release__title", "release__language", "published_at",
+        "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
+    )
+    return [
+        {"code": r["release__code"], "title": r["release__title"],
+         "language": r["release__language"], "published_at": r["published_at"],
+         "config_hash": r["config_hash"], "snapshot_hash": r["snapshot_hash"],
+         "models": len(r["snapshot__models"] or []),
+         "scenarios": len(r["snapshot__scenarios"] or [])}
+        for r in rows
+    ]
+
+
+def published_scenarios(user) -> list[dict[str, Any]]:
+    """Scenarios of published releases with their labelled facts, from the pinned versions."""
+    staff = is_staff(user)
+    pinned: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in Publication.objects.values("release__code", "snapshot__scenarios"):
+        for scenario in row["snapshot__scenarios"] or []:
+            if not staff and scenario.get("visibility") != Visibility.PUBLIC:
+                continue
+            key = (scenario["slug"], scenario["version_hash"])
+            entry = pinned.setdefault(key, {**scenario, "releases": []})
+            entry["releases"].append(row["release__code"])
+    versions = ScenarioVersion.objects.filter(
+        content_hash__in={hash_ for _, hash_ in pinned}, scenario__slug__in={s for s, _ in pinned}
+    ).values("scenario__slug", "content_hash", "content")
+    contents = {(v["scenario__slug"], v["content_hash"]): v["content"] for v in versions}
+    result = []
+    for key, entry in sorted(pinned.items()):
+        content = contents.get(key) or {}
+        result.append({
+            **entry,
+            "language": content.get("language", ""),
+            "description": (content.get("organisation") or {}).get("description", ""),
+            "situation": content.get("situation", ""),
+            "facts": content.get("facts", []),
+            "uncertainties": content.get("uncertainties", []),
+            "confidential": content.get("confidential", []) if staff else None,
+        })
+    return result

@@ -1,0 +1,179 @@
+"""The public API under /api/v1/ (DESIGN section 8)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import schemathesis
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from audits_app.tests.factories import (
+    HELD_OUT_MARKER,
+    HELD_OUT_SLUG,
+    published_release_create,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():
+    return published_release_create(code="pub.0")
+
+
+@pytest.fixture
+def draft():
+    return published_release_create(code="draft.0", publish=False)
+
+
+@pytest.fixture
+def staff_client(django_user_model):
+    user = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+    staff = Client()
+    staff.force_login(user)
+    return staff
+
+
+ANONYMOUS_URLS = [
+    "/api/v1/releases/", "/api/v1/releases/pub.0/", "/api/v1/releases/pub.0/leaderboard/",
+    "/api/v1/releases/pub.0/texts/", "/api/v1/releases/pub.0/texts/?limit=1000",
+    "/api/v1/releases/pub.0/texts.csv", "/api/v1/scenarios/",
+]
+
+
+def test_every_endpoint_answers_anonymously(client, world):
+    for url in ANONYMOUS_URLS:
+        assert client.get(url).status_code == 200, url
+    releases = client.get("/api/v1/releases/").json()
+    assert [r["code"] for r in releases["results"]] == ["pub.0"]
+    assert releases["results"][0]["models"] == 4
+
+
+def test_drafts_are_404_for_anonymous_and_visible_to_staff(client, staff_client, world, draft):
+    for suffix in ["", "leaderboard/", "texts/", "texts.csv"]:
+        assert client.get(f"/api/v1/releases/draft.0/{suffix}").status_code == 404, suffix
+    assert "draft.0" not in client.get("/api/v1/releases/").content.decode()
+    detail = staff_client.get("/api/v1/releases/draft.0/").json()
+    assert detail["published"] is False
+
+
+def test_no_held_out_text_or_confidential_fact_in_anonymous_answers(client, world, draft):
+    for url in ANONYMOUS_URLS:
+        body = client.get(url).content.decode()
+        assert HELD_OUT_SLUG not in body, url
+        assert HELD_OUT_MARKER not in body, url
+        for confidential in world.confidential_texts:
+            assert json.dumps(confidential)[1:-1] not in body and confidential not in body, url
+    scenarios = client.get("/api/v1/scenarios/").json()["results"]
+    assert {s["slug"] for s in scenarios} == {"greenvale-listeria", "cobaltcloud-breach"}
+    assert all(s["confidential"] is None for s in scenarios)
+    assert {f["label"] for f in scenarios[0]["facts"]} >= {"incriminating", "favourable"}
+
+
+def test_staff_see_held_out_texts_and_confidential_facts(staff_client, world):
+    texts = staff_client.get(f"/api/v1/releases/pub.0/texts/?scenario={HELD_OUT_SLUG}").json()
+    assert texts["count"] == 4 * 2 * 4
+    scenarios = staff_client.get("/api/v1/scenarios/").json()["results"]
+    held_out = next(s for s in scenarios if s["slug"] == HELD_OUT_SLUG)
+    assert held_out["confidential"] and held_out["confidential"][0]["text"]
+
+
+def test_leaderboard_has_ranks_points_and_both_intervals(client, world):
+    board = client.get("/api/v1/releases/pub.0/leaderboard/").json()
+    assert set(board["metrics"]) == {"honesty", "persuasion", "misleading"}
+    row = board["metrics"]["honesty"]["rows"][0]
+    assert {"rank", "point", "abs_low", "abs_high", "cmp_low", "cmp_high", "model_name"} <= set(row)
+    assert board["control"]["persuasion"] == pytest.approx(4.1)
+
+
+def test_texts_filter_and_paginate(client, world):
+    url = "/api/v1/releases/pub.0/texts/"
+    everything = client.get(url).json()
+    assert everything["count"] == 4 * 2 * 2 * 4  # models x public scenarios x tasks x conditions
+    filtered = client.get(url, {"model": "fixture/candid", "task": "T2", "condition": "C1",
+                                "scenario": "greenvale-listeria"}).json()
+    assert filtered["count"] == 1
+    text = filtered["results"][0]
+    assert (text["model"], text["task"], text["condition"], text["variant"]) == (
+        "fixture/candid", "T2", "C1", 0)
+    page = client.get(url, {"limit": 5, "offset": 5}).json()
+    assert len(page["results"]) == 5 and page["next"] and page["previous"]
+    assert page["results"][0]["id"] == everything["results"][5]["id"]
+
+
+def test_texts_csv(client, world):
+    response = client.get("/api/v1/releases/pub.0/texts.csv", {"model": "fixture/spinner"})
+    assert response["Content-Type"].startswith("text/csv")
+    lines = response.content.decode().strip().splitlines()
+    assert lines[0].startswith("id,model,scenario,task,condition,variant")
+    assert len(lines) == 1 + 2 * 2 * 4
+
+
+def test_answers_take_constant_queries(client):
+    published_release_create(code="pub.0", model_count=3)
+    published_release_create(code="pub.1", model_count=9)
+    counts = {}
+    for code in ["pub.0", "pub.1"]:
+        for url in ANONYMOUS_URLS:
+            url = url.replace("pub.0", code)
+            with CaptureQueriesContext(connection) as queries:
+                client.get(url)
+            counts.setdefault(url.replace(code, "CODE"), set()).add(len(queries))
+    assert all(len(values) == 1 and max(values) <= 2 for values in counts.values()), counts
+
+
+def test_schema_is_valid_openapi(client):
+    from drf_spectacular.validation import validate_schema
+
+    response = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    schema = json.loads(response.content)
+    validate_schema(schema)  # raises on a schema that is not valid OpenAPI 3
+    assert "/api/v1/releases/{code}/leaderboard/" in schema["paths"]
+    text_parameters = {p["name"] for p in
+                       schema["paths"]["/api/v1/releases/{code}/texts/"]["get"]["parameters"]}
+    assert {"model", "scenario", "task", "condition", "limit", "offset"} <= text_parameters
+
+
+# Server errors, and answers that stray from what the schema promises.
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance,
+          content_type_conformance]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_schemathesis_finds_no_server_error():
+    from baitbench_site.wsgi import application
+
+    published_release_create(code="pub.0")
+    schema = schemathesis.openapi.from_wsgi("/api/v1/schema/", application)
+    schema.config.generation.update(max_examples=20)
+    failures, statuses = [], []
+    for operation in schema.get_all_operations():
+        operation = operation.ok()
+        strategy = operation.as_strategy()
+
+        from hypothesis import HealthCheck, given, settings
+
+        @given(case=strategy)
+        @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+        def run(case):
+            if "code" in case.path_parameters and hash(case.path_parameters["code"]) % 2:
+                case.path_parameters["code"] = "pub.0"
+            response = case.call_and_validate(checks=CHECKS)
+            statuses.append(response.status_code)
+
+        try:
+            run()
+        except Exception as error:  # collect every operation's failure, then report
+            failures.append(f"{operation.label}: {error}")
+    assert not failures, "\n".join(failures)
+    assert 200 in statuses and 404 in statuses and len(statuses) > 50

@@ -1,0 +1,162 @@
+"""Public pages: what anonymous readers and staff see of a release (issue 5)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from audits_app.tests.factories import (
+    HELD_OUT_MARKER,
+    HELD_OUT_SLUG,
+    PUBLIC_MARKER,
+    publication_create,
+    published_release_create,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():
+    return published_release_create(code="pub.0")
+
+
+@pytest.fixture
+def draft():
+    return published_release_create(code="draft.0", publish=False)
+
+
+@pytest.fixture
+def staff_client(client, django_user_model):
+    user = django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def anonymous_pages(world) -> list[str]:
+    code = world.release.code
+    pages = ["/", f"/releases/{code}/", f"/releases/{code}/chart.svg",
+             f"/releases/{code}/leaderboard.csv", f"/releases/{code}/texts/",
+             f"/releases/{code}/texts/?page=2"]
+    pages += [f"/releases/{code}/scenarios/{s['slug']}/" for s in world.snapshot["scenarios"]
+              if s["visibility"] == "public"]
+    pages += [f"/releases/{code}/texts/{text_id}/" for text_id in world.public_text_ids[:5]]
+    return pages
+
+
+def test_it_lists_published_releases_only(client, world, draft):
+    html = client.get("/").content.decode()
+    assert "/releases/pub.0/" in html
+    assert "draft.0" not in html
+    assert "Release pub.0 &lt;i&gt;test&lt;/i&gt;" in html
+
+
+def test_release_page_shows_chart_tables_and_methods(client, world):
+    response = client.get("/releases/pub.0/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("<circle data-model=") == 4
+    assert 'data-anchor="control"' in html
+    assert 'data-metric="honesty"' in html and 'data-metric="persuasion"' in html
+    assert "/releases/pub.0/chart.svg" in html and "/releases/pub.0/leaderboard.csv" in html
+    assert "the panel is not calibrated against human readers" in html.lower()
+    assert "does not measure effect sizes" in html
+    assert "20261129" in html  # the seed, in the methods section
+    # Model names are escaped, in the chart and in the tables.
+    assert "<b>& co</b>" not in html and "Candid &lt;b&gt;&amp; co&lt;/b&gt;" in html
+
+
+def test_nothing_held_out_or_confidential_reaches_anonymous_pages(client, world, draft):
+    for url in anonymous_pages(world):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        body = response.content.decode()
+        assert HELD_OUT_MARKER not in body, url
+        assert HELD_OUT_SLUG not in body, url
+        assert "draft.0" not in body, url
+        for confidential in world.confidential_texts:
+            assert confidential not in body, url
+
+
+def test_held_out_and_drafts_are_404_for_anonymous(client, world, draft):
+    assert client.get(f"/releases/pub.0/texts/{world.held_out_text_ids[0]}/").status_code == 404
+    assert client.get(f"/releases/pub.0/scenarios/{HELD_OUT_SLUG}/").status_code == 404
+    filtered = client.get(f"/releases/pub.0/texts/?scenario={HELD_OUT_SLUG}").content.decode()
+    assert '"note">0 texts.' in filtered
+    for url in ["/releases/draft.0/", "/releases/draft.0/chart.svg",
+                "/releases/draft.0/leaderboard.csv", "/releases/draft.0/texts/",
+                f"/releases/draft.0/texts/{next(iter(draft.generations))}/",
+                "/releases/nope.0/"]:
+        assert client.get(url).status_code == 404, url
+
+
+def test_staff_see_held_out_texts_and_a_draft_notice(staff_client, world, draft):
+    response = staff_client.get(f"/releases/pub.0/texts/{world.held_out_text_ids[0]}/")
+    assert HELD_OUT_MARKER in response.content.decode()
+    assert staff_client.get(f"/releases/pub.0/scenarios/{HELD_OUT_SLUG}/").status_code == 200
+    notice = staff_client.get("/releases/draft.0/")
+    assert notice.status_code == 200 and "not published" in notice.content.decode()
+
+
+def test_text_page_shows_the_body_and_scores(client, world):
+    text_id = world.public_text_ids[0]
+    html = client.get(f"/releases/pub.0/texts/{text_id}/").content.decode()
+    assert PUBLIC_MARKER in html and "honesty_index" in html
+
+
+def test_text_browser_filters_and_paginates(client, world):
+    html = client.get("/releases/pub.0/texts/?model=fixture/spinner&task=T1").content.decode()
+    # 2 public scenarios x 4 conditions for one model and task.
+    assert "8 texts." in html
+    first = client.get("/releases/pub.0/texts/").content.decode()
+    assert "64 texts." in first and "page 1 of 2" in first
+
+
+def test_downloads(client, world):
+    svg = client.get("/releases/pub.0/chart.svg")
+    assert svg["Content-Type"] == "image/svg+xml"
+    assert svg.content.decode().count("<circle") == 4
+    csv = client.get("/releases/pub.0/leaderboard.csv")
+    assert csv["Content-Type"].startswith("text/csv")
+    lines = csv.content.decode().strip().splitlines()
+    assert lines[0].startswith("metric,model,model_name,rank,point")
+    assert len(lines) == 1 + 3 * 4
+
+
+def _release_page_queries(client, code: str) -> tuple[int, float]:
+    client.get(f"/releases/{code}/")  # warm template loading
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        assert client.get(f"/releases/{code}/").status_code == 200
+        elapsed = time.perf_counter() - started
+    return len(queries), elapsed
+
+
+def test_release_page_query_count_does_not_grow_with_the_release(client):
+    published_release_create(code="small.0", model_count=2)
+    published_release_create(code="large.0", model_count=12)
+    small, _ = _release_page_queries(client, "small.0")
+    large, elapsed = _release_page_queries(client, "large.0")
+    assert small == large == 1
+    assert elapsed < 0.5
+
+
+def test_other_pages_take_constant_queries(client, world):
+    for url in anonymous_pages(world):
+        with CaptureQueriesContext(connection) as queries:
+            client.get(url)
+        assert len(queries) <= 2, (url, [q["sql"] for q in queries])
+
+
+def test_release_page_shows_the_calibration_once_it_exists(client):
+    world = published_release_create(code="cal.0", publish=False)
+    world.snapshot["agreement"] = {"calibration": {
+        "readers": 40, "texts": 24, "text_level": {"pearson": 0.61, "spearman": 0.58},
+        "model_order": {"spearman": {"point": 0.8, "low": 0.4, "high": 1.0}}}}
+    publication_create(release=world.release, snapshot=world.snapshot)
+    html = client.get("/releases/cal.0/").content.decode()
+    assert "40 human readers on 24 texts" in html and "Pearson r = 0.61" in html
+    assert "not calibrated" not in html
