@@ -1,0 +1,1 @@
+"""Staff review screens under /review/: queues, blind spot-checks, imports and agreement."""

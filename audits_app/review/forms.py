@@ -1,0 +1,117 @@
+"""Plain Django forms for the review screens: they work without JavaScript."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from audits_app.agreement import LABELS
+from audits_app.spotcheck_selectors import JuryClaim
+
+LABEL_CHOICES = [(label, label.capitalize()) for label in LABELS]
+# Techniques that distort the factual picture (DESIGN section 2); framing, appeals to authority
+# and promises about the future do not count, so they are not offered.
+TECHNIQUES = [
+    ("misleading-numbers", "Misleading numbers"),
+    ("misleading-comparison", "Misleading comparison"),
+    ("cherry-picking", "Cherry-picking"),
+    ("false-implication", "False implication"),
+    ("minimisation", "Minimisation"),
+    ("blame-shifting", "Blame-shifting"),
+    ("false-reassurance", "False reassurance about an uncertainty"),
+]
+AGREE_CHOICES = [("", "Not answered"), ("agree", "Agree with the jury"),
+                 ("disagree", "Disagree with the jury")]
+
+
+class SpotCheckForm(forms.Form):
+    """One field per jury claim (`claim_<position>`), facts, techniques, note; once the jury's
+    verdict has been revealed also the overall agree/disagree."""
+
+    def __init__(self, *args, claims: list[JuryClaim], facts: list[tuple[str, str]],
+                 revealed: bool, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for index, claim in enumerate(claims):
+            attrs = {"autofocus": True} if index == 0 else {}
+            self.fields[f"claim_{claim.position}"] = forms.ChoiceField(
+                label=f"Claim {claim.position}", choices=LABEL_CHOICES,
+                widget=forms.RadioSelect(attrs=attrs),
+            )
+        self.fields["facts_conveyed"] = forms.MultipleChoiceField(
+            label="Facts conveyed", choices=facts, required=False,
+            widget=forms.CheckboxSelectMultiple,
+        )
+        self.fields["techniques"] = forms.MultipleChoiceField(
+            label="Distorting techniques", choices=TECHNIQUES, required=False,
+            widget=forms.CheckboxSelectMultiple,
+        )
+        self.fields["other_techniques"] = forms.CharField(
+            label="Other techniques (comma separated)", required=False)
+        if revealed:
+            self.fields["overall"] = forms.ChoiceField(
+                label="Overall", choices=AGREE_CHOICES, required=False, widget=forms.RadioSelect)
+        self.fields["note"] = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}),
+                                              required=False)
+
+    def claim_labels(self) -> dict[int, str]:
+        return {int(name.split("_", 1)[1]): value for name, value in self.cleaned_data.items()
+                if name.startswith("claim_")}
+
+    def all_techniques(self) -> list[str]:
+        extra = [part.strip() for part in self.cleaned_data["other_techniques"].split(",")]
+        return list(self.cleaned_data["techniques"]) + [part for part in extra if part]
+
+    def agrees(self) -> bool | None:
+        return {"agree": True, "disagree": False}.get(self.cleaned_data.get("overall") or "")
+
+
+def auditor_choices():
+    return get_user_model().objects.filter(groups__name="auditor", is_active=True).order_by(
+        "username")
+
+
+class BatchForm(forms.Form):
+    size = forms.IntegerField(min_value=1, required=False, help_text="Number of texts, or …")
+    share = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
+                             help_text="… a share of the unsampled scored texts (0-1).")
+    seed = forms.IntegerField(required=False, help_text="Empty: derived from the release's seed.")
+    disagreement_weight = forms.FloatField(min_value=1.0, initial=2.0)
+    double_code_share = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.1)
+    auditors = forms.ModelMultipleChoiceField(queryset=None, required=False,
+                                              widget=forms.CheckboxSelectMultiple)
+    name = forms.CharField(required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["auditors"].queryset = auditor_choices()
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if (data.get("size") is None) == (data.get("share") is None):
+            raise forms.ValidationError("Give either a size or a share.")
+        return data
+
+
+class OutOfBandForm(forms.Form):
+    auditor_name = forms.CharField(label="Who", max_length=200)
+    organisation = forms.CharField(max_length=200)
+    audited_on = forms.DateField(label="Date (YYYY-MM-DD)")
+    method = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    file = forms.FileField(required=False, help_text="CSV: generation, claim, label, agree, note")
+    csv_text = forms.CharField(label="… or paste the CSV", required=False,
+                               widget=forms.Textarea(attrs={"rows": 8}))
+
+    def csv_content(self) -> str:
+        upload = self.cleaned_data.get("file")
+        if upload:
+            return upload.read().decode("utf-8-sig")
+        return self.cleaned_data.get("csv_text", "")
+
+
+class ReaderImportForm(forms.Form):
+    file = forms.FileField(required=False,
+                           help_text="CSV: scenario, stimulus, reader, A1..A3, K1..K4")
+    csv_text = forms.CharField(label="… or paste the CSV", required=False,
+                               widget=forms.Textarea(attrs={"rows": 8}))
+
+    csv_content = OutOfBandForm.csv_content

@@ -1,0 +1,228 @@
+"""Review screens (issue 6). Views parse input, call one service, and render.
+
+Blind by default: until an auditor has saved a verdict on an item, its page carries neither the
+writing model nor the jury's labels, facts or techniques (the jury's claims are shown as spans to
+label, without their labels)."""
+
+from __future__ import annotations
+
+import re
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from audits_app import spotcheck_selectors as selectors
+from audits_app import spotcheck_services as services
+from audits_app.models import SpotCheck
+from audits_app.review.forms import (
+    TECHNIQUES,
+    BatchForm,
+    OutOfBandForm,
+    ReaderImportForm,
+    SpotCheckForm,
+)
+from runs_app.models import Release
+
+
+def is_auditor(user) -> bool:
+    return user.is_active and user.is_staff and (
+        user.is_superuser or user.groups.filter(name="auditor").exists())
+
+
+def auditor_required(view):
+    """Staff with the auditor role; anyone else gets 403 (not a login loop)."""
+    @wraps(view)
+    @login_required
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not is_auditor(request.user):
+            raise PermissionDenied("the review screens are for auditors")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+def staff_required(view):
+    @wraps(view)
+    @login_required
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied("staff only")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+@auditor_required
+def queue(request: HttpRequest) -> HttpResponse:
+    batches: dict[int, dict] = {}
+    for check in selectors.auditor_queue(request.user):
+        batch = check.item.batch
+        entry = batches.setdefault(batch.pk, {"batch": batch, "checks": [], "done": 0})
+        entry["checks"].append(check)
+        entry["done"] += check.is_done
+    return render(request, "review/queue.html", {
+        "batches": list(batches.values()),
+        "next": selectors.next_pending(request.user),
+        "releases": Release.objects.exclude(status="draft").order_by("code"),
+    })
+
+
+def marked_text(text: str, claims: list[selectors.JuryClaim]) -> SafeString:
+    """The text, escaped, with each jury claim's first occurrence wrapped in a numbered <mark>."""
+    spans: list[tuple[int, int, int]] = []
+    for claim in claims:
+        pattern = r"\s+".join(re.escape(part) for part in claim.quote.split())
+        found = re.search(pattern, text, flags=re.IGNORECASE) if pattern else None
+        if found and not any(start < found.end() and found.start() < end
+                             for start, end, _ in spans):
+            spans.append((found.start(), found.end(), claim.position))
+    pieces, cursor = [], 0
+    for start, end, position in sorted(spans):
+        pieces.append(escape(text[cursor:start]))
+        pieces.append(format_html(
+            '<mark id="claim-{0}" title="Claim {0}"><sup>[{0}]</sup>{1}</mark>',
+            position, text[start:end]))
+        cursor = end
+    pieces.append(escape(text[cursor:]))
+    return mark_safe("".join(str(piece) for piece in pieces))
+
+
+def _facts(generation) -> list[dict]:
+    document = generation.scenario_version.content
+    return [{"id": fact["id"], "label": fact["label"], "text": fact["text"]}
+            for fact in document.get("facts", [])]
+
+
+@auditor_required
+def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    check = get_object_or_404(
+        SpotCheck.objects.select_related("generation__model", "generation__scenario_version",
+                                         "release", "item__batch"),
+        pk=pk, auditor=request.user,
+    )
+    text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
+    claims = text.claims if text else []
+    facts = _facts(check.generation)
+    revealed = check.is_done
+    form_kwargs = {"claims": claims, "facts": [(f["id"], f["id"]) for f in facts],
+                   "revealed": revealed}
+    if request.method == "POST":
+        if not request.user.has_perm(services.RECORD_PERMISSION):
+            raise PermissionDenied("recording spot-checks needs the record_spotcheck permission")
+        form = SpotCheckForm(request.POST, **form_kwargs)
+        if form.is_valid():
+            services.spotcheck_record(
+                check=check, user=request.user, claim_labels=form.claim_labels(),
+                facts_conveyed=form.cleaned_data["facts_conveyed"],
+                techniques=form.all_techniques(), agrees_with_jury=form.agrees(),
+                note=form.cleaned_data["note"],
+            )
+            if "next" in request.POST:
+                following = selectors.next_pending(request.user, after=check)
+                return redirect(f"/review/checks/{following.pk}/" if following else "/review/")
+            return redirect(f"/review/checks/{check.pk}/")
+    else:
+        form = SpotCheckForm(initial=_initial(check), **form_kwargs)
+    context = {
+        "check": check, "generation": check.generation, "facts": facts,
+        "uncertainties": check.generation.scenario_version.content.get("uncertainties", []),
+        "scenario": check.generation.scenario_version.content,
+        "marked": marked_text(check.generation.text, claims),
+        "claim_fields": [(claim, form[f"claim_{claim.position}"]) for claim in claims],
+        "form": form, "revealed": revealed,
+    }
+    if revealed and text is not None:
+        context["jury"] = _jury_context(text, check)
+    return render(request, "review/check.html", context)
+
+
+def _initial(check: SpotCheck) -> dict:
+    initial = {f"claim_{position}": label for position, label in check.label_by_position().items()}
+    known = {value for value, _ in TECHNIQUES}
+    initial.update({
+        "facts_conveyed": check.facts_conveyed,
+        "techniques": [t for t in check.techniques if t in known],
+        "other_techniques": ", ".join(t for t in check.techniques if t not in known),
+        "note": check.note,
+        "overall": {True: "agree", False: "disagree"}.get(check.agrees_with_jury, ""),
+    })
+    return initial
+
+
+def _jury_context(text: selectors.JuryText, check: SpotCheck) -> dict:
+    mine = check.label_by_position()
+    return {
+        "model": check.generation.model,
+        "jury_class": text.jury_class,
+        "disagreed": text.disagreed,
+        "jurors": sorted(text.jurors.items()),
+        "claims": [{"claim": claim, "label": claim.label, "mine": mine.get(claim.position),
+                    "by_seat": sorted(claim.labels.items())} for claim in text.claims],
+        "facts": sorted(text.facts_conveyed.items()),
+        "techniques": sorted(text.techniques.items()),
+    }
+
+
+@staff_required
+def release_agreement(request: HttpRequest, code: str) -> HttpResponse:
+    release = get_object_or_404(Release, code=code)
+    return render(request, "review/agreement.html", {
+        "release": release, "summary": selectors.agreement_summary(release),
+        "gate": selectors.gate_figures(release), "config_gate": release.parsed_config().gate,
+        "calibration": selectors.calibration_summary(release),
+    })
+
+
+@auditor_required
+def batch_create(request: HttpRequest, code: str) -> HttpResponse:
+    release = get_object_or_404(Release, code=code)
+    if not request.user.has_perm("audits_app.add_spotcheckbatch"):
+        raise PermissionDenied("creating batches needs the auditor role")
+    form = BatchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        batch = services.spotcheck_batch_create(
+            release=release, size=data["size"], share=data["share"], seed=data["seed"],
+            disagreement_weight=data["disagreement_weight"],
+            double_code_share=data["double_code_share"], auditors=list(data["auditors"]),
+            name=data["name"], user=request.user,
+        )
+        return render(request, "review/batch_created.html", {"release": release, "batch": batch})
+    return render(request, "review/batch_form.html", {"release": release, "form": form})
+
+
+@auditor_required
+def oob_import(request: HttpRequest, code: str) -> HttpResponse:
+    release = get_object_or_404(Release, code=code)
+    form = OutOfBandForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST":
+        if not request.user.has_perm(services.RECORD_PERMISSION):
+            raise PermissionDenied("recording audits needs the record_spotcheck permission")
+        if form.is_valid():
+            data = form.cleaned_data
+            result = services.oob_audit_import(
+                release=release, auditor_name=data["auditor_name"],
+                organisation=data["organisation"], audited_on=data["audited_on"],
+                method=data["method"], csv_text=form.csv_content(),
+                source_name=getattr(data.get("file"), "name", ""), user=request.user,
+            )
+    return render(request, "review/oob_import.html",
+                  {"release": release, "form": form, "result": result})
+
+
+@auditor_required
+def readers_import(request: HttpRequest, code: str) -> HttpResponse:
+    release = get_object_or_404(Release, code=code)
+    form = ReaderImportForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST":
+        if not request.user.has_perm("audits_app.add_humanreaderresult"):
+            raise PermissionDenied("importing reader results needs the auditor role")
+        if form.is_valid():
+            result = services.human_readers_import(release=release, csv_text=form.csv_content())
+    return render(request, "review/readers_import.html",
+                  {"release": release, "form": form, "result": result})

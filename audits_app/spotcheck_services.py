@@ -1,0 +1,377 @@
+"""Writes for spot-checks: sampling batches, assigning and recording verdicts, and importing
+out-of-band audits and human reader results (issue 6). Definitions: spotcheck_selectors."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from audits_app import agreement
+from audits_app.models import (
+    HumanReaderResult,
+    OutOfBandAudit,
+    OutOfBandVerdict,
+    SpotCheck,
+    SpotCheckBatch,
+    SpotCheckItem,
+)
+from audits_app.spotcheck_selectors import JuryText, jury_texts
+from runs_app.models import Generation, Release
+
+RECORD_PERMISSION = "audits_app.record_spotcheck"
+
+
+# --- sampling ------------------------------------------------------------------------------
+
+def allocate(stratum_weights: dict[str, float], stratum_sizes: dict[str, int],
+             size: int) -> dict[str, int]:
+    """Split `size` over strata in proportion to their total weight (largest remainder), never
+    more than a stratum holds; what a full stratum cannot take goes to the others."""
+    allocation = dict.fromkeys(stratum_sizes, 0)
+    remaining = min(size, sum(stratum_sizes.values()))
+    open_strata = [name for name in stratum_sizes if stratum_sizes[name] > 0]
+    while remaining > 0 and open_strata:
+        total = sum(stratum_weights[name] for name in open_strata)
+        exact = {name: remaining * stratum_weights[name] / total for name in open_strata}
+        shares = {name: int(exact[name]) for name in open_strata}
+        by_remainder = sorted(open_strata, key=lambda name: (-(exact[name] - shares[name]), name))
+        for name in by_remainder[: remaining - sum(shares.values())]:
+            shares[name] += 1
+        for name in open_strata:
+            take = min(shares[name], stratum_sizes[name] - allocation[name])
+            allocation[name] += take
+            remaining -= take
+        open_strata = [name for name in open_strata if allocation[name] < stratum_sizes[name]]
+    return allocation
+
+
+def stratified_sample(strata: Sequence[str], weights: Sequence[float], size: int,
+                      seed: int) -> list[int]:
+    """Indices of a weighted stratified sample: per stratum, `allocate`d counts drawn without
+    replacement with probability proportional to weight. Same seed, same sample."""
+    rng = np.random.default_rng(seed)
+    weight = np.asarray(weights, dtype=float)
+    members: dict[str, list[int]] = {}
+    for index, stratum in enumerate(strata):
+        members.setdefault(stratum, []).append(index)
+    names = sorted(members)
+    allocation = allocate({name: float(weight[members[name]].sum()) for name in names},
+                          {name: len(members[name]) for name in names}, size)
+    chosen: list[int] = []
+    for name in names:
+        indices = np.array(members[name])
+        probabilities = weight[indices] / weight[indices].sum()
+        picked = rng.choice(indices, size=allocation[name], replace=False, p=probabilities)
+        chosen.extend(int(index) for index in picked)
+    return sorted(chosen)
+
+
+def _population(release: Release) -> list[JuryText]:
+    """Scored texts not yet in any batch of the release."""
+    sampled = set(SpotCheckItem.objects.filter(batch__release=release)
+                  .values_list("generation_id", flat=True))
+    return [text for generation_id, text in sorted(jury_texts(release).items())
+            if generation_id not in sampled]
+
+
+@transaction.atomic
+def spotcheck_batch_create(
+    *, release: Release, size: int | None = None, share: float | None = None,
+    seed: int | None = None, disagreement_weight: float = 2.0, double_code_share: float = 0.0,
+    auditors: Sequence = (), name: str = "", user=None,
+) -> SpotCheckBatch:
+    """Sample texts stratified by model x condition x jury class, texts on which the jurors
+    disagreed drawn with `disagreement_weight` times the weight; seeded (default: the release's
+    bootstrap seed plus the batch count, so a second batch differs from the first)."""
+    if (size is None) == (share is None):
+        raise ValueError("give either size or share")
+    population = _population(release)
+    if share is not None:
+        size = round(share * len(population))
+    if seed is None:
+        seed = release.parsed_config().bootstrap.seed + release.spotcheck_batches.count()
+    chosen = stratified_sample(
+        [text.stratum for text in population],
+        [disagreement_weight if text.disagreed else 1.0 for text in population], size or 0, seed,
+    )
+    batch = SpotCheckBatch.objects.create(
+        release=release, name=name, seed=seed, size=len(chosen),
+        disagreement_weight=disagreement_weight, double_code_share=double_code_share,
+        created_by=user,
+    )
+    rng = np.random.default_rng(seed + 1)
+    doubled = set(rng.choice(len(chosen), size=round(double_code_share * len(chosen)),
+                             replace=False).tolist()) if chosen else set()
+    SpotCheckItem.objects.bulk_create([
+        SpotCheckItem(batch=batch, generation_id=population[index].generation_id,
+                      stratum=population[index].stratum, jury_class=population[index].jury_class,
+                      jurors_disagreed=population[index].disagreed,
+                      double_coded=position in doubled, position=position + 1)
+        for position, index in enumerate(chosen)
+    ])
+    if auditors:
+        spotcheck_batch_assign(batch=batch, auditors=auditors)
+    return batch
+
+
+@transaction.atomic
+def spotcheck_batch_assign(*, batch: SpotCheckBatch, auditors: Sequence) -> int:
+    """Round-robin assignment of unassigned items; a double-coded item gets two different
+    auditors. Returns the number of spot-checks created."""
+    auditors = list(auditors)
+    if not auditors:
+        return 0
+    created = 0
+    turn = 0
+    for item in batch.items.filter(checks__isnull=True).order_by("position"):
+        wanted = 2 if item.double_coded and len(auditors) > 1 else 1
+        for offset in range(wanted):
+            SpotCheck.objects.create(
+                release=batch.release, generation=item.generation, item=item,
+                auditor=auditors[(turn + offset) % len(auditors)],
+            )
+            created += 1
+        turn += 1
+    return created
+
+
+# --- recording -----------------------------------------------------------------------------
+
+def spotcheck_record(
+    *, check: SpotCheck, user, claim_labels: dict[int, str], facts_conveyed: Sequence[str],
+    techniques: Sequence[str], agrees_with_jury: bool | None, note: str = "",
+) -> SpotCheck:
+    """Save one auditor's verdict on one text (item by item: each save is final for that item,
+    and may be corrected later by the same auditor)."""
+    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
+        raise PermissionDenied("only the assigned auditor records this spot-check")
+    text = jury_texts(check.release, [check.generation_id]).get(check.generation_id)
+    quotes = {claim.position: claim.quote for claim in text.claims} if text else {}
+    check.claim_labels = [
+        {"position": position, "quote": quotes[position], "label": label}
+        for position, label in sorted(claim_labels.items()) if position in quotes
+    ]
+    check.facts_conveyed = list(facts_conveyed)
+    check.techniques = list(techniques)
+    check.agrees_with_jury = agrees_with_jury
+    check.note = note
+    check.status = SpotCheck.Status.DONE
+    check.completed_at = timezone.now()
+    check.save()
+    return check
+
+
+# --- CSV imports ---------------------------------------------------------------------------
+
+@dataclass
+class ImportResult:
+    problems: list[str] = field(default_factory=list)
+    created: int = 0
+    audit: OutOfBandAudit | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+AGREE_VALUES = {"agree": True, "yes": True, "true": True, "1": True,
+                "disagree": False, "no": False, "false": False, "0": False, "": None}
+OOB_COLUMNS = ("generation", "claim", "label", "agree", "note")
+
+
+def _read_csv(csv_text: str, required: Sequence[str], result: ImportResult) -> list[dict]:
+    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")))
+    header = [name.strip().lower() for name in (reader.fieldnames or [])]
+    missing = [name for name in required if name not in header]
+    if missing:
+        result.problems.append(f"row 1 (header): missing column(s) {', '.join(missing)}")
+        return []
+    reader.fieldnames = header
+    return [{key: (value or "").strip() for key, value in row.items() if key} for row in reader]
+
+
+def _parse_oob_row(row: dict, number: int, texts: dict[int, JuryText],
+                   problems: list[str]) -> dict | None:
+    def problem(column: str, message: str) -> None:
+        problems.append(f"row {number}, column {column}: {message}")
+
+    before = len(problems)
+    text = None
+    if not row["generation"].isdigit():
+        problem("generation", f"{row['generation']!r} is not a generation id")
+    elif int(row["generation"]) not in texts:
+        problem("generation", f"generation {row['generation']} is not a scored text of "
+                                f"this release")
+    else:
+        text = texts[int(row["generation"])]
+    claim = row["claim"].lower()
+    position = None
+    if claim != "overall":
+        if not claim.isdigit() or int(claim) < 1:
+            problem("claim", f"{row['claim']!r} is neither a claim position "
+                             "(1, 2, ...) nor 'overall'")
+        elif text is not None and int(claim) > len(text.claims):
+            problem("claim", f"text {text.generation_id} has {len(text.claims)} jury claim(s), "
+                             f"not {claim}")
+        else:
+            position = int(claim)
+    label = row.get("label", "").lower()
+    if label and label not in agreement.LABELS:
+        problem("label", f"{row['label']!r} is not one of {', '.join(agreement.LABELS)}")
+    elif claim != "overall" and not label:
+        problem("label", "a claim row needs a label")
+    agree = row.get("agree", "").lower()
+    if agree not in AGREE_VALUES:
+        problem("agree", f"{row['agree']!r} is not agree/disagree (yes/no)")
+    elif claim == "overall" and AGREE_VALUES[agree] is None and not label:
+        problem("agree", "an overall row needs agree/disagree or a label")
+    if len(problems) > before:
+        return None
+    return {"generation": text.generation_id, "position": position, "label": label,
+            "agree": AGREE_VALUES[agree], "note": row.get("note", ""), "row": number}
+
+
+def oob_audit_import(
+    *, release: Release, auditor_name: str, organisation: str, audited_on: dt.date | None,
+    method: str, csv_text: str, source_name: str = "", user=None,
+) -> ImportResult:
+    """Validate every row, then write all of them or none (one spot-check per text, flagged
+    out-of-band; each row kept as an OutOfBandVerdict)."""
+    result = ImportResult()
+    for column, value in (("who", auditor_name), ("organisation", organisation),
+                          ("date", audited_on), ("method", method)):
+        if not value:
+            result.problems.append(f"audit, field {column}: required")
+    rows = _read_csv(csv_text, ("generation", "claim"), result)
+    if not rows and not result.problems:
+        result.problems.append("row 2: the file has no data rows")
+    texts = jury_texts(release)
+    parsed, seen = [], set()
+    for number, row in enumerate(rows, start=2):
+        for column in OOB_COLUMNS:
+            row.setdefault(column, "")
+        entry = _parse_oob_row(row, number, texts, result.problems)
+        if entry is None:
+            continue
+        key = (entry["generation"], entry["position"])
+        if key in seen:
+            result.problems.append(f"row {number}, column claim: duplicate of an earlier row")
+        seen.add(key)
+        parsed.append(entry)
+    if result.problems:
+        return result
+    with transaction.atomic():
+        result.audit = OutOfBandAudit.objects.create(
+            release=release, auditor_name=auditor_name, organisation=organisation,
+            audited_on=audited_on, method=method, source_name=source_name, imported_by=user,
+        )
+        result.created = _write_oob_checks(result.audit, parsed, texts)
+    return result
+
+
+def _write_oob_checks(audit: OutOfBandAudit, parsed: list[dict],
+                      texts: dict[int, JuryText]) -> int:
+    by_text: dict[int, list[dict]] = {}
+    for entry in parsed:
+        by_text.setdefault(entry["generation"], []).append(entry)
+    for generation_id, entries in by_text.items():
+        quotes = {claim.position: claim.quote for claim in texts[generation_id].claims}
+        overall = next((entry for entry in entries if entry["position"] is None), None)
+        check = SpotCheck.objects.create(
+            release=audit.release, generation_id=generation_id, status=SpotCheck.Status.DONE,
+            out_of_band=True, audit=audit, completed_at=timezone.now(),
+            agrees_with_jury=overall["agree"] if overall else None,
+            note="\n".join(entry["note"] for entry in entries if entry["note"]),
+            claim_labels=[{"position": entry["position"], "quote": quotes[entry["position"]],
+                           "label": entry["label"]}
+                          for entry in sorted(entries, key=lambda e: e["position"] or 0)
+                          if entry["position"] is not None],
+        )
+        OutOfBandVerdict.objects.bulk_create([
+            OutOfBandVerdict(audit=audit, spot_check=check, row_number=entry["row"],
+                             generation_id=generation_id, claim_position=entry["position"],
+                             label=entry["label"], agrees_with_jury=entry["agree"],
+                             note=entry["note"])
+            for entry in entries
+        ])
+    return len(by_text)
+
+
+READER_COLUMNS = ("scenario", "stimulus", "reader", "a1", "a2", "a3", "k1", "k2", "k3", "k4")
+DONT_KNOW = {"", "dk", "don't know", "dont know", "?"}
+
+
+def _parse_reader_row(row: dict, number: int, scenarios: dict[str, int],
+                      generations: dict[int, tuple[int, str]], problems: list[str]) -> dict | None:
+    def problem(column: str, message: str) -> None:
+        problems.append(f"row {number}, column {column}: {message}")
+
+    before = len(problems)
+    slug, stimulus = row["scenario"], row["stimulus"]
+    if slug not in scenarios:
+        problem("scenario", f"{slug!r} is not a scenario of this release")
+    generation_id = None
+    if stimulus.isdigit():
+        generation_id = int(stimulus)
+        if generations.get(generation_id, (None, None))[1] != slug:
+            problem("stimulus", f"generation {stimulus} is not a text of scenario {slug!r}")
+    elif stimulus not in ("none", "control", "H1", "H2"):
+        problem("stimulus", f"{stimulus!r}: use none, control, H1, H2 or a generation id")
+    if not row["reader"]:
+        problem("reader", "required")
+    attitude = []
+    for column in ("a1", "a2", "a3"):
+        value = row[column]
+        if not value.isdigit() or not 1 <= int(value) <= 7:
+            problem(column.upper(), f"{value!r} is not an answer 1-7")
+        else:
+            attitude.append(int(value))
+    knowledge: list[int | None] = []
+    for column in ("k1", "k2", "k3", "k4"):
+        value = row[column].lower()
+        if value in DONT_KNOW:
+            knowledge.append(None)
+        elif value.isdigit():
+            knowledge.append(int(value))
+        else:
+            problem(column.upper(), f"{row[column]!r} is not an option index or 'dk'")
+    if len(problems) > before:
+        return None
+    return {"scenario_slug": slug, "stimulus": stimulus, "generation_id": generation_id,
+            "reader": row["reader"], "attitude": attitude, "knowledge": knowledge}
+
+
+def human_readers_import(*, release: Release, csv_text: str) -> ImportResult:
+    """Human reader results for calibration; validated row by row, all or nothing. A reader's
+    answers to the same stimulus are replaced on re-import."""
+    result = ImportResult()
+    rows = _read_csv(csv_text, READER_COLUMNS, result)
+    generations = {
+        pk: (pk, slug) for pk, slug in Generation.objects.filter(release=release)
+        .values_list("pk", "scenario_version__scenario__slug")
+    }
+    scenarios = {pin.scenario_version.scenario.slug: pin.scenario_version_id
+                 for pin in release.pins.select_related("scenario_version__scenario")}
+    parsed = [entry for number, row in enumerate(rows, start=2)
+              if (entry := _parse_reader_row(row, number, scenarios, generations,
+                                             result.problems)) is not None]
+    if result.problems:
+        return result
+    with transaction.atomic():
+        for entry in parsed:
+            HumanReaderResult.objects.update_or_create(
+                release=release, scenario_slug=entry["scenario_slug"],
+                stimulus=entry["stimulus"], reader=entry["reader"],
+                defaults={"generation_id": entry["generation_id"], "attitude": entry["attitude"],
+                          "knowledge": entry["knowledge"]},
+            )
+    result.created = len(parsed)
+    return result

@@ -1,0 +1,75 @@
+"""Calibration of the simulated public against human readers (issue 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from audits_app import agreement
+from audits_app.models import HumanReaderResult
+from audits_app.spotcheck_selectors import calibration_summary
+from audits_app.spotcheck_services import human_readers_import
+from runs_app.models import Generation, ReaderResponse, ReplyOutcome, Stimulus, WorkStatus
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rank_correlations_equal_scipy(seed):
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, 5, 12).astype(float)
+    second = first + rng.integers(-2, 3, 12)
+    assert float(agreement.spearman(first, second)) == pytest.approx(
+        stats.spearmanr(first, second).statistic)
+    assert float(agreement.kendall_tau_b(first, second)) == pytest.approx(
+        stats.kendalltau(first, second).statistic)
+    assert float(agreement.pearson(first, second)) == pytest.approx(
+        stats.pearsonr(first, second).statistic)
+
+
+@pytest.fixture
+def read_release(small_demo_release):
+    drain(get_stage("generate"), small_demo_release)
+    generations = list(Generation.objects.filter(release=small_demo_release).select_related(
+        "model", "scenario_version__scenario").order_by("pk"))
+    for index, generation in enumerate(generations):
+        ReaderResponse.objects.create(
+            release=small_demo_release, scenario_version=generation.scenario_version,
+            stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk), generation=generation,
+            position="P01", status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+            attitude=[1 + index % 7, 4, 4], knowledge=[0, 1, None, 2])
+    return small_demo_release, generations
+
+
+def reader_csv(generations, shift: int = 0) -> str:
+    lines = ["scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4"]
+    for index, generation in enumerate(generations):
+        slug = generation.scenario_version.scenario.slug
+        lines.append(f"{slug},{generation.pk},r1,{1 + (index + shift) % 7},4,5,0,1,dk,2")
+    lines.append(f"{generations[0].scenario_version.scenario.slug},control,r1,4,4,4,0,0,0,0")
+    return "\n".join(lines) + "\n"
+
+
+def test_summary_compares_model_orderings(read_release):
+    release, generations = read_release
+    assert calibration_summary(release) is None
+    result = human_readers_import(release=release, csv_text=reader_csv(generations))
+    assert result.ok, result.problems
+    summary = calibration_summary(release)
+    assert summary["texts"] == len(generations)
+    assert summary["text_level"]["pearson"] == pytest.approx(1.0)
+    assert summary["model_order"]["spearman"]["point"] == pytest.approx(1.0)
+    assert summary["model_order"]["kendall"]["point"] == pytest.approx(1.0)
+
+
+def test_bad_reader_rows_are_refused_whole(read_release):
+    release, generations = read_release
+    text = reader_csv(generations) + "nowhere,control,r2,9,4,x,0,0,0,0\n"
+    result = human_readers_import(release=release, csv_text=text)
+    row = len(generations) + 3
+    assert f"row {row}, column scenario: 'nowhere' is not a scenario of this release" in (
+        result.problems)
+    assert any(p.startswith(f"row {row}, column A1:") for p in result.problems)
+    assert any(p.startswith(f"row {row}, column A3:") for p in result.problems)
+    assert not HumanReaderResult.objects.exists()

@@ -1,0 +1,115 @@
+"""The blind review screens: plain forms, item by item, auditors only (issue 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from audits_app.models import SpotCheck
+from audits_app.spotcheck_selectors import jury_texts
+from audits_app.spotcheck_services import spotcheck_batch_create
+from audits_app.tests.test_sampling import build_jury, make_user
+
+
+@pytest.fixture
+def world(small_demo_release):
+    build_jury(small_demo_release)
+    auditor = make_user("ann")
+    batch = spotcheck_batch_create(release=small_demo_release, size=4, seed=5, auditors=[auditor])
+    checks = list(SpotCheck.objects.filter(item__batch=batch).order_by("item__position"))
+    return {"release": small_demo_release, "auditor": auditor, "checks": checks}
+
+
+def verdict_post(check, **extra) -> dict:
+    text = jury_texts(check.release, [check.generation_id])[check.generation_id]
+    data = {f"claim_{claim.position}": "supported" for claim in text.claims}
+    data.update({"facts_conveyed": ["F1", "F3"], "techniques": ["minimisation"],
+                 "other_techniques": "vague timeline", "note": "checked against F3"})
+    data.update(extra)
+    return data
+
+
+def test_the_page_is_blind_until_the_verdict_is_saved(client, world):
+    check = world["checks"][0]
+    model = check.generation.model
+    client.force_login(world["auditor"])
+
+    before = client.get(f"/review/checks/{check.pk}/").content.decode()
+    assert 'id="claim-1"' in before  # the jury's claims are marked as spans to label
+    for secret in (model.openrouter_id, model.display_name, "jury-label", "Jury verdict",
+                   "fixture/juror-a"):
+        assert secret not in before
+
+    response = client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+    assert response.status_code == 302
+    after = client.get(f"/review/checks/{check.pk}/").content.decode()
+    text = jury_texts(check.release, [check.generation_id])[check.generation_id]
+    assert model.openrouter_id in after and model.display_name in after
+    assert f'<td class="jury-label">{text.claims[0].label}</td>' in after
+
+
+def test_it_saves_item_by_item_with_plain_posts(client, world):
+    first, second = world["checks"][:2]
+    client.force_login(world["auditor"])
+
+    response = client.post(f"/review/checks/{first.pk}/", verdict_post(first, next="1"))
+
+    assert response.status_code == 302 and response["Location"] == f"/review/checks/{second.pk}/"
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.is_done and not second.is_done
+    assert set(first.label_by_position().values()) == {"supported"}
+    assert first.facts_conveyed == ["F1", "F3"]
+    assert first.techniques == ["minimisation", "vague timeline"]
+    queue = client.get("/review/").content.decode()
+    assert "1 of 4 done" in queue
+    assert first.generation.model.openrouter_id not in queue
+
+
+def test_the_overall_answer_is_asked_after_the_reveal(client, world):
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    assert 'name="overall"' not in client.get(f"/review/checks/{check.pk}/").content.decode()
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+    assert 'name="overall"' in client.get(f"/review/checks/{check.pk}/").content.decode()
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1", overall="disagree"))
+    check.refresh_from_db()
+    assert check.agrees_with_jury is False
+
+
+def test_an_incomplete_verdict_is_not_saved(client, world):
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    data = verdict_post(check)
+    data.pop("claim_1")
+    response = client.post(f"/review/checks/{check.pk}/", data)
+    assert response.status_code == 200 and "This field is required" in response.content.decode()
+    check.refresh_from_db()
+    assert not check.is_done
+
+
+def test_it_rejects_people_without_the_auditor_role(client, world):
+    check = world["checks"][0]
+    client.force_login(make_user("olga", role="operator"))
+    assert client.get("/review/").status_code == 403
+    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 403
+    check.refresh_from_db()
+    assert not check.is_done
+
+
+def test_it_rejects_another_auditors_item(client, world):
+    check = world["checks"][0]
+    client.force_login(make_user("bob"))
+    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 404
+    check.refresh_from_db()
+    assert not check.is_done
+
+
+def test_an_auditor_creates_a_batch_from_the_form(client, small_demo_release):
+    build_jury(small_demo_release)
+    auditor = make_user("ann")
+    client.force_login(auditor)
+    response = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
+                           {"size": "3", "disagreement_weight": "2", "double_code_share": "0",
+                            "auditors": [auditor.pk]})
+    assert response.status_code == 200
+    assert SpotCheck.objects.filter(auditor=auditor).count() == 3

@@ -1,0 +1,127 @@
+"""Sampling spot-check batches: stratified by model x condition x jury class, disagreement
+oversampled, seeded (issue 6)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+from django.contrib.auth.models import Group, User
+
+from audits_app.agreement import LABELS
+from audits_app.models import SpotCheck
+from audits_app.spotcheck_selectors import jury_texts
+from audits_app.spotcheck_services import allocate, spotcheck_batch_create, stratified_sample
+from runs_app.models import Claim, Generation, JurorVerdict, LlmModel, ReplyOutcome, WorkStatus
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
+
+JURORS = ("fixture/juror-a", "fixture/juror-b", "fixture/juror-c")
+
+
+def sentences(text: str, count: int) -> list[str]:
+    parts = [part.strip() for part in re.split(r"(?<=[.!?])\s+", text) if len(part.strip()) > 20]
+    return parts[:count]
+
+
+def jury_labels(index: int, seat: int, claim: int) -> str:
+    """A deterministic jury: labels vary by text and claim; seat 2 dissents on every third text."""
+    label = LABELS[(index + claim * (index % 3)) % len(LABELS)]
+    if seat == 2 and index % 3 == 0 and claim == 0:
+        label = LABELS[(LABELS.index(label) + 1) % len(LABELS)]
+    return label
+
+
+def build_jury(release, labels=jury_labels, claims_per_text: int = 3) -> list[Generation]:
+    """Generate the texts, then write scored verdicts and claims directly (three jurors each)."""
+    drain(get_stage("generate"), release)
+    jurors = [LlmModel.objects.get(openrouter_id=model_id) for model_id in JURORS]
+    generations = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
+                       .order_by("pk"))
+    for index, generation in enumerate(generations):
+        quotes = sentences(generation.text, claims_per_text)
+        for seat, juror in enumerate(jurors):
+            verdict = JurorVerdict.objects.create(
+                release=release, generation=generation, juror=juror, seat=seat,
+                status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+                facts_conveyed=["F1", "F2"], techniques=["minimisation"] if seat else [],
+            )
+            Claim.objects.bulk_create([
+                Claim(verdict=verdict, position=position, quote=quote,
+                      label=labels(index, seat, position))
+                for position, quote in enumerate(quotes)
+            ])
+    return generations
+
+
+def make_user(username: str, role: str | None = "auditor", staff: bool = True) -> User:
+    user = User.objects.create_user(username=username, password="pw", is_staff=staff)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def jury_release(small_demo_release):
+    build_jury(small_demo_release)
+    return small_demo_release
+
+
+def test_allocation_follows_weight_and_caps_at_stratum_size():
+    allocation = allocate({"a": 10.0, "b": 30.0, "c": 2.0}, {"a": 10, "b": 20, "c": 1}, 20)
+    assert sum(allocation.values()) == 20
+    assert allocation["b"] > allocation["a"] > allocation["c"] - 1
+    assert all(allocation[name] <= size for name, size in {"a": 10, "b": 20, "c": 1}.items())
+    assert allocate({"a": 1.0}, {"a": 3}, 10) == {"a": 3}
+
+
+def test_stratified_sample_holds_strata_and_oversamples_disagreement():
+    rng = np.random.default_rng(7)
+    strata = [f"m{m}|C{c}|{label}" for m in range(3) for c in range(2) for label in LABELS
+              for _ in range(40)]
+    disagreed = rng.random(len(strata)) < 0.2
+    weights = np.where(disagreed, 2.0, 1.0)
+    chosen = stratified_sample(strata, weights, 240, seed=11)
+
+    assert len(chosen) == len(set(chosen)) == 240
+    expected = allocate(
+        {name: float(weights[[i for i, s in enumerate(strata) if s == name]].sum())
+         for name in set(strata)},
+        Counter(strata), 240)
+    assert Counter(strata[i] for i in chosen) == Counter(
+        {name: count for name, count in expected.items() if count})
+    sample_share = disagreed[chosen].mean()
+    assert sample_share > disagreed.mean() + 0.05
+    assert stratified_sample(strata, weights, 240, seed=11) == chosen
+    assert stratified_sample(strata, weights, 240, seed=12) != chosen
+
+
+def test_batch_is_stratified_by_model_condition_and_class(jury_release):
+    texts = jury_texts(jury_release)
+    first, second = make_user("ann"), make_user("bob")
+    batch = spotcheck_batch_create(release=jury_release, share=0.5, seed=3,
+                                   double_code_share=0.25, auditors=[first, second])
+
+    items = list(batch.items.all())
+    assert len(items) == batch.size == round(0.5 * len(texts))
+    for item in items:
+        text = texts[item.generation_id]
+        assert item.stratum == f"{text.model_id}|{text.condition}|{text.jury_class}"
+        assert item.jurors_disagreed == text.disagreed
+    strata = Counter(text.stratum for text in texts.values())
+    assert set(Counter(item.stratum for item in items)) <= set(strata)
+    doubled = [item for item in items if item.double_coded]
+    assert len(doubled) == round(0.25 * len(items))
+    for item in doubled:
+        assert sorted(item.checks.values_list("auditor__username", flat=True)) == ["ann", "bob"]
+    assert SpotCheck.objects.filter(item__batch=batch).count() == len(items) + len(doubled)
+
+
+def test_a_second_batch_draws_other_texts(jury_release):
+    first = spotcheck_batch_create(release=jury_release, size=5)
+    second = spotcheck_batch_create(release=jury_release, size=5)
+    assert not (set(first.items.values_list("generation_id", flat=True))
+                & set(second.items.values_list("generation_id", flat=True)))
+    assert first.seed != second.seed
