@@ -201,7 +201,8 @@ class Generation(WorkItem):
 
     def __str__(self) -> str:
         return (f"{self.release.code} {self.model.openrouter_id} "
-                f"{self.scenario_version.scenario.slug} {self.task}/{self.condition}/{self.variant}")
+                f"{self.scenario_version.scenario.slug} "
+                f"{self.task}/{self.condition}/{self.variant}")
 
 
 class GenerationAttempt(models.Model):

@@ -11,7 +11,9 @@ import logging
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from runs_app.honesty import text_scores_update_honesty
 from runs_app.models import Release, ReleaseStatus
+from runs_app.public_scores import text_scores_update_public
 from runs_app.selectors import stage_progress, stalled_work
 from runs_app.stages import available_stages, get_stage
 from runs_app.stages.base import drain
@@ -46,11 +48,17 @@ def next_stage(stage: str) -> str | None:
     return names[index + 1] if index + 1 < len(names) else None
 
 
-def mark_scored(release: Release) -> None:
-    if all(stage_progress(release, name).pending == 0 for name in available_stages()):
-        Release.objects.filter(pk=release.pk, status=ReleaseStatus.RUNNING).update(
-            status=ReleaseStatus.SCORED
-        )
+def mark_scored(release: Release) -> bool:
+    """When no stage has work left, settle every text's scores and mark the release scored."""
+    progress = [stage_progress(release, name) for name in available_stages()]
+    if any(row.pending or row.claimed for row in progress):
+        return False
+    text_scores_update_honesty(release=release)
+    text_scores_update_public(release=release)
+    Release.objects.filter(pk=release.pk, status=ReleaseStatus.RUNNING).update(
+        status=ReleaseStatus.SCORED
+    )
+    return True
 
 
 def reenqueue_stalled() -> int:
