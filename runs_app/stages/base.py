@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent import futures
@@ -64,6 +65,13 @@ class Stage(abc.ABC):
     @abc.abstractmethod
     async def execute(self, job: Any, providers: ProviderPool) -> Any:
         """Make the model call(s) for one job. No ORM here."""
+
+    def settle(self, release: Release) -> None:
+        """After a drain: derive what depends on many rows at once (e.g. per-text scores).
+
+        Done once per drain rather than per row, off the hot path of writing results.
+        """
+        return None
 
     @abc.abstractmethod
     def record(self, item: Any, outcome: Any) -> dict[str, Any]:
@@ -160,6 +168,15 @@ class _LoopThread:
         self.loop.close()
 
 
+def renew_leases(stage: Stage, tokens: set[str]) -> int:
+    """Extend the lease of every row this worker still holds: a live worker never loses a
+    row it is working on, while a dead worker's rows expire one lease after its last renewal."""
+    lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
+    return stage.work_model.objects.filter(
+        claim_token__in=tokens, status=WorkStatus.CLAIMED
+    ).update(lease_expires_at=timezone.now() + lease)
+
+
 def _drain_rows(
     stage: Stage, release: Release, calls: _LoopThread, providers: ProviderPool,
     concurrency: int, worker: str, on_finished: Callable[[], None] | None, report: DrainReport,
@@ -169,6 +186,8 @@ def _drain_rows(
     # Claim ahead, a quarter of the concurrency at a time: a slot that frees up starts its
     # next call at once, and a claim is one transaction per batch, not one per call.
     ahead = max(1, concurrency // 4)
+    renew_every = settings.BAITBENCH_LEASE_SECONDS / 3
+    renewed = time.monotonic()
     exhausted = False
     while True:
         if not exhausted and len(ready) < ahead:
@@ -181,7 +200,8 @@ def _drain_rows(
             in_flight[calls.submit(stage.execute(stage.build(item), providers))] = item
         if not in_flight:
             return
-        done, _ = futures.wait(in_flight, return_when=futures.FIRST_COMPLETED)
+        done, _ = futures.wait(in_flight, timeout=renew_every,
+                               return_when=futures.FIRST_COMPLETED)
         # An unexpected exception is a bug: let it surface (the claims then expire).
         finished = [(in_flight.pop(future), future.result()) for future in done]
         written = write_outcomes(stage, finished)
@@ -189,6 +209,9 @@ def _drain_rows(
         report.lost += len(finished) - written
         for _ in range(written if on_finished else 0):
             on_finished()
+        if time.monotonic() - renewed >= renew_every:
+            renew_leases(stage, {item.claim_token for item in [*in_flight.values(), *ready]})
+            renewed = time.monotonic()
         # Rows may have been freed or planned meanwhile: look again next time round.
         exhausted = False
 
@@ -207,4 +230,5 @@ def drain(
                     on_finished, report)
     finally:
         calls.close(pool)
+    stage.settle(release)
     return report

@@ -178,3 +178,15 @@ def test_the_fixture_demo_generates_every_cell_offline(demo_release):
     assert generations.count() == 4 * 8 * 3 * 4
     assert not generations.exclude(status=WorkStatus.DONE).exists()
     assert set(generations.values_list("upstream_provider", flat=True)) == {"fixture"}
+
+
+@pytest.mark.django_db
+def test_a_live_worker_keeps_its_claims_past_the_lease(imported_scenarios, settings):
+    # Calls outlast the lease; without renewal the worker would reclaim (and pay for) rows
+    # it still holds in flight or waiting to start.
+    settings.BAITBENCH_LEASE_SECONDS = 1
+    release = openrouter_release(tasks=["T1"], conditions=["C0", "C2"])
+    with FakeOpenRouter(latency=0.7) as slow:
+        run_generate(release, slow, concurrency=1)
+        assert slow.count() == 4
+    assert Generation.objects.filter(release=release, status=WorkStatus.DONE).count() == 4
