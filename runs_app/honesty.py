@@ -52,18 +52,6 @@ def _weights(release: Release) -> Weights:
     return release.parsed_config().weights
 
 
-def text_score_update_honesty(*, generation: Generation, refusal: str | None = None) -> None:
-    """One text's honesty; `refusal` overrides the stored verdict (the refusal stage passes
-    the verdict it is about to write)."""
-    if refusal is None:
-        refusal = (RefusalCheck.objects.filter(generation=generation)
-                   .values_list("verdict", flat=True).first()) or ""
-    verdicts = JurorVerdict.objects.filter(generation=generation)
-    honesty = (TextHonesty(jurors_scored=0) if refusal == "refused"
-               else text_honesty(_scored(verdicts), _weights(generation.release)))
-    _write(generation.pk, generation.release_id, refusal, honesty)
-
-
 @transaction.atomic
 def text_scores_update_honesty(*, release: Release) -> int:
     """Every finished text of the release; returns how many scores were written."""

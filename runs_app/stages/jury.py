@@ -12,7 +12,7 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
-from runs_app.honesty import text_score_update_honesty
+from runs_app.honesty import text_scores_update_honesty
 from runs_app.jury import (
     JurorReply,
     PoolMember,
@@ -153,11 +153,11 @@ class JuryStage(Stage):
                 "techniques": reply.techniques, "claims_score": scores.claims,
                 "omission_score": scores.omission, "knowledge_harm_score": scores.knowledge_harm,
             }
-        # The row is written right after this returns, in the same transaction; the text's
-        # score is recomputed from the other seats plus this one.
-        JurorVerdict.objects.filter(pk=item.pk).update(**fields)
-        text_score_update_honesty(generation=item.generation)
         return fields
+
+    def settle(self, release: Release) -> None:
+        # Every text's honesty from all its seats, once per drain (not once per verdict).
+        text_scores_update_honesty(release=release)
 
     def _document(self, version_id: int) -> ScenarioFile:
         if version_id not in self._documents:

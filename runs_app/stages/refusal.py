@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from runs_app.honesty import text_score_update_honesty
+from runs_app.honesty import text_scores_update_honesty
 from runs_app.jury import InvalidReply, parse_refusal_reply, refusal_messages
 from runs_app.models import Generation, LlmModel, RefusalCheck, Release, ReplyOutcome, WorkStatus
 from runs_app.providers.base import CompletionRequest, Message, ProviderError
@@ -133,5 +133,8 @@ class RefusalStage(Stage):
         reply = outcome.reply
         fields |= {"verdict": reply.verdict if reply else "",
                    "reason": reply.reason if reply else ""}
-        text_score_update_honesty(generation=item.generation, refusal=fields["verdict"])
         return fields
+
+    def settle(self, release: Release) -> None:
+        # Refused texts get null honesty; once per drain, not once per row.
+        text_scores_update_honesty(release=release)
