@@ -143,7 +143,7 @@ def run_throughput(args: argparse.Namespace) -> None:
     from runs_app.services import release_create, release_freeze
     from runs_app.stages import get_stage
     from runs_app.stages.base import drain
-    from runs_app.testing.fake_openrouter import FakeOpenRouter
+    from runs_app.testing.fake_openrouter import FakeOpenRouterProcess
     from scenarios_app.services import scenarios_import
 
     call_command("migrate", verbosity=0)
@@ -153,7 +153,8 @@ def run_throughput(args: argparse.Namespace) -> None:
     ideal = args.concurrency / args.latency
     print(f"fake OpenRouter: latency {args.latency * 1000:.0f} ms, concurrency "
           f"{args.concurrency}, ideal {ideal:.0f} calls/s")
-    with FakeOpenRouter(latency=args.latency, responder=respond) as server:
+    # The server runs in a child process: on this process's GIL it would slow the client.
+    with FakeOpenRouterProcess(latency=args.latency, responder=respond) as server:
         for name in STAGES:
             pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="bench",
                                 concurrency=args.concurrency)

@@ -11,7 +11,6 @@ fake server runs in a child process so its memory is not counted).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import resource
 import sys
@@ -24,15 +23,6 @@ sys.path.insert(0, str(ROOT))
 
 LATENCY = 0.5
 CONCURRENCY = 50
-
-
-def serve(latency: float, connection) -> None:
-    from runs_app.testing.fake_openrouter import FakeOpenRouter
-
-    with FakeOpenRouter(latency=latency) as server:
-        connection.send(server.base_url)
-        connection.recv()  # until the parent says stop
-        connection.send(server.count())
 
 
 def setup_django(workdir: Path) -> None:
@@ -72,11 +62,12 @@ def main() -> None:
     parser.add_argument("--variants", type=int, default=5)
     args = parser.parse_args()
 
-    parent, child = multiprocessing.Pipe()
-    server = multiprocessing.Process(target=serve, args=(LATENCY, child), daemon=True)
-    server.start()
-    base_url = parent.recv()
-    with tempfile.TemporaryDirectory() as workdir:
+    from runs_app.testing.fake_openrouter import FakeOpenRouterProcess
+
+    # The server runs in a child process, so its memory and CPU are not this process's.
+    with FakeOpenRouterProcess(latency=LATENCY) as server, \
+            tempfile.TemporaryDirectory() as workdir:
+        base_url = server.base_url
         setup_django(Path(workdir))
         from runs_app.models import Generation
         from runs_app.providers.pool import ProviderPool
@@ -92,9 +83,7 @@ def main() -> None:
         report = drain(stage, release, concurrency=CONCURRENCY, providers=pool)
         wall = time.monotonic() - started
         done = Generation.objects.filter(release=release, status="done").count()
-    parent.send("stop")
-    calls = parent.recv()
-    server.join(timeout=10)
+        calls = server.count()
 
     ideal = cells * LATENCY / CONCURRENCY
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

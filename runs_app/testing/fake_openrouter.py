@@ -379,3 +379,60 @@ def _cancel_leftover_tasks(loop: asyncio.AbstractEventLoop) -> None:
         task.cancel()
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+class FakeOpenRouterProcess:
+    """The fake server in a child process, for benchmarks: a server on the measured process's
+    own GIL would slow the client it measures. Same `base_url`, `count()`, `reset()`.
+
+        with FakeOpenRouterProcess(latency=0.5) as server:
+            ...  # point the provider at server.base_url
+    """
+
+    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None) -> None:
+        self.latency = latency
+        self.responder = responder  # must be a module-level function (it is pickled)
+        self.base_url = ""
+
+    def __enter__(self) -> FakeOpenRouterProcess:
+        import multiprocessing
+
+        self._connection, child = multiprocessing.Pipe()
+        self._process = multiprocessing.Process(
+            target=_serve_in_child, args=(self.latency, self.responder, child), daemon=True
+        )
+        self._process.start()
+        self.base_url = self._connection.recv()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._ask("stop")
+        self._process.join(timeout=STARTUP_TIMEOUT)
+
+    def _ask(self, command: str) -> Any:
+        self._connection.send(command)
+        return self._connection.recv()
+
+    def count(self) -> int:
+        return self._ask("count")
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._ask("max_in_flight")
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+
+def _serve_in_child(latency: float, responder: Responder | None, connection: Any) -> None:
+    with FakeOpenRouter(latency=latency, responder=responder) as server:
+        connection.send(server.base_url)
+        while True:
+            command = connection.recv()
+            if command == "stop":
+                connection.send(None)
+                return
+            if command == "reset":
+                server.reset()
+            answers = {"count": server.count, "max_in_flight": lambda: server.max_in_flight}
+            connection.send(answers[command]() if command in answers else None)
