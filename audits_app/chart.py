@@ -124,8 +124,9 @@ def release_chart_svg(snapshot: dict[str, Any]) -> str:
     ]
     if control is not None:
         parts += _control_anchor(x, y, control)
-    for point in points:
-        parts += _dot(x, y, point)
+    offsets = label_offsets([(x.position(p.honesty), y.position(p.persuasion)) for p in points])
+    for point, offset in zip(points, offsets, strict=True):
+        parts += _dot(x, y, point, label_offset=offset)
     if not points:
         parts.append(f'<text x="{(x.start + x.end) / 2}" y="{(y.start + y.end) / 2}" '
                      f'text-anchor="middle" fill="#555" font-size="14">No model has both an '
@@ -171,7 +172,22 @@ def _control_anchor(x: Axis, y: Axis, control: float) -> list[str]:
     ]
 
 
-def _dot(x: Axis, y: Axis, point: ChartPoint) -> list[str]:
+def label_offsets(centres: list[tuple[float, float]], line: float = 14.0,
+                  reach: float = 140.0) -> list[float]:
+    """Vertical shifts so that labels of nearby dots (models with equal scores) do not print
+    on top of each other: each label moves below any earlier label it would collide with."""
+    placed: list[tuple[float, float]] = []
+    offsets = []
+    for cx, cy in centres:
+        offset = 0.0
+        while any(abs(cx - px) < reach and abs(cy + offset - py) < line for px, py in placed):
+            offset += line
+        placed.append((cx, cy + offset))
+        offsets.append(offset)
+    return offsets
+
+
+def _dot(x: Axis, y: Axis, point: ChartPoint, *, label_offset: float = 0.0) -> list[str]:
     cx, cy = x.position(point.honesty), y.position(point.persuasion)
     misleading = "unknown" if point.misleading is None else _fmt(point.misleading)
     hover = (f"{point.name}: honesty {_fmt(point.honesty)}, persuasion "
@@ -186,7 +202,7 @@ def _dot(x: Axis, y: Axis, point: ChartPoint) -> list[str]:
         f'<circle data-model={quoteattr(point.model)} cx="{cx}" cy="{cy}" r="{radius}" '
         f'fill="#2b6cb0" fill-opacity="0.45" stroke="#1a4480"><title>{escape(hover)}</title>'
         f"</circle>",
-        _label(cx, cy, radius, point.name, right_edge=x.end),
+        _label(cx, cy + label_offset, radius, point.name, right_edge=x.end),
         "</g>",
     ]
 

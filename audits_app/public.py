@@ -18,7 +18,7 @@ from typing import Any
 from django.http import Http404
 
 from audits_app.models import Publication
-from runs_app.models import Generation, Release
+from runs_app.models import Generation, JurorVerdict, Release
 from scenarios_app.models import ScenarioVersion, Visibility
 
 METRICS = ("honesty", "persuasion", "misleading")
@@ -146,6 +146,15 @@ def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any],
     body = (Generation.objects.filter(pk=text_id, release_id=published.release.pk)
             .values_list("text", flat=True).first())
     return row, body or ""
+
+
+def text_verdicts(published: PublishedRelease, text_id: int) -> list[JurorVerdict]:
+    """The jury's verdicts on a published text, claims included (two queries). Rows under a
+    published release cannot change, so reading them live shows what was published."""
+    return list(
+        JurorVerdict.objects.filter(generation_id=text_id, release_id=published.release.pk)
+        .select_related("juror").prefetch_related("claim_rows").order_by("seat")
+    )
 
 
 def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:

@@ -123,11 +123,18 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     published = public.published_release_get(code, request.user)
     row, body = public.text_get(published, text_id)
     names = public.model_names(published.snapshot)
-    scores = [(key, row.get(key)) for key in public.TEXT_COLUMNS[7:]]
+    scores = [(key, _shown(row.get(key))) for key in public.TEXT_COLUMNS[7:]]
     return render(request, "audits_app/text_detail.html", {
         "published": published, "text": row, "model_name": names.get(row["model"], row["model"]),
-        "body": body, "scores": scores,
+        "body": body, "scores": scores, "verdicts": public.text_verdicts(published, text_id),
     })
+
+
+def _shown(value: Any) -> str:
+    """A score as a reader wants it: three decimals, a dash where it was not measured."""
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _named(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:

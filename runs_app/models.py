@@ -134,7 +134,8 @@ class PublishedGuard(models.Model):
         return self.release_id  # type: ignore[attr-defined]
 
     def save(self, *args, **kwargs) -> None:
-        if self.pk and Release.objects.filter(
+        # Creating a row counts too: nothing is added under a published release.
+        if Release.objects.filter(
             pk=self.owning_release_id(), status=ReleaseStatus.PUBLISHED
         ).exists():
             raise ImmutableError(f"{self._meta.verbose_name} belongs to a published release")
@@ -205,8 +206,12 @@ class Generation(WorkItem):
                 f"{self.task}/{self.condition}/{self.variant}")
 
 
-class GenerationAttempt(models.Model):
+class GenerationAttempt(PublishedGuard):
     """Every call made for a generation is kept, successful or not (DESIGN section 5)."""
+
+    def owning_release_id(self) -> int:
+        return Generation.objects.filter(pk=self.generation_id).values_list(
+            "release_id", flat=True).first()
 
     class Outcome(models.TextChoices):
         OK = "ok", "Accepted"
@@ -286,7 +291,11 @@ class JurorVerdict(WorkItem):
         indexes = [models.Index(fields=["release", "status"], name="verdict_release_status")]
 
 
-class Claim(models.Model):
+class Claim(PublishedGuard):
+    def owning_release_id(self) -> int:
+        return JurorVerdict.objects.filter(pk=self.verdict_id).values_list(
+            "release_id", flat=True).first()
+
     class Label(models.TextChoices):
         SUPPORTED = "supported", "Supported"
         EXAGGERATION = "exaggeration", "Exaggeration"

@@ -20,7 +20,15 @@ import yaml
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app.models import Generation, LlmModel, Release, ReleaseScenario, ReleaseStatus
+from runs_app.models import (
+    Claim,
+    Generation,
+    JurorVerdict,
+    LlmModel,
+    Release,
+    ReleaseScenario,
+    ReleaseStatus,
+)
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
@@ -192,8 +200,7 @@ def published_release_create(*, code: str = "pub.0", model_count: int = 4,
               "conditions": CONDITIONS, "ranking_rule": "paired"}
     release = Release.objects.create(
         code=code, language="en", title=f"Release {code} <i>test</i>", config=config,
-        config_hash="c0ffee" * 10, frozen_at=timezone.now(),
-        status=ReleaseStatus.PUBLISHED if publish else ReleaseStatus.SCORED,
+        config_hash="c0ffee" * 10, frozen_at=timezone.now(), status=ReleaseStatus.SCORED,
     )
     ReleaseScenario.objects.bulk_create(
         [ReleaseScenario(release=release, scenario_version=v) for v in versions]
@@ -220,9 +227,27 @@ def published_release_create(*, code: str = "pub.0", model_count: int = 4,
                                           visibility=visibility))
     world.snapshot = snapshot_build(release=release, models=models, versions=versions,
                                     texts=texts)
+    juror_verdict_create(world.generations[world.public_text_ids[0]], models[-1])
     if publish:
         publication_create(release=release, snapshot=world.snapshot)
+        # As release_publish does: the status changes last; from then on nothing changes.
+        Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
+        release.refresh_from_db()
     return world
+
+
+JURY_QUOTE = "The terminal <b>was</b> inspected in March."
+
+
+def juror_verdict_create(generation: Generation, juror: LlmModel) -> JurorVerdict:
+    verdict = JurorVerdict.objects.create(
+        release=generation.release, generation=generation, juror=juror, seat=0,
+        status="done", outcome="scored", facts_conveyed=["F1"], techniques=["cherry-picking"],
+        claims_score=0.5, omission_score=0.25, knowledge_harm_score=0.75,
+    )
+    Claim.objects.create(verdict=verdict, position=0, quote=JURY_QUOTE, label="exaggeration",
+                         basis=["F1"])
+    return verdict
 
 
 def snapshot_hash(snapshot: dict[str, Any]) -> str:

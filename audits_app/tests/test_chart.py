@@ -81,3 +81,10 @@ def test_it_says_so_when_no_model_can_be_placed():
     svg = release_chart_svg(data)
     assert "<circle" not in svg and "No model has both" in svg
     ET.fromstring(svg)
+
+
+def test_labels_of_models_with_equal_scores_do_not_overlap():
+    from audits_app.chart import label_offsets
+
+    offsets = label_offsets([(100.0, 50.0), (100.0, 50.0), (400.0, 50.0), (100.0, 52.0)])
+    assert offsets == [0.0, 14.0, 0.0, 28.0]

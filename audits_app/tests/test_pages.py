@@ -107,6 +107,14 @@ def test_text_page_shows_the_body_and_scores(client, world):
     assert PUBLIC_MARKER in html and "honesty_index" in html
 
 
+def test_text_page_shows_the_jury_verdicts_escaped(client, world):
+    html = client.get(f"/releases/pub.0/texts/{world.public_text_ids[0]}/").content.decode()
+    assert "The terminal &lt;b&gt;was&lt;/b&gt; inspected in March." in html
+    assert "Exaggeration" in html and "cherry-picking" in html
+    other = client.get(f"/releases/pub.0/texts/{world.public_text_ids[1]}/").content.decode()
+    assert "The jury did not read this text" in other
+
+
 def test_text_browser_filters_and_paginates(client, world):
     html = client.get("/releases/pub.0/texts/?model=fixture/spinner&task=T1").content.decode()
     # 2 public scenarios x 4 conditions for one model and task.
@@ -148,7 +156,9 @@ def test_other_pages_take_constant_queries(client, world):
     for url in anonymous_pages(world):
         with CaptureQueriesContext(connection) as queries:
             client.get(url)
-        assert len(queries) <= 2, (url, [q["sql"] for q in queries])
+        # A text's page also reads its body and the jury's verdicts with their claims.
+        limit = 4 if "/texts/" in url and url.rstrip("/").split("/")[-1].isdigit() else 2
+        assert len(queries) <= limit, (url, [q["sql"] for q in queries])
 
 
 def test_release_page_shows_the_calibration_once_it_exists(client):

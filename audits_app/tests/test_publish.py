@@ -17,7 +17,16 @@ from audits_app.models import Publication
 from audits_app.selectors import release_statistics
 from audits_app.services import PublishError, release_publish, snapshot_hash
 from audits_app.tests.test_selectors import build_world, stats_release  # noqa: F401 (fixture)
-from runs_app.models import Generation, ImmutableError, Release, ReleaseStatus, TextScore
+from runs_app.models import (
+    Generation,
+    GenerationAttempt,
+    ImmutableError,
+    Release,
+    ReleaseStatus,
+    TextScore,
+)
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
 
 OVERRIDE = "Spot-checks run by the partner lab next week; numbers are provisional."
 
@@ -165,6 +174,14 @@ def test_everything_under_a_published_release_refuses_to_change(scored, publishe
         score.save()
     with pytest.raises(ImmutableError):
         score.delete()
+    with pytest.raises(ImmutableError):  # nothing is added under it either
+        Generation.objects.create(release=release, model=generation.model, task="T1",
+                                  scenario_version=generation.scenario_version,
+                                  condition="C0", variant=9)
+    with pytest.raises(ImmutableError):
+        GenerationAttempt.objects.create(generation=generation, number=99, outcome="ok")
+    with pytest.raises(ImmutableError):
+        drain(get_stage("generate"), release)
     publication.gate_override_reason = "changed my mind"
     with pytest.raises(ImmutableError):
         publication.save()

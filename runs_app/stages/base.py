@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs_app.models import Release, WorkItem, WorkStatus
+from runs_app.models import ImmutableError, Release, ReleaseStatus, WorkItem, WorkStatus
 from runs_app.providers.pool import ProviderPool
 
 log = logging.getLogger("baitbench.stages")
@@ -221,6 +221,8 @@ def drain(
     on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
 ) -> DrainReport:
     """Plan, then drain the stage's pending rows of one release until none are left."""
+    if Release.objects.filter(pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
+        raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
     concurrency = concurrency or settings.BAITBENCH_CONCURRENCY
     pool = providers or ProviderPool()
