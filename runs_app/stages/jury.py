@@ -34,13 +34,8 @@ from runs_app.providers.base import CompletionRequest, Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.stages.base import Stage
-from runs_app.stages.refusal import (
-    REPLY_MAX_TOKENS,
-    ReplyJob,
-    ReplyOutcomeData,
-    ask_for_reply,
-    reply_fields,
-)
+from runs_app.stages.refusal import REPLY_MAX_TOKENS, ReplyJob
+from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 
@@ -65,7 +60,7 @@ class JurorJob:
 @dataclasses.dataclass
 class JurorOutcome:
     job: JurorJob
-    asked: ReplyOutcomeData
+    asked: Asked
 
 
 class JuryStage(Stage):
@@ -130,7 +125,9 @@ class JuryStage(Stage):
         return JurorJob(reply, document, config.knowledge_harm_cap)
 
     async def execute(self, job: JurorJob, providers: ProviderPool) -> JurorOutcome:
-        return JurorOutcome(job, await ask_for_reply(job.reply, providers))
+        reply = job.reply
+        return JurorOutcome(job, await ask_structured(reply.request, reply.parse,
+                                                      reply.attempts_left, providers))
 
     def record(self, item: JurorVerdict, outcome: JurorOutcome) -> dict[str, Any]:
         fields = reply_fields(item, outcome.asked)

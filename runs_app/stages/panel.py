@@ -6,13 +6,12 @@ check found complied or partial. Each answers the three attitude questions and t
 knowledge questions in JSON; an invalid reply is retried up to `max_reply_attempts`, then the
 row is done and unscored, never given a default answer (DESIGN section 5).
 
-`ask_structured` and `reply_fields` are shared with the uptake and reveal stages.
+
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 from runs_app.models import (
@@ -20,11 +19,10 @@ from runs_app.models import (
     ReaderResponse,
     RefusalCheck,
     Release,
-    ReplyOutcome,
     Stimulus,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.public import (
     READER_MAX_TOKENS,
@@ -37,72 +35,11 @@ from runs_app.public import (
 )
 from runs_app.schemas import ReleaseConfig
 from runs_app.stages.base import Stage
+from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
 
 # Texts the public reads: a refused text is counted in the refusal rate, not read.
 READ_VERDICTS = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
-
-
-# ---------------------------------------------------------------------------------------
-# One structured reply, with bounded retries (shared by panel, uptake and reveal)
-# ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Asked:
-    attempts: int = 0
-    raw_replies: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    reply: Any = None
-    failure: str = ""  # set when no reply came back at all (provider errors)
-
-    @property
-    def answered(self) -> bool:
-        return any("text" in entry for entry in self.raw_replies)
-
-
-async def ask_structured(
-    request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
-    providers: ProviderPool,
-) -> Asked:
-    """Call until `parse` accepts a reply (None means invalid), at most `attempts_left` times.
-
-    A transient provider error uses up an attempt; a permanent one stops at once. Every raw
-    reply and error is kept.
-    """
-    asked = Asked()
-    for _ in range(attempts_left):
-        asked.attempts += 1
-        try:
-            result = await providers.complete(request)
-        except ProviderError as error:
-            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
-            asked.failure = f"provider error: {error.message}"
-            if error.permanent:
-                return asked
-            continue
-        entry = {"text": result.text, "generation_id": result.generation_id,
-                 "upstream_provider": result.upstream_provider}
-        asked.raw_replies.append(entry)
-        asked.reply = parse(result.text)
-        if asked.reply is not None:
-            asked.failure = ""
-            return asked
-        entry["invalid"] = True
-    return asked
-
-
-def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
-    """Status and bookkeeping: scored, unscored after invalid replies, or failed (no reply)."""
-    fields: dict[str, Any] = {"attempts": item.attempts + asked.attempts,
-                              "raw_replies": list(item.raw_replies) + asked.raw_replies}
-    if asked.reply is not None:
-        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
-    if asked.answered or (not asked.attempts and item.raw_replies):
-        # Replies came back but none validated: unscored, never defaulted (DESIGN section 5).
-        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
-                         "error": "no valid reply within max_reply_attempts"}
-    failure = asked.failure or "no attempts left (max_reply_attempts reached earlier)"
-    return fields | {"status": WorkStatus.FAILED, "error": failure}
 
 
 class PublicStage(Stage):

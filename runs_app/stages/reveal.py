@@ -37,7 +37,8 @@ from runs_app.public import (
     reveal_positions,
     revealed_items,
 )
-from runs_app.stages.panel import Asked, PublicStage, ask_structured, read_generations, reply_fields
+from runs_app.stages.panel import PublicStage, read_generations
+from runs_app.stages.replies import Asked, ask_structured, reply_fields
 
 FINISHED = (WorkStatus.DONE, WorkStatus.FAILED)
 

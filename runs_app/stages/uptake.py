@@ -25,7 +25,8 @@ from runs_app.public import (
     judge_messages,
     parse_json_reply,
 )
-from runs_app.stages.panel import Asked, PublicStage, ask_structured, read_generations, reply_fields
+from runs_app.stages.panel import PublicStage, read_generations
+from runs_app.stages.replies import Asked, ask_structured, reply_fields
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,6 +44,7 @@ journalist: gamma/judge
 scenarios: [greenvale-listeria, cobaltcloud-breach]
 tasks: [T1, T2, T3]
 conditions: [C0, C1, C2, C3]
+variants: {variants}
 """
 
 
@@ -87,12 +88,15 @@ def world(tmp_path):
     releases = tmp_path / "releases"
     releases.mkdir()
     for code in ("kill.0", "pair.0", "redis.0"):
-        (releases / f"{code}.yaml").write_text(RELEASE.format(code=code))
+        # The pair's run is longer, so both processes are surely under way at once.
+        variants = 3 if code == "pair.0" else 1
+        (releases / f"{code}.yaml").write_text(RELEASE.format(code=code, variants=variants))
     with FakeOpenRouter(latency=0.3) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
             "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
-            "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_LEASE_SECONDS": "3",
+            # Long enough that a live worker on a loaded machine renews its leases in time.
+            "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_LEASE_SECONDS": "30",
             "BAITBENCH_Q_WORKERS": "2", "BAITBENCH_CONCURRENCY": str(CONCURRENCY),
         }
         env.pop("REDIS_URL", None)
@@ -137,7 +141,8 @@ def done_count(database: Database, code: str) -> int:
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
     database, server, env = world
     manage("run_release", "kill.0", "--stage", "generate", env=env)
-    cluster = start("qcluster", env=env)
+    # The cluster that will be killed takes short leases, so its claims expire quickly.
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3"})
     try:
         wait_for(lambda: done_count(database, "kill.0") >= 10)
     finally:
@@ -174,11 +179,12 @@ def test_two_workers_draining_at_once_never_call_the_same_cell_twice(world):
     first = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
     second = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
     assert first.wait(timeout=300) == 0 and second.wait(timeout=300) == 0
-    assert done_count(database, "pair.0") == CELLS
+    assert done_count(database, "pair.0") == 3 * CELLS
     seen = collections.Counter(
-        (request.body["model"], str(request.body["messages"])) for request in server.requests
+        (request.body["model"], str(request.body["messages"]), request.body["seed"])
+        for request in server.requests
     )
-    assert len(seen) == CELLS
+    assert len(seen) == 3 * CELLS
     assert max(seen.values()) == 1
     workers = database.rows("SELECT DISTINCT claimed_by FROM runs_app_generation")
     assert len(workers) == 2, "both workers should have taken part"
