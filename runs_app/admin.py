@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from runs_app.forms import ReleaseForm
 from runs_app.models import (
     Generation,
     ImmutableError,
@@ -26,7 +27,7 @@ from runs_app.models import (
     WorkStatus,
 )
 from runs_app.selectors import format_eta, release_progress
-from runs_app.services import work_retry_failed
+from runs_app.services import release_create, release_update_config, work_retry_failed
 from runs_app.stages import available_stages
 
 OPERATE_PERMISSION = "runs_app.operate_release"
@@ -104,8 +105,20 @@ class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
                     "failed_count", "frozen_at")
     list_filter = ("status", "language")
     search_fields = ("code", "title")
-    readonly_fields = ("config_hash", "frozen_at", "created_at", "created_by", "progress")
-    exclude = ("scenario_versions",)
+    form = ReleaseForm
+    fields = ("config_yaml", "code", "language", "title", "status", "config_hash", "frozen_at",
+              "created_at", "created_by", "progress")
+    readonly_fields = ("code", "language", "title", "status", "config_hash", "frozen_at",
+                       "created_at", "created_by", "progress")
+
+    def save_model(self, request: HttpRequest, obj: Release, form, change: bool) -> None:
+        # Releases are written by their services: pins, model registry and hash in one go.
+        config = form.cleaned_data["config_yaml"]
+        if not change:
+            created = release_create(config=config, user=request.user)
+            obj.pk, obj.code = created.pk, created.code
+        elif not obj.is_frozen:
+            release_update_config(release=obj, config=config)
 
     def get_actions(self, request: HttpRequest) -> dict:
         actions = super().get_actions(request)
@@ -152,12 +165,9 @@ class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Release | None = None
                             ) -> Sequence[str]:
-        fields = list(super().get_readonly_fields(request, obj))
-        if obj is not None and obj.is_frozen:
-            fields += ["code", "language", "config"]
-        if obj is not None and obj.is_published:
-            fields += ["title", "status"]
-        return fields
+        # Code, language and title come from the configuration; `ReleaseForm` disables the
+        # configuration itself once the release is frozen.
+        return super().get_readonly_fields(request, obj)
 
     def has_change_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         if obj is not None and obj.is_published:

@@ -78,6 +78,11 @@ def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
     return versions
 
 
+def release_pin_problems(config: ReleaseConfig, source: str = "scenarios") -> None:
+    """Raise ReleaseConfigError naming every scenario the configuration cannot pin."""
+    _pin_scenarios(config, source)
+
+
 @transaction.atomic
 def release_create(*, config: ReleaseConfig, source: str = "release", user=None) -> Release:
     """A draft release with its scenario versions pinned and its models registered."""

@@ -1,0 +1,62 @@
+"""The release form of the admin: the configuration as YAML, validated like a release file."""
+
+from __future__ import annotations
+
+import yaml
+from django import forms
+from django.conf import settings
+from pydantic import ValidationError
+
+from runs_app.models import Release
+from runs_app.schemas import ReleaseConfig
+from runs_app.services import ReleaseConfigError, release_pin_problems
+from scenarios_app.schemas import field_path
+
+TEMPLATE_RELEASE = "demo.0"
+
+
+class ReleaseForm(forms.ModelForm):
+    config_yaml = forms.CharField(
+        label="Configuration (YAML)", widget=forms.Textarea(attrs={"rows": 36, "cols": 100}),
+        help_text="The same format as releases/CODE.yaml. Scenarios given by slug are pinned "
+                  "to their current version when saved; the configuration is fixed once the "
+                  "first run starts.",
+    )
+
+    class Meta:
+        model = Release
+        fields = ()
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        release: Release = self.instance
+        if release.pk:
+            self.initial["config_yaml"] = yaml.safe_dump(release.config, sort_keys=False,
+                                                         allow_unicode=True)
+            self.fields["config_yaml"].disabled = release.is_frozen
+        else:
+            path = settings.RELEASES_DIR / f"{TEMPLATE_RELEASE}.yaml"
+            self.initial["config_yaml"] = path.read_text(encoding="utf-8")
+
+    def clean_config_yaml(self) -> ReleaseConfig:
+        text = self.cleaned_data["config_yaml"].replace("\r\n", "\n")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise forms.ValidationError(f"malformed YAML: {error}") from None
+        try:
+            config = ReleaseConfig.model_validate(data)
+        except ValidationError as error:
+            raise forms.ValidationError([
+                f"{field_path(item['loc']) or '(top)'}: {item['msg']}" for item in error.errors()
+            ]) from None
+        others = Release.objects.filter(code=config.code).exclude(pk=self.instance.pk)
+        if others.exists():
+            raise forms.ValidationError(f"code: a release {config.code!r} already exists")
+        if self.instance.pk and config.code != self.instance.code:
+            raise forms.ValidationError("code: a release keeps its code; make a new release")
+        try:
+            release_pin_problems(config)
+        except ReleaseConfigError as error:
+            raise forms.ValidationError(error.lines) from None
+        return config
