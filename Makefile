@@ -32,6 +32,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/stats.py
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/calls.py
+	$(BIN)/python bench/pages.py
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3* var/static

@@ -1,0 +1,21 @@
+"""`fixed`: a number with a fixed count of decimals, or a dash where there is none.
+
+Django's `floatformat` goes through Decimal and localisation; on a leaderboard of fifty
+models it was most of the page's render time. Scores here are plain floats.
+"""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def fixed(value: object, digits: int = 3) -> str:
+    if value is None or value == "":
+        return "–"
+    try:
+        return f"{float(value):.{int(digits)}f}"
+    except (TypeError, ValueError):
+        return str(value)
