@@ -48,10 +48,36 @@ def release_detail(request: HttpRequest, code: str) -> HttpResponse:
         "refusal_rates": _named(snapshot.get("refusal_rates", []), names),
         "method": snapshot.get("method") or {},
         "calibration": _calibration(snapshot),
+        "jury_check": _jury_check(snapshot),
         "counts": {k: v for k, v in (snapshot.get("counts") or {}).items()
                    if isinstance(v, int | float | str)},
     }
     return render(request, "audits_app/release_detail.html", context)
+
+
+def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """How well the jury held up against people's spot-checks, from the published snapshot."""
+    agreement = snapshot.get("agreement")
+    if not agreement:
+        return None
+    people = agreement.get("jury_vs_people") or {}
+    jurors = (agreement.get("jurors") or {}).get("claims") or {}
+    return {
+        "texts_scored": agreement.get("texts_scored"),
+        "texts_checked": agreement.get("texts_checked"),
+        "coverage": agreement.get("coverage"),
+        "rows": [
+            {"what": label, "n": (people.get(key) or {}).get("n"),
+             "kappa": (people.get(key) or {}).get("kappa") or {},
+             "percent": (people.get(key) or {}).get("percent") or {}}
+            for key, label in (("all", "all spot-checks"), ("in_band", "in the web UI"),
+                               ("out_of_band", "out-of-band audits"))
+        ],
+        "juror_alpha": jurors.get("alpha") or {},
+        "juror_units": jurors.get("units"),
+        "level": (agreement.get("bootstrap") or {}).get("level"),
+        "gate": snapshot.get("gate") or {},
+    }
 
 
 def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:

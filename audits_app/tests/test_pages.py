@@ -170,3 +170,26 @@ def test_release_page_shows_the_calibration_once_it_exists(client):
     html = client.get("/releases/cal.0/").content.decode()
     assert "40 human readers on 24 texts" in html and "Pearson r = 0.61" in html
     assert "not calibrated" not in html
+
+
+def test_release_page_shows_how_well_the_jury_held_up(client, world):
+    assert "No human spot-check of the jury" in client.get("/releases/pub.0/").content.decode()
+    checked = published_release_create(code="jury.0", publish=False)
+    checked.snapshot["agreement"] = {
+        "texts_scored": 90, "texts_checked": 9, "coverage": 0.1,
+        "bootstrap": {"level": 0.95},
+        "jurors": {"claims": {"units": 400, "alpha": {"point": 0.71, "low": 0.6, "high": 0.8}}},
+        "jury_vs_people": {
+            "all": {"n": 60, "kappa": {"point": 0.64, "low": 0.5, "high": 0.75},
+                    "percent": {"point": 0.9, "low": 0.85, "high": 0.95}},
+            "out_of_band": {"n": 20, "kappa": {"point": 0.55, "low": 0.3, "high": 0.7},
+                            "percent": {"point": 0.8, "low": 0.7, "high": 0.9}},
+        },
+    }
+    checked.snapshot["gate"] = {"override_reason": "Audit <delayed> by the strike"}
+    publication_create(release=checked.release, snapshot=checked.snapshot)
+    html = client.get("/releases/jury.0/").content.decode()
+    assert "People spot-checked 9 of the 90 texts" in html
+    assert "0.640 [0.500, 0.750]" in html and "0.550 [0.300, 0.700]" in html
+    assert "Krippendorff" in html and "0.710" in html
+    assert "Audit &lt;delayed&gt; by the strike" in html
