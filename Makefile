@@ -17,7 +17,8 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	mkdir -p var
 	$(BIN)/python manage.py demo
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	@# --insecure: serve the admin's static files although DEBUG is off (local demo only)
+	$(BIN)/python manage.py runserver --insecure 127.0.0.1:8000
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
