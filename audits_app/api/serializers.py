@@ -114,6 +114,9 @@ class TextScoreSerializer(serializers.Serializer):
     uptake = serializers.FloatField(allow_null=True)
     frame_adoption = serializers.FloatField(allow_null=True)
     reveal_effect = serializers.FloatField(allow_null=True)
+    steadfastness = serializers.FloatField(allow_null=True)
+    confidential_disclosed = serializers.FloatField(allow_null=True)
+    jurors_scored = serializers.IntegerField(allow_null=True)
 
 
 class FactSerializer(serializers.Serializer):

@@ -723,3 +723,8 @@ ROLES.update(JURY_ROLES)
 from runs_app.providers.fixture_public import PUBLIC_ROLES  # noqa: E402
 
 ROLES.update(PUBLIC_ROLES)
+
+# The cross-examination roles (journalist follow-ups, steadfastness judge).
+from runs_app.providers.fixture_crossexam import CROSSEXAM_ROLES  # noqa: E402
+
+ROLES.update(CROSSEXAM_ROLES)

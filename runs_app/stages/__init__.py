@@ -16,6 +16,7 @@ STAGE_CLASSES: dict[str, str] = {
     "panel": "runs_app.stages.panel.PanelStage",
     "uptake": "runs_app.stages.uptake.UptakeStage",
     "reveal": "runs_app.stages.reveal.RevealStage",
+    "crossexam": "runs_app.stages.crossexam.CrossExamStage",
 }
 
 

@@ -79,7 +79,7 @@ class JuryStage(Stage):
         ).values_list("generation_id", flat=True))
         if not judged:
             return 0
-        juries = self._juries(release, config)
+        juries = release_juries(release, config)
         jurors = {model.openrouter_id: model
                   for model in LlmModel.objects.filter(openrouter_id__in=config.jurors)}
         before = JurorVerdict.objects.filter(release=release).count()
@@ -91,24 +91,6 @@ class JuryStage(Stage):
             ignore_conflicts=True, batch_size=500,
         )
         return JurorVerdict.objects.filter(release=release).count() - before
-
-    @staticmethod
-    def _juries(release: Release, config: ReleaseConfig) -> dict[int, tuple[str, ...]]:
-        """generation id -> juror ids, computed over all of each writer's texts at once so
-        that the balance holds whichever texts are ready first."""
-        pool = [PoolMember(model_id, config.family_of(model_id)) for model_id in config.jurors]
-        by_writer: dict[str, dict[str, int]] = defaultdict(dict)
-        generations = Generation.objects.filter(release=release).select_related(
-            "model", "scenario_version__scenario")
-        for generation in generations:
-            by_writer[generation.model.openrouter_id][generation_key(generation)] = generation.pk
-        juries: dict[int, tuple[str, ...]] = {}
-        for writer, keys in by_writer.items():
-            chosen = jury_assignments(pool=pool, writer_family=config.family_of(writer),
-                                      release_code=release.code, text_keys=keys,
-                                      size=config.jury_size)
-            juries.update({keys[key]: jury for key, jury in chosen.items()})
-        return juries
 
     def build(self, item: JurorVerdict) -> JurorJob:
         config = item.release.parsed_config()
@@ -160,3 +142,21 @@ class JuryStage(Stage):
         if version_id not in self._documents:
             self._documents[version_id] = ScenarioVersion.objects.get(pk=version_id).document()
         return self._documents[version_id]
+
+
+def release_juries(release: Release, config: ReleaseConfig) -> dict[int, tuple[str, ...]]:
+    """generation id -> juror ids, computed over all of each writer's texts at once so
+    that the balance holds whichever texts are ready first."""
+    pool = [PoolMember(model_id, config.family_of(model_id)) for model_id in config.jurors]
+    by_writer: dict[str, dict[str, int]] = defaultdict(dict)
+    generations = Generation.objects.filter(release=release).select_related(
+        "model", "scenario_version__scenario")
+    for generation in generations:
+        by_writer[generation.model.openrouter_id][generation_key(generation)] = generation.pk
+    juries: dict[int, tuple[str, ...]] = {}
+    for writer, keys in by_writer.items():
+        chosen = jury_assignments(pool=pool, writer_family=config.family_of(writer),
+                                  release_code=release.code, text_keys=keys,
+                                  size=config.jury_size)
+        juries.update({keys[key]: jury for key, jury in chosen.items()})
+    return juries
