@@ -175,7 +175,7 @@ def test_the_fixture_demo_generates_every_cell_offline(demo_release):
     release = release_freeze(release=demo_release)
     drain(get_stage("generate"), release)
     generations = Generation.objects.filter(release=release)
-    assert generations.count() == 4 * 8 * 3 * 4
+    assert generations.count() == 4 * 8 * 4 * 4
     assert not generations.exclude(status=WorkStatus.DONE).exists()
     assert set(generations.values_list("upstream_provider", flat=True)) == {"fixture"}
 
