@@ -14,6 +14,9 @@ from audits_app.models import (
     SpotCheckItem,
 )
 
+GENERATION_LABEL = ("generation__release", "generation__model",
+                    "generation__scenario_version__scenario")
+
 
 class SpotCheckItemInline(admin.TabularInline):
     model = SpotCheckItem
@@ -22,6 +25,11 @@ class SpotCheckItemInline(admin.TabularInline):
               "double_coded")
     readonly_fields = fields
     raw_id_fields = ("generation",)
+
+    def get_queryset(self, request):
+        # Each row prints str(item) (its batch's release) and str(generation) (release, model
+        # and scenario): fetch them with the rows.
+        return super().get_queryset(request).select_related("batch__release", *GENERATION_LABEL)
 
 
 @admin.register(SpotCheckBatch)
@@ -55,6 +63,10 @@ class OutOfBandVerdictInline(admin.TabularInline):
     extra = 0
     fields = ("row_number", "generation", "claim_position", "label", "agrees_with_jury", "note")
     readonly_fields = fields
+
+    def get_queryset(self, request):
+        # str(generation) reads its release, model and scenario: fetch them with the rows.
+        return super().get_queryset(request).select_related(*GENERATION_LABEL)
 
 
 @admin.register(OutOfBandAudit)

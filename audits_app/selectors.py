@@ -453,6 +453,14 @@ def _agreement(release: Release) -> dict[str, Any] | None:
     return _json_safe(summary(release)) if summary else None
 
 
+def _calibration(release: Release) -> dict[str, Any] | None:
+    """The simulated public against human readers (`calibration_summary`), JSON-safe; None
+    until human reader results exist. The release page shows it prominently (issue 6)."""
+    module = _spotcheck_module()
+    summary = getattr(module, "calibration_summary", None) if module else None
+    return _json_safe(summary(release)) if summary else None
+
+
 def _json_safe(value: Any) -> Any:
     """Plain JSON data: numpy scalars and arrays unwrapped, NaN and infinities as None."""
     if isinstance(value, dict):
@@ -475,8 +483,8 @@ def release_snapshot(
 
     Keys: release, models (writers, config order), scenarios (pinned versions), the statistics
     of `release_statistics`, texts (every finished text with every TextScore field, held-out
-    ones included and marked: public pages filter them), counts, agreement (spot-check
-    module, or None), gate (figures, thresholds, override reason) and method.
+    ones included and marked: public pages filter them), counts, agreement and calibration
+    (spot-check module, or None), gate (figures, thresholds, override reason) and method.
     """
     config = release.parsed_config()
     rows = _text_rows(release)
@@ -494,6 +502,7 @@ def release_snapshot(
         "texts": _texts(rows, _visibility(release)),
         "counts": release_counts(release),
         "agreement": _agreement(release),
+        "calibration": _calibration(release),
         "gate": {**(gate or release_gate(release)).as_dict(), "override_reason": override_reason},
         "method": {"seed": config.bootstrap.seed, "resamples": config.bootstrap.resamples,
                    "level": config.bootstrap.level, "rule": config.ranking_rule,

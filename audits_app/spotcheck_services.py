@@ -149,18 +149,28 @@ def spotcheck_record(
     *, check: SpotCheck, user, claim_labels: dict[int, str], facts_conveyed: Sequence[str],
     techniques: Sequence[str], agrees_with_jury: bool | None, note: str = "",
 ) -> SpotCheck:
-    """Save one auditor's verdict on one text (item by item: each save is final for that item,
-    and may be corrected later by the same auditor)."""
+    """Save one auditor's blind verdict on one text (item by item). After the first save the
+    claim labels, facts and techniques are final; the agreement and the note may change."""
     if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
         raise PermissionDenied("only the assigned auditor records this spot-check")
+    if check.release.is_published:
+        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
+                               f"cannot change")
     text = jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     quotes = {claim.position: claim.quote for claim in text.claims} if text else {}
-    check.claim_labels = [
+    labels = [
         {"position": position, "quote": quotes[position], "label": label}
         for position, label in sorted(claim_labels.items()) if position in quotes
     ]
-    check.facts_conveyed = list(facts_conveyed)
-    check.techniques = list(techniques)
+    blind = (labels, list(facts_conveyed), list(techniques))
+    if check.status == SpotCheck.Status.DONE and blind != (
+        check.claim_labels, check.facts_conveyed, check.techniques
+    ):
+        # Once saved, the auditor has seen the jury's labels: a changed label would no
+        # longer be a blind verdict, and the agreement figures count only blind ones.
+        raise PermissionDenied("the blind verdict is final once saved; only the overall "
+                               "agreement and the note can still change")
+    check.claim_labels, check.facts_conveyed, check.techniques = blind
     check.agrees_with_jury = agrees_with_jury
     check.note = note
     check.status = SpotCheck.Status.DONE
@@ -182,20 +192,35 @@ class ImportResult:
         return not self.problems
 
 
+def _refused_as_published(release: Release, result: ImportResult) -> bool:
+    # DESIGN section 8: nothing is added under a published release (a correction is a new one).
+    if release.is_published:
+        result.problems.append(f"release {release.code} is published: nothing can be added")
+    return release.is_published
+
+
 AGREE_VALUES = {"agree": True, "yes": True, "true": True, "1": True,
                 "disagree": False, "no": False, "false": False, "0": False, "": None}
 OOB_COLUMNS = ("generation", "claim", "label", "agree", "note")
 
 
 def _read_csv(csv_text: str, required: Sequence[str], result: ImportResult) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")))
+    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")), strict=True)
     header = [name.strip().lower() for name in (reader.fieldnames or [])]
     missing = [name for name in required if name not in header]
     if missing:
         result.problems.append(f"row 1 (header): missing column(s) {', '.join(missing)}")
         return []
     reader.fieldnames = header
-    return [{key: (value or "").strip() for key, value in row.items() if key} for row in reader]
+    try:
+        rows = [{key: (value or "").strip() for key, value in row.items() if key}
+                for row in reader]
+    except csv.Error as error:
+        result.problems.append(f"row {reader.line_num}: malformed CSV: {error}")
+        return []
+    if not rows:
+        result.problems.append("the file has a header but no rows: nothing to import")
+    return rows
 
 
 def _parse_oob_row(row: dict, number: int, texts: dict[int, JuryText],
@@ -246,6 +271,8 @@ def oob_audit_import(
     """Validate every row, then write all of them or none (one spot-check per text, flagged
     out-of-band; each row kept as an OutOfBandVerdict)."""
     result = ImportResult()
+    if _refused_as_published(release, result):
+        return result
     for column, value in (("who", auditor_name), ("organisation", organisation),
                           ("date", audited_on), ("method", method)):
         if not value:
@@ -309,14 +336,14 @@ READER_COLUMNS = ("scenario", "stimulus", "reader", "a1", "a2", "a3", "k1", "k2"
 DONT_KNOW = {"", "dk", "don't know", "dont know", "?"}
 
 
-def _parse_reader_row(row: dict, number: int, scenarios: dict[str, int],
+def _parse_reader_row(row: dict, number: int, options: dict[str, list[int]],
                       generations: dict[int, tuple[int, str]], problems: list[str]) -> dict | None:
     def problem(column: str, message: str) -> None:
         problems.append(f"row {number}, column {column}: {message}")
 
     before = len(problems)
     slug, stimulus = row["scenario"], row["stimulus"]
-    if slug not in scenarios:
+    if slug not in options:
         problem("scenario", f"{slug!r} is not a scenario of this release")
     generation_id = None
     if stimulus.isdigit():
@@ -335,34 +362,52 @@ def _parse_reader_row(row: dict, number: int, scenarios: dict[str, int],
         else:
             attitude.append(int(value))
     knowledge: list[int | None] = []
-    for column in ("k1", "k2", "k3", "k4"):
+    counts = options.get(slug) or [0] * 4
+    for column, count in zip(("k1", "k2", "k3", "k4"), counts, strict=False):
         value = row[column].lower()
         if value in DONT_KNOW:
             knowledge.append(None)
-        elif value.isdigit():
+        elif value.isdigit() and int(value) < count:
             knowledge.append(int(value))
+        elif value.isdigit():
+            problem(column.upper(), f"option {value} is outside the {count} options (0-based)")
         else:
             problem(column.upper(), f"{row[column]!r} is not an option index or 'dk'")
     if len(problems) > before:
         return None
     return {"scenario_slug": slug, "stimulus": stimulus, "generation_id": generation_id,
-            "reader": row["reader"], "attitude": attitude, "knowledge": knowledge}
+            "reader": row["reader"], "attitude": attitude, "knowledge": knowledge,
+            "row": number}
 
 
 def human_readers_import(*, release: Release, csv_text: str) -> ImportResult:
     """Human reader results for calibration; validated row by row, all or nothing. A reader's
     answers to the same stimulus are replaced on re-import."""
     result = ImportResult()
+    if _refused_as_published(release, result):
+        return result
     rows = _read_csv(csv_text, READER_COLUMNS, result)
     generations = {
         pk: (pk, slug) for pk, slug in Generation.objects.filter(release=release)
         .values_list("pk", "scenario_version__scenario__slug")
     }
-    scenarios = {pin.scenario_version.scenario.slug: pin.scenario_version_id
-                 for pin in release.pins.select_related("scenario_version__scenario")}
+    options = {  # per scenario, the number of options of each knowledge question
+        pin.scenario_version.scenario.slug:
+            [len(question["options"]) for question in
+             pin.scenario_version.content["knowledge_questions"]]
+        for pin in release.pins.select_related("scenario_version__scenario")
+    }
     parsed = [entry for number, row in enumerate(rows, start=2)
-              if (entry := _parse_reader_row(row, number, scenarios, generations,
+              if (entry := _parse_reader_row(row, number, options, generations,
                                              result.problems)) is not None]
+    first_row: dict[tuple, int] = {}
+    for entry in parsed:
+        number = entry["row"]
+        key = (entry["scenario_slug"], entry["stimulus"], entry["reader"])
+        if key in first_row:
+            result.problems.append(f"row {number}: reader {entry['reader']!r} answers "
+                                   f"{entry['stimulus']!r} again (first on row {first_row[key]})")
+        first_row.setdefault(key, number)
     if result.problems:
         return result
     with transaction.atomic():

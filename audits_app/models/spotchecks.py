@@ -6,6 +6,9 @@ assigned auditor (two for a double-coded item). Verdicts taken outside the web U
 an `OutOfBandAudit`: its rows (`OutOfBandVerdict`, one per CSV row) are folded into spot-checks
 flagged `out_of_band`, so every figure that counts them can show them apart.
 
+Rows that name a release refuse to change once it is published (`PublishedGuard`, DESIGN
+section 8): the published snapshot froze the agreement figures they feed.
+
 Claim labels are keyed by the claim's position (1-based) in the text's *jury claim list*: the
 distinct quotes the jurors extracted, in order of first appearance (see
 `audits_app.spotcheck_selectors.jury_claims`).
@@ -16,7 +19,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from runs_app.models import Claim, Generation, Release
+from runs_app.models import Claim, Generation, PublishedGuard, Release
 
 __all__ = [
     "SpotCheckBatch", "SpotCheckItem", "SpotCheck", "OutOfBandAudit", "OutOfBandVerdict",
@@ -24,7 +27,7 @@ __all__ = [
 ]
 
 
-class SpotCheckBatch(models.Model):
+class SpotCheckBatch(PublishedGuard):
     """A seeded, stratified sample of a release's scored texts for people to check."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="spotcheck_batches")
@@ -74,7 +77,7 @@ class SpotCheckItem(models.Model):
         return f"{self.batch} #{self.position}"
 
 
-class SpotCheck(models.Model):
+class SpotCheck(PublishedGuard):
     """One person's verdict on one text; `done` once saved. Blind until then (issue 6)."""
 
     class Status(models.TextChoices):
@@ -127,7 +130,7 @@ class SpotCheck(models.Model):
         return {int(entry["position"]): entry["label"] for entry in self.claim_labels}
 
 
-class OutOfBandAudit(models.Model):
+class OutOfBandAudit(PublishedGuard):
     """An audit done outside the web UI (another team, a workshop), entered afterwards."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="oob_audits")
@@ -167,7 +170,7 @@ class OutOfBandVerdict(models.Model):
         verbose_name = "out-of-band verdict"
 
 
-class HumanReaderResult(models.Model):
+class HumanReaderResult(PublishedGuard):
     """A real reader's answers to one stimulus, for calibrating the simulated public."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="human_readers")

@@ -24,6 +24,9 @@ AGREE_CHOICES = [("", "Not answered"), ("agree", "Agree with the jury"),
                  ("disagree", "Disagree with the jury")]
 
 
+BLIND_FIELDS = ("facts_conveyed", "techniques", "other_techniques")
+
+
 class SpotCheckForm(forms.Form):
     """One field per jury claim (`claim_<position>`), facts, techniques, note; once the jury's
     verdict has been revealed also the overall agree/disagree."""
@@ -48,6 +51,11 @@ class SpotCheckForm(forms.Form):
         self.fields["other_techniques"] = forms.CharField(
             label="Other techniques (comma separated)", required=False)
         if revealed:
+            # The blind verdict is final once the jury's labels are on screen: only the
+            # overall agreement and the note can still change (the stored initial values win).
+            for name, field in self.fields.items():
+                if name.startswith("claim_") or name in BLIND_FIELDS:
+                    field.disabled = True
             self.fields["overall"] = forms.ChoiceField(
                 label="Overall", choices=AGREE_CHOICES, required=False, widget=forms.RadioSelect)
         self.fields["note"] = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}),
@@ -92,7 +100,26 @@ class BatchForm(forms.Form):
         return data
 
 
-class OutOfBandForm(forms.Form):
+class CsvUploadForm(forms.Form):
+    """A CSV given as an upload or pasted; an upload that is not UTF-8 text is a form error."""
+
+    def clean_file(self):
+        upload = self.cleaned_data.get("file")
+        if upload:
+            try:
+                self._uploaded = upload.read().decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise forms.ValidationError(
+                    "the file is not UTF-8 text: save it as CSV (UTF-8) and upload it again"
+                ) from None
+        return upload
+
+    def csv_content(self) -> str:
+        uploaded = getattr(self, "_uploaded", None)
+        return uploaded if uploaded is not None else self.cleaned_data.get("csv_text", "")
+
+
+class OutOfBandForm(CsvUploadForm):
     auditor_name = forms.CharField(label="Who", max_length=200)
     organisation = forms.CharField(max_length=200)
     audited_on = forms.DateField(label="Date (YYYY-MM-DD)")
@@ -101,17 +128,9 @@ class OutOfBandForm(forms.Form):
     csv_text = forms.CharField(label="… or paste the CSV", required=False,
                                widget=forms.Textarea(attrs={"rows": 8}))
 
-    def csv_content(self) -> str:
-        upload = self.cleaned_data.get("file")
-        if upload:
-            return upload.read().decode("utf-8-sig")
-        return self.cleaned_data.get("csv_text", "")
 
-
-class ReaderImportForm(forms.Form):
+class ReaderImportForm(CsvUploadForm):
     file = forms.FileField(required=False,
                            help_text="CSV: scenario, stimulus, reader, A1..A3, K1..K4")
     csv_text = forms.CharField(label="… or paste the CSV", required=False,
                                widget=forms.Textarea(attrs={"rows": 8}))
-
-    csv_content = OutOfBandForm.csv_content

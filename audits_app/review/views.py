@@ -112,7 +112,8 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         if not request.user.has_perm(services.RECORD_PERMISSION):
             raise PermissionDenied("recording spot-checks needs the record_spotcheck permission")
-        form = SpotCheckForm(request.POST, **form_kwargs)
+        # Disabled (already final) fields take their stored values from `initial`.
+        form = SpotCheckForm(request.POST, initial=_initial(check), **form_kwargs)
         if form.is_valid():
             services.spotcheck_record(
                 check=check, user=request.user, claim_labels=form.claim_labels(),
@@ -181,6 +182,8 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
     if not request.user.has_perm("audits_app.add_spotcheckbatch"):
         raise PermissionDenied("creating batches needs the auditor role")
+    if release.is_published:
+        raise PermissionDenied(f"release {release.code} is published: no new spot-checks")
     form = BatchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from audits_app import agreement
+from audits_app import agreement, views
 from audits_app.models import HumanReaderResult
+from audits_app.selectors import release_snapshot
 from audits_app.spotcheck_selectors import calibration_summary
 from audits_app.spotcheck_services import human_readers_import
 from runs_app.models import Generation, ReaderResponse, ReplyOutcome, Stimulus, WorkStatus
@@ -72,4 +73,52 @@ def test_bad_reader_rows_are_refused_whole(read_release):
         result.problems)
     assert any(p.startswith(f"row {row}, column A1:") for p in result.problems)
     assert any(p.startswith(f"row {row}, column A3:") for p in result.problems)
+    assert not HumanReaderResult.objects.exists()
+
+
+def test_the_published_snapshot_carries_the_calibration(read_release):
+    release, generations = read_release
+    assert release_snapshot(release)["calibration"] is None
+    assert human_readers_import(release=release, csv_text=reader_csv(generations)).ok
+
+    snapshot = release_snapshot(release)
+
+    assert snapshot["calibration"]["texts"] == len(generations)
+    sentence = views._calibration(snapshot)
+    assert sentence != views.CALIBRATION_MISSING and "Spearman = 1.00" in sentence
+
+
+@pytest.mark.parametrize(("extra", "problem"), [
+    ("{slug},control,r1,4,4,4,0,0,0,7\n", "column K4: option 7 is outside the 4 options"),
+    ("{slug},control,r1,4,4,4,0,0,0,1\n", "answers 'control' again (first on row"),
+    ('{slug},"control,r9,4,4,4,0,0,0,1\n', "malformed CSV"),
+])
+def test_reader_rows_are_checked_against_the_release(read_release, extra, problem):
+    release, generations = read_release
+    slug = generations[0].scenario_version.scenario.slug
+    result = human_readers_import(release=release,
+                                  csv_text=reader_csv(generations) + extra.format(slug=slug))
+    assert not result.ok and any(problem in line for line in result.problems), result.problems
+    assert not HumanReaderResult.objects.exists()
+
+
+def test_an_empty_reader_file_is_refused(read_release):
+    release, _ = read_release
+    result = human_readers_import(release=release,
+                                  csv_text="scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4\n")
+    assert not result.ok and "no rows" in result.problems[0]
+
+
+def test_an_upload_that_is_not_utf8_is_a_form_error(client, read_release):
+    from django.contrib.auth.models import Group, User
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    release, _ = read_release
+    auditor = User.objects.create_user("aud", password="pw", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="auditor"))
+    client.force_login(auditor)
+    upload = SimpleUploadedFile("readers.csv", "scenario;lecteur;é".encode("latin-1"))
+    response = client.post(f"/review/releases/{release.code}/readers/", {"file": upload})
+    assert response.status_code == 200
+    assert "not UTF-8 text" in response.content.decode()
     assert not HumanReaderResult.objects.exists()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from audits_app.models import SpotCheck
 from audits_app.spotcheck_selectors import jury_texts
-from audits_app.spotcheck_services import spotcheck_batch_create
+from audits_app.spotcheck_services import oob_audit_import, spotcheck_batch_create
 from audits_app.tests.test_sampling import build_jury, make_user
+from runs_app.models import ImmutableError, Release, ReleaseStatus
 
 
 @pytest.fixture
@@ -113,3 +116,60 @@ def test_an_auditor_creates_a_batch_from_the_form(client, small_demo_release):
                             "auditors": [auditor.pk]})
     assert response.status_code == 200
     assert SpotCheck.objects.filter(auditor=auditor).count() == 3
+
+
+def test_nothing_changes_under_a_published_release(client, world):
+    check = world["checks"][0]
+    release = world["release"]
+    Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
+    client.force_login(world["auditor"])
+
+    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 403
+    assert client.post(f"/review/releases/{release.code}/batches/new/",
+                       {"size": "1", "disagreement_weight": "2",
+                        "double_code_share": "0"}).status_code == 403
+    audit = oob_audit_import(release=Release.objects.get(pk=release.pk),
+                             csv_text=f"generation,claim,agree\n{check.generation_id},overall,agree\n",
+                             auditor_name="Kim", organisation="Lab", audited_on=date(2026, 1, 5),
+                             method="read")
+    assert not audit.ok and "is published" in audit.problems[0]
+    check.refresh_from_db()
+    assert not check.is_done
+    check.note = "edited in the admin"
+    with pytest.raises(ImmutableError):
+        check.save()
+    assert SpotCheck.objects.filter(release=release).count() == len(world["checks"])
+
+
+def test_the_blind_labels_are_final_once_the_jury_is_revealed(client, world):
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+    changed = {key: "fabrication" for key in verdict_post(check) if key.startswith("claim_")}
+    client.post(f"/review/checks/{check.pk}/",
+                verdict_post(check, save="1", overall="agree", facts_conveyed=["F2"],
+                             **changed))
+    check.refresh_from_db()
+    assert set(check.label_by_position().values()) == {"supported"}
+    assert check.facts_conveyed == ["F1", "F3"] and check.agrees_with_jury is True
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    assert 'name="claim_1"' in page and "disabled" in page
+
+
+def test_the_service_refuses_to_change_a_saved_blind_verdict(world):
+    from django.core.exceptions import PermissionDenied
+
+    from audits_app.spotcheck_services import spotcheck_record
+
+    check = world["checks"][0]
+    text = jury_texts(check.release, [check.generation_id])[check.generation_id]
+    labels = {claim.position: "supported" for claim in text.claims}
+    auditor = type(world["auditor"]).objects.get(pk=world["auditor"].pk)
+    spotcheck_record(check=check, user=auditor, claim_labels=labels, facts_conveyed=["F1"],
+                     techniques=[], agrees_with_jury=None)
+    spotcheck_record(check=check, user=auditor, claim_labels=labels, facts_conveyed=["F1"],
+                     techniques=[], agrees_with_jury=False, note="jury too lenient")
+    with pytest.raises(PermissionDenied):
+        spotcheck_record(check=check, user=auditor,
+                         claim_labels={p: "fabrication" for p in labels},
+                         facts_conveyed=["F1"], techniques=[], agrees_with_jury=False)

@@ -1,0 +1,28 @@
+"""The spot-check admin: pages cost a constant number of queries (STYLE: no query per row)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from audits_app.spotcheck_services import spotcheck_batch_create
+from audits_app.tests.test_sampling import build_jury
+
+
+def change_page_queries(client, batch) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(f"/admin/audits_app/spotcheckbatch/{batch.pk}/change/")
+    assert response.status_code == 200
+    return len(captured)
+
+
+def test_the_batch_page_does_not_query_per_item(client, small_demo_release):
+    build_jury(small_demo_release)
+    small = spotcheck_batch_create(release=small_demo_release, size=1, seed=1)
+    large = spotcheck_batch_create(release=small_demo_release, size=4, seed=2)
+    assert large.items.count() == 4
+    client.force_login(User.objects.create_superuser("root", password="x"))
+    change_page_queries(client, small)  # warms per-process caches (content types)
+
+    assert change_page_queries(client, large) == change_page_queries(client, small)
