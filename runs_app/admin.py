@@ -163,12 +163,6 @@ class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
             "<th>claimed</th><th>failed</th><th>time left</th></tr></thead>"
             "<tbody>{}</tbody></table>", rows)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Release | None = None
-                            ) -> Sequence[str]:
-        # Code, language and title come from the configuration; `ReleaseForm` disables the
-        # configuration itself once the release is frozen.
-        return super().get_readonly_fields(request, obj)
-
     def has_change_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         if obj is not None and obj.is_published:
             return False

@@ -153,8 +153,12 @@ def reader_brief(document, language: str) -> ReaderBrief:
 
 
 def delimit(text: str, begin: str = BEGIN_TEXT, end: str = END_TEXT) -> str:
-    for marker in MARKERS + (BEGIN_REVEAL, END_REVEAL):
-        text = text.replace(marker, "")
+    # Removing a marker can join its neighbours into another ("<<<END <<<END TEXT>>>TEXT>>>"),
+    # so remove until none is left; each pass shortens the text, so this ends.
+    markers = MARKERS + (BEGIN_REVEAL, END_REVEAL)
+    while any(marker in text for marker in markers):
+        for marker in markers:
+            text = text.replace(marker, "")
     return f"{begin}\n{text.strip()}\n{end}"
 
 

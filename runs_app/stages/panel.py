@@ -90,6 +90,8 @@ class PanelStage(PublicStage):
     name = "panel"
     work_model = ReaderResponse
     after = ("refusal",)
+    # Twelve rows read each text: fetch it with the claimed batch, not once per row.
+    claim_related = ("generation",)
 
     def plan(self, release: Release) -> int:
         config = release.parsed_config()
@@ -140,4 +142,4 @@ def _stimulus(item: ReaderResponse, document) -> str | None:
         return document.control_text
     if item.stimulus == Stimulus.HUMAN:
         return next(h.text for h in document.human_baselines if h.id == item.stimulus_key)
-    return Generation.objects.values_list("text", flat=True).get(pk=item.generation_id)
+    return item.generation.text
