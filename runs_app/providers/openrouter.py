@@ -24,9 +24,6 @@ from runs_app.providers.base import CompletionRequest, CompletionResult, Provide
 logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
-# Statuses that say "this request is wrong or this account cannot pay": trying the
-# same request again only spends time (DESIGN section 5).
-PERMANENT_STATUSES = frozenset({400, 401, 402, 403, 404})
 # Rate limits and "no provider available right now": the server may say how long to wait.
 THROTTLE_STATUSES = frozenset({429, 503})
 ERROR_DETAIL_LIMIT = 300
@@ -72,7 +69,9 @@ class OpenRouterProvider:
         base_url = base_url or os.environ.get("OPENROUTER_BASE_URL") or DEFAULT_BASE_URL
         self.base_url = base_url.rstrip("/")
         # Kept private and out of __repr__: the key must never reach a log or a traceback.
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENROUTER_API_KEY")
+        # Stripped: a key read from a secret file often ends in a newline, which httpx refuses.
+        key = api_key if api_key is not None else os.environ.get("OPENROUTER_API_KEY")
+        self._api_key = key.strip() if key else key
         self.concurrency = concurrency
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
@@ -143,6 +142,12 @@ class OpenRouterProvider:
         except httpx.UnsupportedProtocol as exc:
             # A misconfigured OPENROUTER_BASE_URL does not heal by waiting.
             raise _AttemptFailed(f"bad base URL: {exc}", status=None, permanent=True) from None
+        except httpx.LocalProtocolError:
+            # The request cannot be sent as given (h11 rejects a header, e.g. a key with a
+            # line break). Its message quotes the header value, key included: keep it out.
+            raise _AttemptFailed("the request could not be sent (an invalid header value; "
+                                 "check OPENROUTER_API_KEY)", status=None,
+                                 permanent=True) from None
         except httpx.TimeoutException as exc:
             raise _AttemptFailed(f"{type(exc).__name__} (no reply in time)", status=None,
                                  permanent=False) from None

@@ -494,3 +494,27 @@ def test_parse_retry_after_reads_seconds_and_dates() -> None:
     assert parse_retry_after("soon") is None
     in_ten = email.utils.formatdate(time.time() + 10, usegmt=True)
     assert 8.0 <= (parse_retry_after(in_ten) or 0.0) <= 10.0
+
+
+def test_a_key_with_a_trailing_newline_is_sent_without_it(server: FakeOpenRouter) -> None:
+    # Keys read from secret files often end in a newline; httpx refuses such a header.
+    complete(make_provider(server, api_key=f"{API_KEY}\n"), make_request())
+
+    assert server.requests[0].headers["Authorization"] == f"Bearer {API_KEY}"
+
+
+def test_a_key_that_cannot_be_sent_fails_permanently_without_showing_it(
+    server: FakeOpenRouter, caplog: pytest.LogCaptureFixture
+) -> None:
+    # httpx's own error quotes the header value, key and all.
+    secret = "sk-or-v1-broken\nsecret"
+    provider = make_provider(server, api_key=secret)
+
+    # INFO, not DEBUG: httpcore's own debug trace repeats the exception (not our logger).
+    with caplog.at_level(logging.INFO):
+        error = failure(provider, make_request())
+
+    assert error.permanent
+    assert server.count() == 0
+    exposed = [error.message, str(error.__context__), str(error.__cause__), caplog.text]
+    assert all("secret" not in text and "broken" not in text for text in exposed)
