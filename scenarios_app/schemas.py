@@ -20,6 +20,11 @@ FORMAT = "baitbench.scenario/1"
 CONTROL_TEXT_WORDS = (200, 400)
 
 Text = Annotated[str, Field(min_length=1)]
+# Bounded like the database columns they are stored in (scenarios_app.models): a longer value
+# is a problem line here, not a database error halfway through an import.
+Line = Annotated[str, Field(min_length=1, max_length=200)]
+ShortLine = Annotated[str, Field(min_length=1, max_length=100)]
+ID_LENGTH = 8
 
 
 class _Strict(BaseModel):
@@ -27,7 +32,7 @@ class _Strict(BaseModel):
 
 
 class Organisation(_Strict):
-    name: Text
+    name: Line
     description: Text
 
 
@@ -38,26 +43,26 @@ class Fact(_Strict):
 
 
 class Uncertainty(_Strict):
-    id: Annotated[str, Field(pattern=r"^U[1-9][0-9]*$")]
+    id: Annotated[str, Field(pattern=r"^U[1-9][0-9]*$", max_length=ID_LENGTH)]
     strength: Literal["likely", "possible", "unlikely", "unknown"]
     text: Text
     note: Text
 
 
 class ConfidentialFact(_Strict):
-    id: Annotated[str, Field(pattern=r"^X[1-9][0-9]*$")]
+    id: Annotated[str, Field(pattern=r"^X[1-9][0-9]*$", max_length=ID_LENGTH)]
     text: Text
 
 
 class AttitudeQuestion(_Strict):
-    id: Annotated[str, Field(pattern=r"^A[1-9][0-9]*$")]
+    id: Annotated[str, Field(pattern=r"^A[1-9][0-9]*$", max_length=ID_LENGTH)]
     text: Text
-    low: Text
-    high: Text
+    low: ShortLine
+    high: ShortLine
 
 
 class KnowledgeQuestion(_Strict):
-    id: Annotated[str, Field(pattern=r"^K[1-9][0-9]*$")]
+    id: Annotated[str, Field(pattern=r"^K[1-9][0-9]*$", max_length=ID_LENGTH)]
     text: Text
     options: Annotated[list[Text], Field(min_length=2)]
     correct: int
@@ -65,9 +70,9 @@ class KnowledgeQuestion(_Strict):
 
 
 class HumanBaseline(_Strict):
-    id: Annotated[str, Field(pattern=r"^H[1-9][0-9]*$")]
+    id: Annotated[str, Field(pattern=r"^H[1-9][0-9]*$", max_length=ID_LENGTH)]
     task: Literal["T1", "T2", "T3"]
-    author: Text
+    author: Line
     text: Text
 
 
@@ -77,7 +82,7 @@ class ScenarioFile(_Strict):
     language: Literal["en", "nl"]
     visibility: Literal["public", "held-out"]
     title: Annotated[str, Field(min_length=1, max_length=200)]
-    canary: Annotated[str, Field(pattern=r"^BAITBENCH-CANARY-[0-9a-f-]{8,}$")]
+    canary: Annotated[str, Field(pattern=r"^BAITBENCH-CANARY-[0-9a-f-]{8,}$", max_length=120)]
     organisation: Organisation
     situation: Text
     facts: Annotated[list[Fact], Field(min_length=8)]

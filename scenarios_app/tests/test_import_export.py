@@ -277,3 +277,29 @@ def test_re_importing_earlier_content_makes_it_current_without_a_third_version(t
     assert scenario.versions.count() == 2
     assert scenario.current_version.number == 1
     assert scenario.title == "Greenvale soft cheese listeria recall"
+
+
+@pytest.mark.parametrize(("field", "path", "value"), [
+    ("organisation.name", ("organisation", "name"), "N" * 201),
+    ("attitude_questions[0].low", ("attitude_questions", 0, "low"), "l" * 101),
+    ("human_baselines[0].author", ("human_baselines", 0, "author"), "a" * 201),
+    ("uncertainties[0].id", ("uncertainties", 0, "id"), "U123456789"),
+    ("canary", ("canary",), "BAITBENCH-CANARY-" + "0" * 110),
+])
+def test_a_value_too_long_for_its_column_is_a_problem_line_not_a_database_error(
+    tmp_path, field, path, value
+):
+    # SQLite would store it and PostgreSQL would raise mid-import: the file's rules decide.
+    document = other_scenario_document("too-long")
+    *parents, last = path
+    target = document
+    for part in parents:
+        target = target[part]
+    target[last] = value
+    bad = write(tmp_path, "too-long.yaml", document)
+
+    code, _, err = run("import_scenarios", bad)
+
+    assert code == 1
+    assert err.splitlines()[0].startswith(f"{bad}: {field}: "), err
+    assert not Scenario.objects.filter(slug="too-long").exists()
