@@ -22,8 +22,9 @@ log = logging.getLogger("baitbench.tasks")
 TASK_PATH = "runs_app.tasks.drain_stage"
 
 
-def enqueue_stage(code: str, stage: str) -> str:
-    return async_task(TASK_PATH, code, stage, task_name=f"drain {code} {stage}",
+def enqueue_stage(code: str, stage: str, chain: bool = True) -> str:
+    """`chain=False` drains this stage only: the next stage is not enqueued after it."""
+    return async_task(TASK_PATH, code, stage, chain, task_name=f"drain {code} {stage}",
                       group=f"release:{code}")
 
 

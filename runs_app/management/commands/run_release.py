@@ -61,8 +61,10 @@ class Command(BaseCommand):
         stages = [stage] if stage else available_stages()
         if not sync:
             ensure_schedule()
-            enqueue_stage(code, stages[0])
-            self.stdout.write(f"enqueued {code}: {stages[0]} (the chain continues in the queue)")
+            # One stage asked for is that stage alone: the chain would go on to pay for the rest.
+            enqueue_stage(code, stages[0], chain=not stage)
+            then = "only this stage" if stage else "the chain continues in the queue"
+            self.stdout.write(f"enqueued {code}: {stages[0]} ({then})")
             return
         for name in stages:
             self._run_stage(release, name, concurrency)
