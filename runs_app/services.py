@@ -88,13 +88,16 @@ def release_create(*, config: ReleaseConfig, source: str = "release", user=None)
     """A draft release with its scenario versions pinned and its models registered."""
     versions = _pin_scenarios(config, source)
     for spec in config.models:
-        LlmModel.objects.update_or_create(
-            openrouter_id=spec.id,
-            defaults={"family": spec.family, "display_name": spec.name,
-                      "can_write": spec.id in config.writers,
-                      "can_judge": spec.id in config.jurors,
-                      "can_read": spec.id in (config.reader, config.journalist)},
+        model, _ = LlmModel.objects.get_or_create(
+            openrouter_id=spec.id, defaults={"can_write": False}
         )
+        # The registry's pools are the union over releases: a release in which a model has
+        # no role leaves the roles other releases gave it.
+        model.family, model.display_name = spec.family, spec.name
+        model.can_write |= spec.id in config.writers
+        model.can_judge |= spec.id in config.jurors
+        model.can_read |= spec.id in (config.reader, config.journalist)
+        model.save()
     pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
     stored = config.model_copy(update={"scenarios": pinned}).model_dump(mode="json")
     release = Release.objects.create(

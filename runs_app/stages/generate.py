@@ -133,6 +133,8 @@ class GenerateStage(Stage):
             "attempts": item.attempts + len(outcome.attempts),
             "prompt": outcome.job.prompt_text,
             "prompt_hash": outcome.job.prompt_hash,
+            # A failed cell was paid for too, and so were the runs before an operator's retry.
+            **_usage(item, outcome.attempts),
         }
         accepted = outcome.accepted
         if accepted is None:
@@ -142,7 +144,6 @@ class GenerateStage(Stage):
             "finish_reason": accepted.finish_reason or "",
             "upstream_provider": accepted.upstream_provider,
             "provider_generation_id": accepted.generation_id or "",
-            **_usage(outcome.attempts),
         }
 
     def _config(self, release: Release):
@@ -168,16 +169,19 @@ class GenerateStage(Stage):
         return self._texts[key]
 
 
-def _usage(attempts: list[AttemptRecord]) -> dict[str, Any]:
-    """Tokens and cost of every attempt: a regenerated text costs what all its tries cost."""
+def _usage(item: Generation, attempts: list[AttemptRecord]) -> dict[str, Any]:
+    """Tokens and cost of every attempt, added to what the row already counts: a
+    regenerated text costs what all its tries cost, earlier runs included."""
     results = [attempt.result for attempt in attempts if attempt.result is not None]
     costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    if item.cost_usd is not None:
+        costs.append(item.cost_usd)
     return {
-        "prompt_tokens": sum(result.prompt_tokens for result in results),
-        "completion_tokens": sum(result.completion_tokens for result in results),
-        "reasoning_tokens": sum(result.reasoning_tokens for result in results),
+        "prompt_tokens": item.prompt_tokens + sum(r.prompt_tokens for r in results),
+        "completion_tokens": item.completion_tokens + sum(r.completion_tokens for r in results),
+        "reasoning_tokens": item.reasoning_tokens + sum(r.reasoning_tokens for r in results),
         "cost_usd": sum(costs) if costs else None,
-        "latency_ms": results[-1].latency_ms if results else 0,
+        "latency_ms": results[-1].latency_ms if results else item.latency_ms,
     }
 
 

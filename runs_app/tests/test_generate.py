@@ -7,6 +7,7 @@ import pytest
 from runs_app.models import Generation, GenerationAttempt, WorkStatus
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
+from runs_app.selectors import stage_progress
 from runs_app.services import release_create, release_freeze, work_retry_failed
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
@@ -128,6 +129,36 @@ def test_attempts_are_capped_then_the_cell_fails_with_the_reason(imported_scenar
     assert generation.status == WorkStatus.FAILED
     assert "finish_reason: length" in generation.error
     assert generation.attempt_log.count() == 2 and server.count() == 2
+
+
+def attempt_totals(generation: Generation) -> tuple[int, int, float]:
+    attempts = list(generation.attempt_log.all())
+    return (sum(a.prompt_tokens for a in attempts), sum(a.completion_tokens for a in attempts),
+            round(sum(a.cost_usd or 0 for a in attempts), 8))
+
+
+@pytest.mark.django_db
+def test_a_failed_cell_still_counts_what_its_attempts_cost(imported_scenarios, server):
+    # Two texts cut off at the budget were paid for: "cost so far" must show them.
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"],
+                                 max_attempts=2)
+    server.enqueue_length_finish()
+    server.enqueue_length_finish()
+    run_generate(release, server)
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.FAILED
+    prompt_tokens, completion_tokens, cost = attempt_totals(generation)
+    assert cost > 0
+    assert (generation.prompt_tokens, generation.completion_tokens,
+            round(generation.cost_usd, 8)) == (prompt_tokens, completion_tokens, cost)
+    assert round(stage_progress(release, "generate").cost_usd, 8) == cost
+
+    work_retry_failed(release=release, stage_name="generate")
+    run_generate(release, server)
+    generation.refresh_from_db()
+    assert generation.status == WorkStatus.DONE
+    assert (generation.prompt_tokens, generation.completion_tokens,
+            round(generation.cost_usd, 8)) == attempt_totals(generation)
 
 
 @pytest.mark.django_db

@@ -73,3 +73,17 @@ def test_a_draft_is_editable_and_a_frozen_release_is_not(operator_client, demo_r
     demo_release.refresh_from_db()
     assert demo_release.title == "Renamed draft" and demo_release.config_hash == frozen_hash
     assert demo_release.config["variants"] == 1
+
+
+def test_a_new_release_adds_to_a_models_roles_and_never_takes_one_away(imported_scenarios):
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_create
+
+    data = yaml.safe_load(demo_config(code="roles.0"))
+    release_create(config=ReleaseConfig.model_validate(data))
+    assert LlmModel.objects.get(openrouter_id="fixture/spinner").can_write
+    # A later release in which the spinner is not a writer leaves the registry's pool alone.
+    writers = [model for model in data["writers"] if model != "fixture/spinner"]
+    release_create(config=ReleaseConfig.model_validate(data | {"code": "roles.1",
+                                                                "writers": writers}))
+    assert LlmModel.objects.get(openrouter_id="fixture/spinner").can_write
