@@ -145,6 +145,9 @@ Q_CLUSTER: dict = {
     "poll": 0.5,
     "label": "Background work",
 }
+# A drain task stops claiming after this long, well inside `timeout`, so the calls it has in
+# flight finish and are written before django-q would kill it; the stage goes on in a new task.
+BAITBENCH_DRAIN_SECONDS = envint("BAITBENCH_DRAIN_SECONDS", int(Q_CLUSTER["timeout"] * 0.6))
 if os.environ.get("REDIS_URL"):
     Q_CLUSTER["redis"] = os.environ["REDIS_URL"]
 else:

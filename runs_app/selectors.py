@@ -76,13 +76,31 @@ def format_eta(seconds: float | None) -> str:
 
 
 def stalled_work(now: dt.datetime | None = None) -> list[tuple[str, str]]:
-    """(release code, stage) pairs with pending rows or claims whose lease ran out."""
+    """(release code, stage) pairs of running releases that need a drain nobody is doing.
+
+    A stage needs one when its claims' leases ran out (a worker died), when it has pending
+    rows and no live claim (its task was lost), or when it has no rows yet although every
+    stage before it is finished (the hand-over to it was lost). A stage a live worker is
+    draining holds live claims (renewed while it works) and is left alone, so the schedule
+    does not pile up duplicate tasks.
+    """
     now = now or timezone.now()
     found = []
     for release in Release.objects.filter(status="running"):
         for name in available_stages():
             rows = get_stage(name).rows(release)
-            if rows.filter(Q(status=WorkStatus.PENDING) |
-                           Q(status=WorkStatus.CLAIMED, lease_expires_at__lt=now)).exists():
+            state = rows.aggregate(
+                total=Count("pk"),
+                pending=Count("pk", filter=Q(status=WorkStatus.PENDING)),
+                live=Count("pk", filter=Q(status=WorkStatus.CLAIMED,
+                                          lease_expires_at__gte=now)),
+                expired=Count("pk", filter=Q(status=WorkStatus.CLAIMED,
+                                             lease_expires_at__lt=now)),
+            )
+            if state["expired"] or (state["pending"] and not state["live"]):
                 found.append((release.code, name))
+            if state["total"] == 0 and not state["live"]:
+                found.append((release.code, name))
+            if state["total"] == 0 or state["pending"] or state["live"] or state["expired"]:
+                break  # later stages wait for this one
     return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
@@ -31,10 +32,14 @@ def enqueue_stage(code: str, stage: str, chain: bool = True) -> str:
 def drain_stage(code: str, stage: str, chain: bool = True) -> dict:
     """Drain one stage; when it is complete, hand over to the next stage of the chain."""
     release = Release.objects.get(code=code)
-    report = drain(get_stage(stage), release)
+    # Stop claiming well before django-q's timeout kills the task: calls in flight then
+    # finish and are written, and the stage continues in a fresh task.
+    report = drain(get_stage(stage), release, time_budget=settings.BAITBENCH_DRAIN_SECONDS)
     log.info("drained %s %s: %s finished, %s lost", code, stage, report.finished, report.lost)
     progress = stage_progress(release, stage)
-    if chain and progress.pending == 0 and progress.claimed == 0:
+    if report.out_of_time and progress.pending:
+        enqueue_stage(code, stage, chain)
+    elif chain and progress.pending == 0 and progress.claimed == 0:
         following = next_stage(stage)
         if following:
             enqueue_stage(code, following)
@@ -63,10 +68,14 @@ def mark_scored(release: Release) -> bool:
 
 
 def reenqueue_stalled() -> int:
-    """Scheduled: drain again what a lost task or a killed worker left behind."""
+    """Scheduled: drain again what a lost task or a killed worker left behind, and settle
+    releases whose last hand-over was lost."""
     stalled = stalled_work()
     for code, stage in stalled:
         enqueue_stage(code, stage)
+    for release in Release.objects.filter(status=ReleaseStatus.RUNNING):
+        if not any(code == release.code for code, _ in stalled):
+            mark_scored(release)
     return len(stalled)
 
 

@@ -148,6 +148,7 @@ class DrainReport:
     planned: int = 0
     finished: int = 0
     lost: int = 0
+    out_of_time: bool = False  # stopped claiming at its time budget; work may remain
 
 
 class _LoopThread:
@@ -180,6 +181,7 @@ def renew_leases(stage: Stage, tokens: set[str]) -> int:
 def _drain_rows(
     stage: Stage, release: Release, calls: _LoopThread, providers: ProviderPool,
     concurrency: int, worker: str, on_finished: Callable[[], None] | None, report: DrainReport,
+    deadline: float | None = None,
 ) -> None:
     in_flight: dict[futures.Future, Any] = {}
     ready: collections.deque = collections.deque()
@@ -190,6 +192,8 @@ def _drain_rows(
     renewed = time.monotonic()
     exhausted = False
     while True:
+        if deadline is not None and time.monotonic() > deadline and not report.out_of_time:
+            report.out_of_time = exhausted = True  # claim nothing more; finish what we hold
         if not exhausted and len(ready) < ahead:
             wanted = concurrency + ahead - len(in_flight) - len(ready)
             batch = claim_batch(stage, release, wanted, worker)
@@ -213,14 +217,16 @@ def _drain_rows(
             renew_leases(stage, {item.claim_token for item in [*in_flight.values(), *ready]})
             renewed = time.monotonic()
         # Rows may have been freed or planned meanwhile: look again next time round.
-        exhausted = False
+        exhausted = report.out_of_time
 
 
 def drain(
     stage: Stage, release: Release, *, concurrency: int | None = None, worker: str | None = None,
     on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
+    time_budget: float | None = None,
 ) -> DrainReport:
-    """Plan, then drain the stage's pending rows of one release until none are left."""
+    """Plan, then drain the stage's pending rows of one release until none are left, or
+    until `time_budget` seconds have passed (then the rows it holds are still finished)."""
     if Release.objects.filter(pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
         raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
@@ -228,8 +234,9 @@ def drain(
     pool = providers or ProviderPool()
     calls = _LoopThread()
     try:
+        deadline = time.monotonic() + time_budget if time_budget is not None else None
         _drain_rows(stage, release, calls, pool, concurrency, worker or worker_name(),
-                    on_finished, report)
+                    on_finished, report, deadline)
     finally:
         calls.close(pool)
     stage.settle(release)
