@@ -60,7 +60,8 @@ POSITION_OFFSET = 10_000
 USED_VERSION_NOTE = (
     "Every writing model receives these words, word for word. Once a release has used this "
     "version, do not edit it: add a new version (same code and language, next version number) "
-    "instead. Previews and new releases use the newest version."
+    "instead. A release sends the versions its configuration names (task_version and "
+    "condition_version, 1 unless set); the preview shows the newest version."
 )
 
 

@@ -26,9 +26,9 @@ class ProgressBar:
         if self.live:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
-            rate = (time.monotonic() - self.started)
+            elapsed = time.monotonic() - self.started
             self.stream.write(f"\r{self.label:<10} [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{self.done}/{self.total} {rate:5.1f}s")
+                              f"{self.done}/{self.total} {elapsed:5.1f}s")
             self.stream.flush()
 
     def close(self) -> None:
