@@ -44,6 +44,18 @@ EXTRA = {
 
 VIEW_APPS = ("scenarios_app", "runs_app", "audits_app")
 
+# What auditors may not even view in the admin: who wrote a text and what the jury said.
+# Their spot-checks are blind until they save a verdict (issue 6); they work in /review/,
+# which reveals both only then.
+HIDDEN_FROM = {
+    "auditor": {
+        ("runs_app", model) for model in (
+            "generation", "generationattempt", "jurorverdict", "claim", "refusalcheck",
+            "readerresponse", "agentrun", "textscore",
+        )
+    } | {("audits_app", "spotcheckitem")},
+}
+
 
 def role_permission_codenames(role: str) -> set[tuple[str, str]]:
     wanted: set[tuple[str, str]] = set(EXTRA[role])
@@ -61,11 +73,14 @@ def sync_roles(apps=None, **kwargs) -> None:
         apps = global_apps
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
-    view = list(permission_model.objects.filter(
+    views = list(permission_model.objects.filter(
         content_type__app_label__in=VIEW_APPS, codename__startswith="view_"
-    ))
+    ).select_related("content_type"))
     for role in ROLE_NAMES:
         group, _ = group_model.objects.get_or_create(name=role)
+        hidden = HIDDEN_FROM.get(role, set())
+        view = [p for p in views
+                if (p.content_type.app_label, p.codename.removeprefix("view_")) not in hidden]
         wanted = role_permission_codenames(role)
         chosen = [
             permission

@@ -173,3 +173,14 @@ def test_the_service_refuses_to_change_a_saved_blind_verdict(world):
         spotcheck_record(check=check, user=auditor,
                          claim_labels={p: "fabrication" for p in labels},
                          facts_conveyed=["F1"], techniques=[], agrees_with_jury=False)
+
+
+def test_auditors_cannot_look_up_the_jury_or_the_writer_in_the_admin(client, world):
+    client.force_login(world["auditor"])
+    for url in ("/admin/runs_app/jurorverdict/", "/admin/runs_app/generation/",
+                "/admin/audits_app/spotcheckitem/"):
+        assert client.get(url).status_code in (403, 404), url
+    check = world["checks"][0]
+    assert client.get(f"/admin/runs_app/generation/{check.generation_id}/change/"
+                      ).status_code == 403
+    assert client.get(f"/review/checks/{check.pk}/").status_code == 200
