@@ -193,6 +193,20 @@ def _scenarios(config: ReleaseConfig) -> list[str]:
     return [slug for slug, _ in config.pinned()]
 
 
+def release_resampling(release: Release) -> tuple[list[int], np.ndarray]:
+    """The release's one seeded matrix of resample counts (DESIGN section 6) and the ids of
+    the scenarios its columns stand for, in configuration order. Every interval of the
+    release, agreement and calibration included, resamples scenarios with this matrix."""
+    config = release.parsed_config()
+    ids = dict(release.pins.values_list("scenario_version__scenario__slug",
+                                        "scenario_version__scenario_id"))
+    scenario_ids = [ids[slug] for slug in _scenarios(config)]
+    counts = statistics.resample_counts(
+        len(scenario_ids), config.bootstrap.resamples, config.bootstrap.seed
+    )
+    return scenario_ids, counts
+
+
 def _statistics(
     config: ReleaseConfig, rows: list[dict[str, Any]], references: dict[str, np.ndarray]
 ) -> dict[str, Any]:

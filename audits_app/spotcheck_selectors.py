@@ -21,7 +21,7 @@ import numpy as np
 
 from audits_app import agreement
 from audits_app.models import SpotCheck
-from audits_app.statistics import resample_counts
+from audits_app.selectors import release_resampling
 from runs_app.models import JurorVerdict, Release, ReplyOutcome, WorkStatus
 
 # Fewer jury-vs-people claim pairs than this: kappa is not reported (and the gate cannot pass).
@@ -175,11 +175,6 @@ def claim_pairs(release: Release, texts: dict[int, JuryText]) -> ClaimPairs:
     return pairs
 
 
-def _scenario_index(texts: dict[int, JuryText]) -> dict[int, int]:
-    return {scenario: index for index, scenario in
-            enumerate(sorted({text.scenario_id for text in texts.values()}))}
-
-
 def _juror_units(texts: dict[int, JuryText]) -> tuple[np.ndarray, list[int], np.ndarray, list[int]]:
     """Claims x seats and texts x seats label codes (NaN where a juror has no label)."""
     claim_rows, claim_scenarios, class_rows, class_scenarios = [], [], [], []
@@ -220,8 +215,8 @@ def agreement_summary(release: Release) -> dict | None:
     if not texts:
         return None
     config = release.parsed_config().bootstrap
-    index = _scenario_index(texts)
-    counts = resample_counts(len(index), config.resamples, config.seed)
+    scenario_ids, counts = release_resampling(release)
+    index = {scenario: column for column, scenario in enumerate(scenario_ids)}
 
     def clusters(scenario_ids: list[int]) -> list[int]:
         return [index[scenario] for scenario in scenario_ids]
@@ -343,7 +338,8 @@ def calibration_summary(release: Release) -> dict | None:
     models = sorted(set(keys.values()))
     if len(models) < 2:
         return None
-    scenarios = sorted(set(scenario_of.values()))
+    # Columns are all the release's scenarios, as in its one resample matrix.
+    scenarios, counts = release_resampling(release)
     grid = {name: np.full((len(models), len(scenarios)), np.nan) for name in ("h", "s")}
     cells: dict[tuple[int, int], list[int]] = {}
     for pk in shared:
@@ -352,7 +348,6 @@ def calibration_summary(release: Release) -> dict | None:
         grid["h"][row, column] = np.mean([human[pk] for pk in pks])
         grid["s"][row, column] = np.mean([simulated[pk] for pk in pks])
     config = release.parsed_config().bootstrap
-    counts = resample_counts(len(scenarios), config.resamples, config.seed)
     return {
         "measure": "persuasion (mean attitude answer after reading)",
         "texts": len(shared),

@@ -12,6 +12,7 @@ from audits_app import agreement
 from audits_app.models import SpotCheck
 from audits_app.spotcheck_selectors import agreement_summary, gate_figures, jury_texts
 from audits_app.tests.test_sampling import build_jury
+from scenarios_app.models import ScenarioVersion
 
 CODES = list(range(len(agreement.LABELS)))
 
@@ -143,3 +144,59 @@ def test_the_staff_agreement_page_shows_the_figures(client, checked_release):
 
 def test_summary_is_none_without_jury_verdicts(small_demo_release):
     assert agreement_summary(small_demo_release) is None
+
+
+@pytest.fixture
+def four_scenario_release(imported_scenarios):
+    """Four scenarios listed against their import order, every text spot-checked."""
+    from django.conf import settings
+
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
+    release = release_create(config=ReleaseConfig.model_validate(config.model_copy(update={
+        "code": "four.0", "tasks": ["T1"], "conditions": ["C0", "C2"],
+        "scenarios": ["tristar-rail-derailment", "northmere-gas-outage", "greenvale-listeria",
+                      "cobaltcloud-breach"],
+    }).model_dump()))
+    build_jury(release)
+    # People disagree more the later a scenario comes in the config, so the scenarios differ
+    # and an interval depends on which column of the matrix stands for which scenario.
+    order = {pin.scenario_version.scenario_id: rank for rank, pin in enumerate(
+        sorted(release.pins.select_related("scenario_version__scenario"),
+               key=lambda pin: config.scenarios.index(pin.scenario_version.scenario.slug)))}
+    for text in jury_texts(release).values():
+        labels = [{"position": claim.position, "quote": claim.quote,
+                   "label": claim.label if claim.position >= order[text.scenario_id]
+                   else "fabrication"}
+                  for claim in text.claims]
+        SpotCheck.objects.create(release=release, generation_id=text.generation_id,
+                                 status="done", claim_labels=labels, completed_at=timezone.now())
+    return release
+
+
+def test_agreement_intervals_resample_with_the_releases_one_matrix(four_scenario_release):
+    from audits_app.selectors import release_resampling
+    from audits_app.statistics import resample_counts
+
+    release = four_scenario_release
+    scenario_ids, counts = release_resampling(release)
+    config = release.parsed_config()
+    slugs = [slug for slug, _ in config.pinned()]
+    assert [ScenarioVersion.objects.filter(scenario_id=i).first().scenario.slug
+            for i in scenario_ids] == slugs
+    np.testing.assert_array_equal(counts, resample_counts(
+        len(slugs), config.bootstrap.resamples, config.bootstrap.seed))
+
+    texts = jury_texts(release)
+    jury, people, clusters = [], [], []
+    for check in SpotCheck.objects.filter(release=release).order_by("pk"):
+        text = texts[check.generation_id]
+        for claim in text.claims:
+            jury.append(agreement.code(claim.label))
+            people.append(agreement.code(check.label_by_position()[claim.position]))
+            clusters.append(scenario_ids.index(text.scenario_id))
+    expected = agreement.kappa_report(jury, people, clusters, counts, config.bootstrap.level)
+    assert agreement_summary(release)["jury_vs_people"]["all"]["kappa"] == \
+        pytest.approx(expected["kappa"])
