@@ -158,7 +158,9 @@ class WorkItem(PublishedGuard):
     claim_token = models.CharField(max_length=36, blank=True, db_index=True)
     claimed_by = models.CharField(max_length=100, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
-    claims = models.PositiveIntegerField(default=0, help_text="Times this row was claimed.")
+    claims = models.PositiveIntegerField(
+        default=0, help_text="Claims in a row that ended without a written result."
+    )
     attempts = models.PositiveIntegerField(default=0, help_text="Model calls made for it.")
     error = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -33,7 +33,8 @@ from runs_app.providers.pool import ProviderPool
 
 log = logging.getLogger("baitbench.stages")
 
-# A row claimed this many times without finishing is failed: its worker keeps dying on it.
+# A row claimed this many times in a row without a written result is failed: its worker
+# keeps dying on it.
 MAX_CLAIMS = 6
 
 
@@ -132,6 +133,8 @@ def write_outcome(stage: Stage, item: WorkItem, outcome: Any) -> bool:
     fields = stage.record(item, outcome)
     if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
         fields.setdefault("finished_at", timezone.now())
+    # `claims` counts claims in a row that ended without a written result; a write resets it.
+    fields.setdefault("claims", 0)
     stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
     return True
 

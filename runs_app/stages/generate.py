@@ -91,35 +91,34 @@ class GenerateStage(Stage):
                              attempts_left=max(0, config.max_attempts - item.attempts))
 
     async def execute(self, job: GenerationJob, providers: ProviderPool) -> GenerationOutcome:
+        """One call per claim. Each attempt is written as soon as it returns, and a text that
+        does not count goes back to pending for the next one: a worker killed mid-cell never
+        loses (and so never pays again for) an attempt it already made."""
         outcome = GenerationOutcome(job=job, attempts=[])
-        for _ in range(job.attempts_left):
-            try:
-                result = await providers.complete(job.request)
-            except ProviderError as error:
-                outcome.attempts.append(AttemptRecord("error", error=error.message))
-                if error.permanent:
-                    outcome.failure = f"permanent provider error: {error.message}"
-                    return outcome
-                continue
-            kind = _classify(result)
-            outcome.attempts.append(AttemptRecord(kind, result=result))
-            if kind == GenerationAttempt.Outcome.OK:
-                outcome.accepted = result
-                return outcome
-        outcome.failure = self._exhausted_reason(outcome.attempts)
+        if job.attempts_left <= 0:
+            outcome.failure = "no attempts left (max_attempts reached earlier)"
+            return outcome
+        try:
+            result = await providers.complete(job.request)
+        except ProviderError as error:
+            outcome.attempts.append(AttemptRecord("error", error=error.message))
+            if error.permanent:
+                outcome.failure = f"permanent provider error: {error.message}"
+            return outcome
+        kind = _classify(result)
+        outcome.attempts.append(AttemptRecord(kind, result=result))
+        if kind == GenerationAttempt.Outcome.OK:
+            outcome.accepted = result
         return outcome
 
     @staticmethod
-    def _exhausted_reason(attempts: list[AttemptRecord]) -> str:
-        if not attempts:
-            return "no attempts left (max_attempts reached earlier)"
-        last = attempts[-1]
+    def _attempt_reason(attempt: AttemptRecord) -> str:
         reasons = {
             "length": "stopped at the token budget (finish_reason: length)",
             "empty": "returned empty content",
-            "error": f"provider error: {last.error}",
+            "error": f"provider error: {attempt.error}",
         }
-        return f"{len(attempts)} attempt(s), the last {reasons.get(last.outcome, last.outcome)}"
+        return reasons.get(attempt.outcome, attempt.outcome)
 
     def record(self, item: Generation, outcome: GenerationOutcome) -> dict[str, Any]:
         # Numbered after every attempt kept so far: an operator's retry resets the budget
@@ -137,8 +136,16 @@ class GenerateStage(Stage):
             **_usage(item, outcome.attempts),
         }
         accepted = outcome.accepted
-        if accepted is None:
+        if outcome.failure:
             return fields | {"status": WorkStatus.FAILED, "error": outcome.failure}
+        if accepted is None:
+            reason = self._attempt_reason(outcome.attempts[-1])
+            if len(outcome.attempts) >= outcome.job.attempts_left:
+                return fields | {"status": WorkStatus.FAILED, "error": (
+                    f"{fields['attempts']} attempt(s), the last {reason}")}
+            # Not counted: back to pending, for the next attempt by whichever worker.
+            return fields | {"status": WorkStatus.PENDING, "error": f"last attempt {reason}",
+                             "claim_token": "", "claimed_by": "", "lease_expires_at": None}
         return fields | {
             "status": WorkStatus.DONE, "error": "", "text": accepted.text,
             "finish_reason": accepted.finish_reason or "",

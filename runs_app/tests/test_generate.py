@@ -221,3 +221,39 @@ def test_a_live_worker_keeps_its_claims_past_the_lease(imported_scenarios, setti
         run_generate(release, slow, concurrency=1)
         assert slow.count() == 4
     assert Generation.objects.filter(release=release, status=WorkStatus.DONE).count() == 4
+
+
+@pytest.mark.django_db
+def test_each_attempt_is_written_as_soon_as_it_returns(imported_scenarios, server):
+    # A worker killed after a paid `length` attempt must not lose it: the attempt is kept and
+    # the cell goes back to pending before the next attempt is made.
+    import asyncio
+
+    from runs_app.stages.base import claim_batch, write_outcome
+
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
+    stage = get_stage("generate")
+    stage.plan(release)
+    server.enqueue_length_finish()
+    [item] = claim_batch(stage, release, 1, "worker-1")
+    pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="test-key")
+
+    job = stage.build(item)
+
+    async def one_call():
+        try:
+            return await stage.execute(job, pool)
+        finally:
+            await pool.aclose()
+
+    assert write_outcome(stage, item, asyncio.run(one_call()))
+    generation = Generation.objects.get(release=release)
+    assert generation.status == WorkStatus.PENDING and generation.attempts == 1
+    assert [a.outcome for a in generation.attempt_log.all()] == ["length"]
+    assert generation.completion_tokens > 0 and not generation.claim_token
+
+    run_generate(release, server)
+    generation.refresh_from_db()
+    assert generation.status == WorkStatus.DONE
+    assert [a.outcome for a in generation.attempt_log.all()] == ["length", "ok"]
+    assert server.count() == 2
