@@ -39,8 +39,9 @@ from runs_app.crossexam import (
     steadfastness,
     writer_messages,
 )
+from runs_app.jury import InvalidReply
 from runs_app.models import AgentRun, Release, ReplyOutcome, TextScore, WorkStatus
-from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import PublicStage, read_generations
@@ -86,37 +87,16 @@ class CrossExamOutcome:
         return last.asked.reply if last.purpose == "steadfast_judge" else None
 
 
+def _spoken(text: str) -> str:
+    if not text.strip():
+        raise InvalidReply("empty content")
+    return text
+
+
 async def ask_writer(request: CompletionRequest, attempts_left: int,
                      providers: ProviderPool) -> Asked:
-    """One spokesperson answer: cut at the token budget or empty does not count (section 5).
-
-    Provider errors are kept and treated as `ask_structured` treats them.
-    """
-    asked = Asked()
-    for _ in range(attempts_left):
-        asked.attempts += 1
-        try:
-            result = await providers.complete(request)
-        except ProviderError as error:
-            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
-            asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
-                            f"{error.message}"
-            asked.permanent = error.permanent
-            if error.permanent:
-                return asked
-            continue
-        entry: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason,
-                                 "generation_id": result.generation_id,
-                                 "upstream_provider": result.upstream_provider}
-        asked.raw_replies.append(entry)
-        if result.finish_reason == "length":
-            entry["invalid"] = "stopped at the token budget (finish_reason: length)"
-        elif not result.text.strip():
-            entry["invalid"] = "empty content"
-        else:
-            asked.reply, asked.failure, asked.permanent = result.text, "", False
-            return asked
-    return asked
+    """One spokesperson answer: cut at the token budget or empty does not count (section 5)."""
+    return await ask_structured(request, _spoken, attempts_left, providers)
 
 
 class CrossExamStage(PublicStage):

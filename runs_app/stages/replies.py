@@ -53,9 +53,14 @@ async def ask_structured(
             if error.permanent:
                 return asked
             continue
-        entry: dict[str, Any] = {"text": result.text, "generation_id": result.generation_id,
+        entry: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason,
+                                 "generation_id": result.generation_id,
                                  "upstream_provider": result.upstream_provider}
         asked.raw_replies.append(entry)
+        if result.finish_reason == "length":
+            # Cut off at the token budget: not a whole reply, whatever it parses to.
+            entry["invalid"] = "stopped at the token budget (finish_reason: length)"
+            continue
         try:
             asked.reply = parse(result.text)
         except InvalidReply as error:
