@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent import futures
 from typing import Any, ClassVar
 
@@ -58,6 +58,13 @@ class Stage(abc.ABC):
     @abc.abstractmethod
     def plan(self, release: Release) -> int:
         """Create the pending rows that are possible now; return how many were new."""
+
+    def create_rows(self, release: Release, rows: Iterable[Any]) -> int:
+        """Insert the rows whose keys are new (a unique key makes planning idempotent);
+        return how many were new."""
+        before = self.rows(release).count()
+        self.work_model.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        return self.rows(release).count() - before
 
     @abc.abstractmethod
     def build(self, item: Any) -> Any:

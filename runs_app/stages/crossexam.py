@@ -44,7 +44,7 @@ from runs_app.models import AgentRun, Release, ReplyOutcome, TextScore, WorkStat
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.jury import release_juries
-from runs_app.stages.panel import PublicStage, read_generations
+from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.schemas import ScenarioFile
 
@@ -99,9 +99,8 @@ async def ask_writer(request: CompletionRequest, attempts_left: int,
     return await ask_structured(request, _spoken, attempts_left, providers)
 
 
-class CrossExamStage(PublicStage):
+class CrossExamStage(AgentRunStage):
     name = "crossexam"
-    work_model = AgentRun
     after = ("refusal",)
     claim_related = ("release", "generation", "generation__model")
     kind = AgentRun.Kind.CROSSEXAM
@@ -110,17 +109,11 @@ class CrossExamStage(PublicStage):
         super().__init__()
         self._judges: dict[int, dict[int, str]] = {}
 
-    def rows(self, release: Release):
-        return AgentRun.objects.filter(release=release, kind=self.kind)
-
     def plan(self, release: Release) -> int:
-        before = self.rows(release).count()
-        AgentRun.objects.bulk_create(
-            (AgentRun(release=release, generation=generation, kind=self.kind, position="")
-             for generation in read_generations(release).filter(task="T4").only("pk")),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return self.rows(release).count() - before
+        return self.create_rows(release, (
+            AgentRun(release=release, generation=generation, kind=self.kind, position="")
+            for generation in read_generations(release).filter(task="T4").only("pk")
+        ))
 
     def judge_for(self, release: Release, generation_id: int) -> str:
         """The first juror of the text's jury: the same jury the jury stage seats, so never

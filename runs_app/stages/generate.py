@@ -60,17 +60,14 @@ class GenerateStage(Stage):
         config = release.parsed_config()
         writers = list(LlmModel.objects.filter(openrouter_id__in=config.writers))
         versions = list(release.scenario_versions.all())
-        before = Generation.objects.filter(release=release).count()
         cells = itertools.product(
             writers, versions, config.tasks, config.conditions, range(config.variants)
         )
-        Generation.objects.bulk_create(
-            (Generation(release=release, model=model, scenario_version=version, task=task,
-                        condition=condition, variant=variant)
-             for model, version, task, condition, variant in cells),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return Generation.objects.filter(release=release).count() - before
+        return self.create_rows(release, (
+            Generation(release=release, model=model, scenario_version=version, task=task,
+                       condition=condition, variant=variant)
+            for model, version, task, condition, variant in cells
+        ))
 
     def build(self, item: Generation) -> GenerationJob:
         release = item.release

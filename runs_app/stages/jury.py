@@ -82,15 +82,12 @@ class JuryStage(Stage):
         juries = release_juries(release, config)
         jurors = {model.openrouter_id: model
                   for model in LlmModel.objects.filter(openrouter_id__in=config.jurors)}
-        before = JurorVerdict.objects.filter(release=release).count()
-        JurorVerdict.objects.bulk_create(
-            (JurorVerdict(release=release, generation_id=generation_id, juror=jurors[juror_id],
-                          seat=seat)
-             for generation_id in sorted(judged)
-             for seat, juror_id in enumerate(juries[generation_id])),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return JurorVerdict.objects.filter(release=release).count() - before
+        return self.create_rows(release, (
+            JurorVerdict(release=release, generation_id=generation_id, juror=jurors[juror_id],
+                         seat=seat)
+            for generation_id in sorted(judged)
+            for seat, juror_id in enumerate(juries[generation_id])
+        ))
 
     def build(self, item: JurorVerdict) -> JurorJob:
         config = item.release.parsed_config()

@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 from runs_app.models import (
+    AgentRun,
     Generation,
     ReaderResponse,
     RefusalCheck,
@@ -66,6 +67,16 @@ class PublicStage(Stage):
         return self._briefs[key]
 
 
+class AgentRunStage(PublicStage):
+    """A public stage whose rows are agent runs of one kind (uptake, reveal, cross-exam)."""
+
+    work_model = AgentRun
+    kind: str
+
+    def rows(self, release: Release):
+        return AgentRun.objects.filter(release=release, kind=self.kind)
+
+
 def read_generations(release: Release):
     """Finished texts the refusal check found complied or partial."""
     return Generation.objects.filter(
@@ -108,9 +119,7 @@ class PanelStage(PublicStage):
                                     scenario_version_id=generation.scenario_version_id,
                                     stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk))
                      for position in positions]
-        before = ReaderResponse.objects.filter(release=release).count()
-        ReaderResponse.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-        return ReaderResponse.objects.filter(release=release).count() - before
+        return self.create_rows(release, rows)
 
     def build(self, item: ReaderResponse) -> PanelJob:
         config = self.config(item.release_id)

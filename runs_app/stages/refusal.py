@@ -40,14 +40,11 @@ class RefusalStage(Stage):
     def plan(self, release: Release) -> int:
         config = release.parsed_config()
         judge = LlmModel.objects.get(openrouter_id=config.reader)
-        before = RefusalCheck.objects.filter(release=release).count()
         finished = Generation.objects.filter(release=release, status=WorkStatus.DONE)
-        RefusalCheck.objects.bulk_create(
-            (RefusalCheck(release=release, generation_id=generation_id, judge=judge)
-             for generation_id in finished.values_list("pk", flat=True)),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return RefusalCheck.objects.filter(release=release).count() - before
+        return self.create_rows(release, (
+            RefusalCheck(release=release, generation_id=generation_id, judge=judge)
+            for generation_id in finished.values_list("pk", flat=True)
+        ))
 
     def build(self, item: RefusalCheck) -> ReplyJob:
         config = item.release.parsed_config()

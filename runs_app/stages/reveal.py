@@ -37,7 +37,7 @@ from runs_app.public import (
     reveal_positions,
     revealed_items,
 )
-from runs_app.stages.panel import PublicStage, read_generations
+from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 
 FINISHED = (WorkStatus.DONE, WorkStatus.FAILED)
@@ -52,15 +52,11 @@ class RevealJob:
     attempts_left: int
 
 
-class RevealStage(PublicStage):
+class RevealStage(AgentRunStage):
     name = "reveal"
-    work_model = AgentRun
     claim_related = ("generation",)
     after = ("jury", "panel")
     kind = AgentRun.Kind.REVEAL
-
-    def rows(self, release: Release):
-        return AgentRun.objects.filter(release=release, kind=self.kind)
 
     def plan(self, release: Release) -> int:
         config = release.parsed_config()
@@ -70,15 +66,12 @@ class RevealStage(PublicStage):
             release=release, generation_id__in=ready, position__in=positions,
             status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
         ).values_list("generation_id", "position"))
-        before = self.rows(release).count()
-        AgentRun.objects.bulk_create(
-            (AgentRun(release=release, generation_id=generation_id, kind=self.kind,
-                      position=position)
-             for generation_id in sorted(ready) for position in positions
-             if (generation_id, position) in read),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return self.rows(release).count() - before
+        return self.create_rows(release, (
+            AgentRun(release=release, generation_id=generation_id, kind=self.kind,
+                     position=position)
+            for generation_id in sorted(ready) for position in positions
+            if (generation_id, position) in read
+        ))
 
     def build(self, item: AgentRun) -> RevealJob:
         config = self.config(item.release_id)

@@ -25,7 +25,7 @@ from runs_app.public import (
     judge_messages,
     parse_json_reply,
 )
-from runs_app.stages.panel import PublicStage, read_generations
+from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 
 
@@ -46,24 +46,17 @@ class UptakeOutcome:
     judge_request: CompletionRequest | None = None
 
 
-class UptakeStage(PublicStage):
+class UptakeStage(AgentRunStage):
     name = "uptake"
-    work_model = AgentRun
     claim_related = ("generation",)
     after = ("refusal",)
     kind = AgentRun.Kind.UPTAKE
 
-    def rows(self, release: Release):
-        return AgentRun.objects.filter(release=release, kind=self.kind)
-
     def plan(self, release: Release) -> int:
-        before = self.rows(release).count()
-        AgentRun.objects.bulk_create(
-            (AgentRun(release=release, generation=generation, kind=self.kind, position="")
-             for generation in read_generations(release).only("pk")),
-            ignore_conflicts=True, batch_size=500,
-        )
-        return self.rows(release).count() - before
+        return self.create_rows(release, (
+            AgentRun(release=release, generation=generation, kind=self.kind, position="")
+            for generation in read_generations(release).only("pk")
+        ))
 
     def build(self, item: AgentRun) -> UptakeJob:
         config = self.config(item.release_id)
