@@ -170,7 +170,23 @@ class WorkItem(PublishedGuard):
         abstract = True
 
 
-class Generation(WorkItem):
+class ProviderLog(models.Model):
+    """What the provider reported for a call: upstream, ids, usage, cost, latency."""
+
+    # None: the provider reported none (OpenRouter's `provider` field may be absent).
+    upstream_provider = models.CharField(max_length=200, null=True, blank=True)
+    provider_generation_id = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Generation(WorkItem, ProviderLog):
     """One text: release x model x scenario x task x condition x variant (DESIGN section 1)."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="generations")
@@ -183,14 +199,6 @@ class Generation(WorkItem):
     prompt_hash = models.CharField(max_length=64, blank=True)
     text = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)
-    # None: the provider reported none (OpenRouter's `provider` field may be absent).
-    upstream_provider = models.CharField(max_length=200, null=True, blank=True)
-    provider_generation_id = models.CharField(max_length=200, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    reasoning_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
-    latency_ms = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["release", "model", "scenario_version", "task", "condition", "variant"]
@@ -208,7 +216,7 @@ class Generation(WorkItem):
                 f"{self.task}/{self.condition}/{self.variant}")
 
 
-class GenerationAttempt(PublishedGuard):
+class GenerationAttempt(PublishedGuard, ProviderLog):
     """Every call made for a generation is kept, successful or not (DESIGN section 5)."""
 
     def owning_release_id(self) -> int:
@@ -227,13 +235,6 @@ class GenerationAttempt(PublishedGuard):
     text = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)
-    upstream_provider = models.CharField(max_length=200, null=True, blank=True)
-    provider_generation_id = models.CharField(max_length=200, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    reasoning_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
-    latency_ms = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
