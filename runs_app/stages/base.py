@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from runs_app.models import ImmutableError, Release, ReleaseStatus, WorkItem, WorkStatus
 from runs_app.providers.pool import ProviderPool
+from runs_app.schemas import ReleaseConfig
 
 log = logging.getLogger("baitbench.stages")
 
@@ -54,6 +55,14 @@ class Stage(abc.ABC):
 
     def rows(self, release: Release):
         return self.work_model.objects.filter(release=release)
+
+    def config(self, release_id: int) -> ReleaseConfig:
+        """The release's configuration, parsed once per stage instance: `build` runs per row,
+        and a frozen release's configuration cannot change while it drains."""
+        cache: dict[int, ReleaseConfig] = self.__dict__.setdefault("_configs", {})
+        if release_id not in cache:
+            cache[release_id] = Release.objects.get(pk=release_id).parsed_config()
+        return cache[release_id]
 
     @abc.abstractmethod
     def plan(self, release: Release) -> int:

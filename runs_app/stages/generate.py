@@ -54,7 +54,6 @@ class GenerateStage(Stage):
     def __init__(self) -> None:
         self._documents: dict[int, Any] = {}
         self._texts: dict[tuple[str, str, str, int], str] = {}
-        self._configs: dict[int, Any] = {}
 
     def plan(self, release: Release) -> int:
         config = release.parsed_config()
@@ -71,7 +70,7 @@ class GenerateStage(Stage):
 
     def build(self, item: Generation) -> GenerationJob:
         release = item.release
-        config = self._config(release)
+        config = self.config(release.pk)
         document = self._document(item.scenario_version_id)
         prompt = assemble_writer_prompt(
             document=document, task_code=item.task,
@@ -149,12 +148,6 @@ class GenerateStage(Stage):
             "upstream_provider": accepted.upstream_provider,
             "provider_generation_id": accepted.generation_id or "",
         }
-
-    def _config(self, release: Release):
-        # A frozen release's configuration cannot change while the stage drains it.
-        if release.pk not in self._configs:
-            self._configs[release.pk] = release.parsed_config()
-        return self._configs[release.pk]
 
     def _document(self, version_id: int):
         if version_id not in self._documents:

@@ -90,7 +90,7 @@ class JuryStage(Stage):
         ))
 
     def build(self, item: JurorVerdict) -> JurorJob:
-        config = item.release.parsed_config()
+        config = self.config(item.release_id)
         generation = item.generation
         document = self._document(generation.scenario_version_id)
         messages = juror_messages(document=document, text=generation.text,

@@ -34,7 +34,6 @@ from runs_app.public import (
     reader_brief,
     reader_messages,
 )
-from runs_app.schemas import ReleaseConfig
 from runs_app.stages.base import Stage
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
@@ -44,19 +43,13 @@ READ_VERDICTS = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
 
 
 class PublicStage(Stage):
-    """What the public stages share: cached configs, scenario documents and briefs."""
+    """What the public stages share: cached scenario documents and briefs."""
 
     # Related rows fetched with a claimed batch (read by `claim_batch`), saving a query a row.
     claim_related: tuple[str, ...] = ()
 
     def __init__(self) -> None:
-        self._configs: dict[int, ReleaseConfig] = {}
         self._briefs: dict[tuple[int, str], tuple[Any, ReaderBrief]] = {}
-
-    def config(self, release_id: int) -> ReleaseConfig:
-        if release_id not in self._configs:
-            self._configs[release_id] = Release.objects.get(pk=release_id).parsed_config()
-        return self._configs[release_id]
 
     def scenario(self, version_id: int, language: str) -> tuple[Any, ReaderBrief]:
         """The scenario document and what a reader is told of it."""

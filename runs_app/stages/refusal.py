@@ -47,7 +47,7 @@ class RefusalStage(Stage):
         ))
 
     def build(self, item: RefusalCheck) -> ReplyJob:
-        config = item.release.parsed_config()
+        config = self.config(item.release_id)
         generation = item.generation
         messages = refusal_messages(assignment=generation.prompt, text=generation.text,
                                     text_id=str(generation.pk))
