@@ -18,6 +18,7 @@ again within `max_attempts` (section 5), an invalid journalist or judge reply wi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from django.db import transaction
@@ -101,7 +102,6 @@ async def ask_writer(request: CompletionRequest, attempts_left: int,
 
 class CrossExamStage(AgentRunStage):
     name = "crossexam"
-    after = ("refusal",)
     claim_related = ("release", "generation", "generation__model")
     kind = AgentRun.Kind.CROSSEXAM
 
@@ -109,11 +109,12 @@ class CrossExamStage(AgentRunStage):
         super().__init__()
         self._judges: dict[int, dict[int, str]] = {}
 
-    def plan(self, release: Release) -> int:
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         return self.create_rows(release, (
             AgentRun(release=release, generation=generation, kind=self.kind, position="")
-            for generation in read_generations(release).filter(task="T4").only("pk")
-        ))
+            for generation in read_generations(release, generation_ids).filter(task="T4")
+            .only("pk")
+        ), generation_ids)
 
     def judge_for(self, release: Release, generation_id: int) -> str:
         """The first juror of the text's jury: the same jury the jury stage seats, so never

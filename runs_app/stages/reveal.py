@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import (
@@ -55,13 +56,14 @@ class RevealJob:
 class RevealStage(AgentRunStage):
     name = "reveal"
     claim_related = ("generation",)
-    after = ("jury", "panel")
     kind = AgentRun.Kind.REVEAL
 
-    def plan(self, release: Release) -> int:
-        config = release.parsed_config()
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        config = self.config(release.pk)
         positions = [p.id for p in reveal_positions(load_panel(config.panel, release.language))]
-        ready = _jury_finished(release)
+        ready = _jury_finished(release, generation_ids)
+        if not ready:
+            return 0
         read = set(ReaderResponse.objects.filter(
             release=release, generation_id__in=ready, position__in=positions,
             status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
@@ -71,7 +73,7 @@ class RevealStage(AgentRunStage):
                      position=position)
             for generation_id in sorted(ready) for position in positions
             if (generation_id, position) in read
-        ))
+        ), generation_ids)
 
     def build(self, item: AgentRun) -> RevealJob:
         config = self.config(item.release_id)
@@ -114,11 +116,11 @@ class RevealStage(AgentRunStage):
         return fields
 
 
-def _jury_finished(release: Release) -> set[int]:
+def _jury_finished(release: Release, generation_ids: Collection[int] | None = None) -> set[int]:
     """Read texts whose every juror seat has finished, with at least one scored verdict."""
     state: dict[int, list[tuple[str, str]]] = defaultdict(list)
     rows = JurorVerdict.objects.filter(
-        release=release, generation__in=read_generations(release)
+        release=release, generation__in=read_generations(release, generation_ids)
     ).values_list("generation_id", "status", "outcome")
     for generation_id, status, outcome in rows:
         state[generation_id].append((status, outcome))

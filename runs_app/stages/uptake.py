@@ -10,6 +10,7 @@ retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcri
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import AgentRun, Release, ReplyOutcome, WorkStatus
@@ -49,14 +50,13 @@ class UptakeOutcome:
 class UptakeStage(AgentRunStage):
     name = "uptake"
     claim_related = ("generation",)
-    after = ("refusal",)
     kind = AgentRun.Kind.UPTAKE
 
-    def plan(self, release: Release) -> int:
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         return self.create_rows(release, (
             AgentRun(release=release, generation=generation, kind=self.kind, position="")
-            for generation in read_generations(release).only("pk")
-        ))
+            for generation in read_generations(release, generation_ids).only("pk")
+        ), generation_ids)
 
     def build(self, item: AgentRun) -> UptakeJob:
         config = self.config(item.release_id)
