@@ -88,7 +88,7 @@ def drain_release_task(ticket_id: int) -> dict:
     if not scope or release.is_published:
         _finish(ticket_id, 0, "nothing to run")
         return {"finished": 0}
-    fanned = [time.monotonic()]
+    fanned = [-FAN_OUT_EVERY]
 
     def on_planned(count: int) -> None:
         # New work for later stages: let free workers help with it.

@@ -313,7 +313,7 @@ class DrainHooks:
     """What a caller learns while a drain runs (all optional)."""
 
     on_finished: Callable[[], None] | None = None  # once per written row (a progress bar)
-    on_planned: Callable[[int], None] | None = None  # new rows planned for later stages
+    on_planned: Callable[[int], None] | None = None  # new rows planned (there is more work)
     heartbeat: Callable[[], None] | None = None  # a live drain, every lease renewal or wait
 
 
@@ -494,11 +494,14 @@ def drain_release(
         lane.followers = [other for other in lanes if lane.stage.name in other.stage.needs]
     report = DrainReport(stage=",".join(stage_names))
     report.planned = sum(lane.stage.plan(release) for lane in lanes)
+    hooks = hooks or DrainHooks()
+    if report.planned and hooks.on_planned:
+        hooks.on_planned(report.planned)
     pool = providers or ProviderPool()
     deadline = time.monotonic() + time_budget if time_budget is not None else None
     gate = RunGate(release, list(stage_names), controlled=controlled)
     _Drain(release, lanes, gate, pool, concurrency or settings.BAITBENCH_CONCURRENCY,
-           worker or worker_name(), hooks or DrainHooks(), report, deadline,
+           worker or worker_name(), hooks, report, deadline,
            wait_for_others).run()
     settled = set()
     for lane in lanes:

@@ -46,7 +46,7 @@ from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 from scenarios_app.schemas import ScenarioFile
 
 
@@ -193,6 +193,7 @@ class CrossExamStage(AgentRunStage):
                 entry | {"call": call.purpose, "turn": call.turn}
                 for call in outcome.calls for entry in call.asked.raw_replies],
             "transcript": [turn.as_dict() for turn in outcome.turns],
+            **usage_fields(item, *(call.asked for call in outcome.calls)),
             "result": {"judge": outcome.job.judge},
         }
         verdict = outcome.verdict

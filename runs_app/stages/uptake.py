@@ -27,7 +27,7 @@ from runs_app.public import (
     parse_json_reply,
 )
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +101,7 @@ class UptakeStage(AgentRunStage):
         if judge is not None and outcome.judge_request is not None:
             transcript += _transcript(outcome.judge_request, judge)
             fields["attempts"] += judge.attempts
+            fields |= usage_fields(item, outcome.journalist, judge)
             fields["raw_replies"] += [entry | {"call": "frame_judge"}
                                       for entry in judge.raw_replies]
             if judge.reply is not None:
