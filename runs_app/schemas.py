@@ -151,6 +151,12 @@ class ReleaseConfig(_Strict):
         return self
 
     @property
+    def texts(self) -> int:
+        """Cells to write: writers x scenarios x tasks x conditions x variants."""
+        return (len(self.writers) * len(self.scenarios) * len(self.tasks)
+                * len(self.conditions) * self.variants)
+
+    @property
     def max_tokens(self) -> int:
         """Text budget plus reasoning tokens: writers keep their own reasoning default."""
         return self.text_budget + self.reasoning_budget

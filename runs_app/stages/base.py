@@ -114,6 +114,11 @@ class Stage(abc.ABC):
         self.work_model.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
         return existing.count() - before
 
+    @abc.abstractmethod
+    def planned_calls(self, config: ReleaseConfig) -> int:
+        """Model calls this stage makes for a release if every text complies and every reply
+        validates at once (retries come on top): the plan behind cost estimates."""
+
     def texts_of(self, items: Iterable[Any]) -> set[int]:
         """The generations the finished rows belong to: the texts to plan further."""
         return {item.generation_id for item in items if getattr(item, "generation_id", None)}

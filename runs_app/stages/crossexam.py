@@ -116,6 +116,10 @@ class CrossExamStage(AgentRunStage):
             .only("pk")
         ), generation_ids)
 
+    def planned_calls(self, config) -> int:
+        t4_texts = config.texts // len(config.tasks) if "T4" in config.tasks else 0
+        return t4_texts * (2 * FOLLOW_UPS + 1)
+
     def judge_for(self, release: Release, generation_id: int) -> str:
         """The first juror of the text's jury: the same jury the jury stage seats, so never
         the writer's family (section 1), balanced over each writer's texts."""

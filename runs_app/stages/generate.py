@@ -71,6 +71,9 @@ class GenerateStage(Stage):
             for model, version, task, condition, variant in cells
         ))
 
+    def planned_calls(self, config) -> int:
+        return config.texts
+
     def texts_of(self, items) -> set[int]:
         # Only a text that counts moves on; a regenerated one is still pending.
         return {item.pk for item in items}

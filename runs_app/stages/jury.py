@@ -90,6 +90,9 @@ class JuryStage(Stage):
             for seat, juror_id in enumerate(juries[generation_id])
         ), generation_ids)
 
+    def planned_calls(self, config) -> int:
+        return config.texts * config.jury_size
+
     def juries(self, release: Release, needed: Collection[int]) -> dict[int, tuple[str, ...]]:
         """The release's juries, worked out once per stage instance: they are drawn over
         every cell of the release (all planned with the first stage), so a text's jury is

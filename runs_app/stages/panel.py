@@ -39,6 +39,8 @@ from runs_app.stages.base import Stage
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
 
+# Per scenario: no text, the control text and the two human baselines (section 3: exactly 2).
+BASELINE_STIMULI = 4
 # Texts the public reads: a refused text is counted in the refusal rate, not read.
 READ_VERDICTS = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
 
@@ -116,6 +118,12 @@ class PanelStage(PublicStage):
                                     stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk))
                      for position in positions]
         return self.create_rows(release, rows, generation_ids)
+
+    def planned_calls(self, config) -> int:
+        """Every position reads every text, and per scenario the no-text baseline, the
+        control text and the two human baselines."""
+        positions = len(load_panel(config.panel, config.language).positions)
+        return positions * (config.texts + len(config.scenarios) * BASELINE_STIMULI)
 
     def build(self, item: ReaderResponse) -> PanelJob:
         config = self.config(item.release_id)

@@ -49,6 +49,9 @@ class RefusalStage(Stage):
             for generation_id in texts
         ), generation_ids)
 
+    def planned_calls(self, config) -> int:
+        return config.texts
+
     def build(self, item: RefusalCheck) -> ReplyJob:
         config = self.config(item.release_id)
         generation = item.generation

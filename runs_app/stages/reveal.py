@@ -75,6 +75,9 @@ class RevealStage(AgentRunStage):
             if (generation_id, position) in read
         ), generation_ids)
 
+    def planned_calls(self, config) -> int:
+        return config.texts * len(reveal_positions(load_panel(config.panel, config.language)))
+
     def build(self, item: AgentRun) -> RevealJob:
         config = self.config(item.release_id)
         generation = item.generation

@@ -58,6 +58,9 @@ class UptakeStage(AgentRunStage):
             for generation in read_generations(release, generation_ids).only("pk")
         ), generation_ids)
 
+    def planned_calls(self, config) -> int:
+        return config.texts * 2  # the journalist, then the frame judge if it runs a story
+
     def build(self, item: AgentRun) -> UptakeJob:
         config = self.config(item.release_id)
         generation = item.generation
