@@ -20,18 +20,20 @@ import asyncio
 import collections
 import dataclasses
 import datetime as dt
+import functools
+import itertools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable
-from concurrent import futures
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -61,6 +63,10 @@ IDLE_RECHECK = 0.5
 WAIT_POLL = 0.5
 # ... and plans its whole scope again at most this often meanwhile (seconds).
 FULL_PLAN_EVERY = 5.0
+# Finished texts are planned for their next stages together: at this many texts, or this
+# long (seconds) after the first of them finished, or when the drain runs short of work.
+PLAN_BATCH = 25
+PLAN_EVERY = 0.25
 
 
 def worker_name() -> str:
@@ -74,6 +80,8 @@ class Stage(abc.ABC):
     work_model: ClassVar[type[WorkItem]]
     # Foreign keys `build` reads, fetched with the claimed rows in one query.
     claim_related: ClassVar[tuple[str, ...]] = ("release",)
+    # Large columns of those that `build` never reads (a text's prompt, say).
+    claim_defer: ClassVar[tuple[str, ...]] = ()
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -122,6 +130,11 @@ class Stage(abc.ABC):
     def texts_of(self, items: Iterable[Any]) -> set[int]:
         """The generations the finished rows belong to: the texts to plan further."""
         return {item.generation_id for item in items if getattr(item, "generation_id", None)}
+
+    def prepare(self, items: list[Any]) -> None:
+        """Before `build` runs for each row of a claimed batch: fetch what the rows share
+        (a few queries for the batch instead of a few per row). Optional."""
+        return None
 
     @abc.abstractmethod
     def build(self, item: Any) -> Any:
@@ -174,6 +187,7 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
         )
     claimed = list(
         stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
+        .defer(*stage.claim_defer)
     )
     return [item for item in claimed if not _fail_if_poisoned(stage, item)]
 
@@ -195,40 +209,61 @@ def _spent(item: WorkItem, fields: dict[str, Any]) -> float:
     return (fields["cost_usd"] or 0.0) - (getattr(item, "cost_usd", None) or 0.0)
 
 
-def write_outcome(stage: Stage, item: WorkItem, outcome: Any) -> float | None:
-    """Write the outcome only if we still hold the claim; returns what it cost, or None
-    when the claim was lost and nothing was written."""
-    held = stage.work_model.objects.select_for_update().filter(
-        pk=item.pk, claim_token=item.claim_token, status=WorkStatus.CLAIMED
-    ).exists()
-    if not held:
-        log.warning("%s %s: claim lost before the result was written", stage.name, item.pk)
-        return None
-    fields = stage.record(item, outcome)
-    if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
-        fields.setdefault("finished_at", timezone.now())
-    # `claims` counts claims in a row that ended without a written result; a write resets it.
-    fields.setdefault("claims", 0)
-    stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
-    return _spent(item, fields)
-
-
 def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
-    """Write the outcomes that arrived together in one transaction, and add what they cost
-    to the release's recorded spend in that same transaction (so the budget cap never misses
-    a paid call); returns the rows written."""
+    """Write the outcomes that arrived together, each only if we still hold its row's claim,
+    in one transaction that also adds what they cost to the release's recorded spend (so the
+    budget cap never misses a paid call); returns the rows written.
+
+    One query checks every claim and one statement per set of changed fields writes the
+    rows: per-row queries cost more CPU than the model calls themselves (bench/calls.py).
+    """
+    model = stage.work_model
     written, spent = [], collections.Counter()
+    changes: dict[tuple[str, ...], list[tuple[int, dict[str, Any]]]] = collections.defaultdict(
+        list)
     with transaction.atomic():
+        held = set(model.objects.select_for_update().filter(
+            pk__in=[item.pk for item, _ in finished], status=WorkStatus.CLAIMED,
+        ).values_list("pk", "claim_token"))
+        now = timezone.now()
         for item, outcome in finished:
-            cost = write_outcome(stage, item, outcome)
-            if cost is not None:
-                written.append(item)
-                spent[item.release_id] += cost
+            if (item.pk, item.claim_token) not in held:
+                log.warning("%s %s: claim lost before the result was written", stage.name,
+                            item.pk)
+                continue
+            fields = stage.record(item, outcome)
+            if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
+                fields.setdefault("finished_at", now)
+            # `claims` counts claims in a row that ended without a written result; a write
+            # resets it.
+            fields.setdefault("claims", 0)
+            fields["updated_at"] = now
+            changes[tuple(sorted(fields))].append((item.pk, fields))
+            written.append(item)
+            spent[item.release_id] += _spent(item, fields)
+        for names, rows in changes.items():
+            _update_rows(model, names, rows)
         for release_id, cost in spent.items():
             if cost:
                 RunControl.objects.filter(release_id=release_id).update(
                     spent_usd=F("spent_usd") + cost)
     return written
+
+
+def _update_rows(model: type[WorkItem], names: tuple[str, ...],
+                 rows: list[tuple[int, dict[str, Any]]]) -> None:
+    """UPDATE the given fields of many rows with one prepared statement (executemany); the
+    values are prepared by each field, as `QuerySet.update` would."""
+    quote = connection.ops.quote_name
+    fields = [model._meta.get_field(name) for name in names]
+    sql = (f"UPDATE {quote(model._meta.db_table)} SET "
+           + ", ".join(f"{quote(field.column)} = %s" for field in fields)
+           + f" WHERE {quote(model._meta.pk.column)} = %s")
+    params = [[field.get_db_prep_save(values[name], connection)
+               for name, field in zip(names, fields, strict=True)] + [pk]
+              for pk, values in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 @dataclasses.dataclass
@@ -279,18 +314,47 @@ class _Lane:
 
 
 class _LoopThread:
-    """An event loop on its own thread for the model calls; the ORM stays on the caller's."""
+    """An event loop on its own thread for the model calls; the ORM stays on the caller's.
+
+    Jobs cross to the loop in batches (one wake-up per batch, not per call) and come back
+    through a queue the caller blocks on: py-spy showed a thread hand-over per call, and a
+    `concurrent.futures.wait` over every call in flight, costing more than the call itself.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.results: queue.SimpleQueue[tuple[int, asyncio.Task]] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def submit(self, coroutine) -> futures.Future:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+    def start(self, jobs: list[tuple[int, Any]]) -> None:
+        """Run each (key, coroutine) on the loop; its task comes back through `wait`."""
+        if jobs:
+            self.loop.call_soon_threadsafe(self._start_all, jobs)
+
+    def _start_all(self, jobs: list[tuple[int, Any]]) -> None:
+        for key, coroutine in jobs:
+            task = self.loop.create_task(coroutine)
+            task.add_done_callback(functools.partial(self._finished, key))
+
+    def _finished(self, key: int, task: asyncio.Task) -> None:
+        self.results.put((key, task))
+
+    def wait(self, timeout: float) -> list[tuple[int, asyncio.Task]]:
+        """The calls that finished: blocks until one has (or `timeout`), then takes every
+        other that finished meanwhile, so that they are written in one transaction."""
+        try:
+            finished = [self.results.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                finished.append(self.results.get_nowait())
+            except queue.Empty:
+                return finished
 
     def close(self, providers: ProviderPool) -> None:
-        self.submit(providers.aclose()).result(timeout=30)
+        asyncio.run_coroutine_threadsafe(providers.aclose(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
         self.loop.close()
@@ -333,11 +397,16 @@ class _Drain:
         self.hooks, self.report, self.deadline = hooks, report, deadline
         self.wait_for_others = wait_for_others
         self.calls = _LoopThread()
-        self.in_flight: dict[futures.Future, tuple[_Lane, Any]] = {}
+        self.keys = itertools.count()
+        self.in_flight: dict[int, tuple[_Lane, Any]] = {}
         self.ready: collections.deque[tuple[_Lane, Any]] = collections.deque()
-        # Claim ahead, a quarter of the concurrency at a time: a slot that frees up starts
-        # its next call at once, and a claim is one transaction per batch, not one per call.
-        self.ahead = max(1, concurrency // 4)
+        # Claim ahead, half the concurrency: a slot that frees up starts its next call at
+        # once. A new claim waits until half of that is used, so that a claim is one
+        # transaction per batch of rows, not one per call.
+        self.ahead = max(1, concurrency // 2)
+        # Texts finished here whose next stages are not planned yet, per following lane.
+        self.to_plan: dict[int, set[int]] = collections.defaultdict(set)
+        self.plan_due: float | None = None
         self.renew_every = settings.BAITBENCH_LEASE_SECONDS / 3
         self.renewed = self.planned_at = time.monotonic()
 
@@ -375,7 +444,7 @@ class _Drain:
 
     def _claim(self, *, force: bool) -> None:
         """Fill the ready queue from the open stages, the last stage of the chain first."""
-        if self._stopping() or (len(self.ready) >= self.ahead and not force):
+        if self._stopping() or (len(self.ready) > self.ahead // 2 and not force):
             return
         open_names = self.gate.open_stages()
         if not open_names:
@@ -391,24 +460,26 @@ class _Drain:
             batch = claim_batch(lane.stage, self.release, wanted, self.worker)
             if not batch:
                 lane.next_claim = now + IDLE_RECHECK
+                continue
+            lane.stage.prepare(batch)
             self.ready.extend((lane, item) for item in batch)
             wanted -= len(batch)
 
     def _start_calls(self) -> None:
+        jobs = []
         while self.ready and len(self.in_flight) < self.concurrency:
             lane, item = self.ready.popleft()
-            job = lane.stage.build(item)
-            self.in_flight[self.calls.submit(lane.stage.execute(job, self.providers))] = (
-                lane, item)
+            key = next(self.keys)
+            self.in_flight[key] = (lane, item)
+            jobs.append((key, lane.stage.execute(lane.stage.build(item), self.providers)))
+        self.calls.start(jobs)
 
     def _collect(self) -> None:
-        done, _ = futures.wait(self.in_flight, timeout=self.renew_every,
-                               return_when=futures.FIRST_COMPLETED)
         by_lane: dict[int, tuple[_Lane, list[tuple[Any, Any]]]] = {}
-        for future in done:
-            lane, item = self.in_flight.pop(future)
+        for key, task in self.calls.wait(self._wait_timeout()):
+            lane, item = self.in_flight.pop(key)
             # An unexpected exception is a bug: let it surface (the claims then expire).
-            by_lane.setdefault(id(lane), (lane, []))[1].append((item, future.result()))
+            by_lane.setdefault(id(lane), (lane, []))[1].append((item, task.result()))
         for lane, finished in by_lane.values():
             written = write_outcomes(lane.stage, finished)
             self.report.finished += len(written)
@@ -416,21 +487,46 @@ class _Drain:
             self.report.lost += len(finished) - len(written)
             for _ in range(len(written) if self.hooks.on_finished else 0):
                 self.hooks.on_finished()
-            self._plan_followers(lane, written)
+            self._queue_followers(lane, written)
+        self._plan_followers(force=False)
         if time.monotonic() - self.renewed >= self.renew_every:
             self._renew()
 
-    def _plan_followers(self, lane: _Lane, written: list[Any]) -> None:
-        """The texts just finished here move on to the next stages of the scope at once."""
+    def _wait_timeout(self) -> float:
+        timeout = self.renew_every
+        if self.plan_due is not None:
+            timeout = min(timeout, max(0.0, self.plan_due - time.monotonic()))
+        return timeout
+
+    def _queue_followers(self, lane: _Lane, written: list[Any]) -> None:
         if not written or not lane.followers:
             return
         texts = lane.stage.texts_of(written)
-        planned = 0
         for follower in lane.followers:
-            new = follower.stage.plan(self.release, generation_ids=texts)
-            if new:
-                follower.next_claim = 0.0
-                planned += new
+            self.to_plan[id(follower)] |= texts
+        if self.plan_due is None:
+            self.plan_due = time.monotonic() + PLAN_EVERY
+
+    def _plan_followers(self, *, force: bool) -> None:
+        """The texts finished here move on to the next stages of the scope. Planned in
+        batches (every PLAN_EVERY seconds, at PLAN_BATCH texts, or when the drain would
+        otherwise wait): planning a stage is a few queries, whatever the number of texts."""
+        if not self.to_plan:
+            return
+        waiting = sum(len(texts) for texts in self.to_plan.values())
+        due = self.plan_due is not None and time.monotonic() >= self.plan_due
+        if not (force or due or waiting >= PLAN_BATCH or len(self.ready) < self.ahead // 2):
+            return
+        planned = 0
+        for lane in self.lanes:
+            texts = self.to_plan.pop(id(lane), None)
+            if texts:
+                new = lane.stage.plan(self.release, generation_ids=texts)
+                if new:
+                    lane.next_claim = 0.0
+                    planned += new
+        self.to_plan.clear()
+        self.plan_due = None
         self.report.planned += planned
         if planned and self.hooks.on_planned:
             self.hooks.on_planned(planned)
@@ -439,6 +535,7 @@ class _Drain:
         """Nothing is in flight: claim once more from every open stage, then plan the whole
         scope again (a lost worker may have finished rows without planning their texts'
         next stage). False when there is nothing left that this drain could do."""
+        self._plan_followers(force=True)
         if self._stopping():
             return False
         self._claim(force=True)

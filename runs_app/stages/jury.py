@@ -68,6 +68,7 @@ class JuryStage(Stage):
     name = "jury"
     work_model = JurorVerdict
     claim_related = ("release", "generation", "juror")
+    claim_defer = ("generation__prompt",)
 
     def __init__(self) -> None:
         self._documents: dict[int, ScenarioFile] = {}

@@ -99,6 +99,7 @@ class PanelStage(PublicStage):
     work_model = ReaderResponse
     # Twelve rows read each text: fetch it with the claimed batch, not once per row.
     claim_related = ("generation",)
+    claim_defer = ("generation__prompt",)
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         config = self.config(release.pk)

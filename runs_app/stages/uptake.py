@@ -50,6 +50,7 @@ class UptakeOutcome:
 class UptakeStage(AgentRunStage):
     name = "uptake"
     claim_related = ("generation",)
+    claim_defer = ("generation__prompt",)
     kind = AgentRun.Kind.UPTAKE
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
