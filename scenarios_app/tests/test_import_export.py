@@ -16,6 +16,7 @@ from scenarios_app.schemas import ScenarioFile
 from scenarios_app.tests.factories import (
     GREENVALE,
     SHIPPED,
+    SHIPPED_FILES,
     dump,
     other_scenario_document,
     valid_document,
@@ -23,7 +24,7 @@ from scenarios_app.tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-SHIPPED_COUNT = len(list(SHIPPED.glob("*.yaml")))
+SHIPPED_COUNT = len(SHIPPED_FILES)
 
 
 def run(command: str, *args: str) -> tuple[int, str, str]:
