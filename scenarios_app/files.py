@@ -29,8 +29,9 @@ SUFFIXES = (".yaml", ".yml")
 # scenario, while a file that size already makes a writer prompt of some 64,000 tokens, more
 # than any task needs. It also bounds what validating one file costs (bench/scenario_files.py).
 MAX_FILE_BYTES = 256 * 1024
-# A scenario file nests four levels (knowledge_questions[0].options[1]); the YAML composer
-# recurses once per level, so a deeper file is refused before Python's recursion limit is hit.
+# A scenario file nests four levels (knowledge_questions[0].options[1]). Deeper has no use,
+# and the pure-Python YAML composer recurses once per level: a deep file would otherwise end in
+# a RecursionError rather than a problem line.
 MAX_DEPTH = 16
 # Python refuses to convert integers of more than 4,300 digits (a ValueError, not a problem
 # line); no field of the format needs more than a few.
@@ -130,32 +131,36 @@ class LimitRefused(yaml.MarkedYAMLError):
     """The YAML is well formed, but uses something a scenario file may not."""
 
 
-class ScenarioLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with the limits an untrusted scenario file needs.
+# libyaml's parser when PyYAML was built with it (the wheels are): some seven times faster than
+# the pure-Python one on a file at the size limit (bench/scenario_files.py).
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPENING = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSING = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
-    - No aliases: `*name` repeats an anchored node, and aliases of aliases expand
-      exponentially (a few hundred bytes can stand for gigabytes: the "billion laughs").
-      A scenario file has no use for them.
-    - At most MAX_DEPTH levels of nesting, a key at most once per mapping (YAML itself would
-      silently keep the last of two `canary:` lines), integers of at most
-      MAX_INTEGER_CHARACTERS characters.
-    """
 
+def check_structure(text: str) -> None:
+    """Refuse aliases and deep nesting, from the parser's events, before any node is built.
+
+    `*name` repeats an anchored node, and aliases of aliases expand exponentially for
+    whatever walks the data (a few hundred bytes can stand for gigabytes: the "billion
+    laughs"); a scenario file has no use for them. Nesting is bounded by MAX_DEPTH."""
     depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+    for event in yaml.parse(text, Loader=_SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             raise LimitRefused(None, None, f"aliases (*{event.anchor}) are not allowed in a "
                                "scenario file; write the value out", event.start_mark)
-        if self.depth >= MAX_DEPTH:
-            raise LimitRefused(None, None, f"nested more than {MAX_DEPTH} levels deep",
-                               event.start_mark)
-        self.depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
+        if isinstance(event, _OPENING):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise LimitRefused(None, None, f"nested more than {MAX_DEPTH} levels deep",
+                                   event.start_mark)
+        elif isinstance(event, _CLOSING):
+            depth -= 1
+
+
+class ScenarioLoader(_SafeLoader):
+    """The safe loader, with a key at most once per mapping (YAML itself would silently keep
+    the last of two `canary:` lines) and integers of at most MAX_INTEGER_CHARACTERS."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set[str] = set()
@@ -178,7 +183,8 @@ ScenarioLoader.add_constructor("tag:yaml.org,2002:int", ScenarioLoader.construct
 
 
 def load_yaml(text: str) -> Any:
-    """Parse one YAML document with ScenarioLoader (raises yaml.YAMLError)."""
+    """Parse one YAML document within the limits above (raises yaml.YAMLError)."""
+    check_structure(text)
     loader = ScenarioLoader(text)
     try:
         return loader.get_single_data()
@@ -203,6 +209,7 @@ def _field_at(text: str, index: int) -> str:
     that does not parse)."""
     loader = ScenarioLoader(text)
     try:
+        check_structure(text)  # an alias would make the walk below exponential
         node = loader.get_single_node()
     except yaml.YAMLError:
         return ""

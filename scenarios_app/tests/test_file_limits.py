@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from scenarios_app.files import MAX_FILE_BYTES
 from scenarios_app.models import Scenario
+from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.tests.factories import GREENVALE, dump, other_scenario_document, valid_document
 from scenarios_app.tests.test_import_export import database_state, run, write
 
@@ -127,7 +128,6 @@ def test_a_nul_byte_in_the_file_is_refused_naming_field_line_and_column(tmp_path
     ("\\0", "a NUL byte (U+0000)"),
     ("\\x1b", "a control character (U+001B)"),
     ("\\x85", "a control character (U+0085)"),
-    ("\\ud800", "a lone surrogate (U+D800)"),
 ])
 def test_an_escaped_control_character_is_refused_naming_its_field(tmp_path, escape, description):
     # Escapes in double-quoted YAML reach the value without passing the file-level scan.
@@ -136,6 +136,21 @@ def test_an_escaped_control_character_is_refused_naming_its_field(tmp_path, esca
     path = write(tmp_path, "escaped.yaml", text)
 
     assert refused(path) == [f"{path}: title: contains {description} at character 9; {RULE}"]
+
+
+def test_an_escaped_lone_surrogate_is_refused_with_its_line(tmp_path):
+    # libyaml refuses the escape itself; the schema's rule catches it from any other source.
+    text = dump(other_scenario_document("surrogate")).replace(
+        "title: Scenario surrogate", 'title: "Scenario\\ud800 surrogate"')
+    path = write(tmp_path, "surrogate.yaml", text)
+    line, _ = _line_and_column(text, "\\ud800")
+
+    [problem] = refused(path)
+    assert problem.startswith(f"{path}: malformed YAML at line {line}, column ")
+    assert problem.endswith(": found invalid Unicode character escape code")
+    _, problems = validate_scenario_document(valid_document(title="Green\ud800vale"))
+    assert [problem.line("x.yaml") for problem in problems] == [
+        f"x.yaml: title: contains a lone surrogate (U+D800) at character 6; {RULE}"]
 
 
 def test_tabs_and_newlines_in_a_value_are_allowed(tmp_path):
