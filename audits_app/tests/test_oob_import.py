@@ -79,7 +79,8 @@ def test_the_form_imports_and_shows_problems(client, release):
     page = client.post(url, data).content.decode()
     assert "Nothing was imported" in page and "row 2, column generation" in page
     data["csv_text"] = good_csv(release)
-    assert "Imported 2 row(s)" in client.post(url, data).content.decode()
+    page = client.post(url, data).content.decode()
+    assert "Imported 4 row(s) as 2 spot-check(s) (import #" in page
     assert SpotCheck.objects.filter(out_of_band=True).count() == 2
 
 
