@@ -124,7 +124,8 @@ def read_table(text: str, *, required: Sequence[str], optional: Sequence[str] = 
     table = Table(columns=columns, delimiter=delimiter)
     problems = _read_rows(reader, table, dropped=set(informational))
     if not problems and not table.rows:
-        problems.append("the file has a header but no rows: nothing to import")
+        besides = f" ({table.skipped} blank or comment row(s))" if table.skipped else ""
+        problems.append(f"the file has a header but no rows{besides}: nothing to import")
     return (None, problems) if problems else (table, [])
 
 

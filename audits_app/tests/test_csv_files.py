@@ -177,8 +177,10 @@ def test_a_row_with_more_cells_than_the_header_is_refused():
 
 
 def test_a_header_without_rows_is_refused():
-    assert read_table("generation,claim\n\n", **COLUMNS)[1] == [
+    assert read_table("generation,claim\n", **COLUMNS)[1] == [
         "the file has a header but no rows: nothing to import"]
+    assert read_table("generation,claim\n\n# only a comment\n", **COLUMNS)[1] == [
+        "the file has a header but no rows (2 blank or comment row(s)): nothing to import"]
 
 
 def test_informational_columns_are_allowed_and_not_read():
