@@ -7,7 +7,9 @@ import datetime as dt
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils.timezone import localtime
 
+from audits_app import csv_files
 from audits_app.csv_files import MAX_BYTES
 from audits_app.models import OutOfBandAudit, OutOfBandVerdict, SpotCheck
 from audits_app.spotcheck_selectors import (
@@ -145,7 +147,7 @@ def test_the_same_file_imported_twice_is_refused_and_counted_once(release, clien
 
     second = oob_audit_import(release=release, csv_text=again, **{**META, "auditor_name": "X"})
 
-    today = first.audit.imported_at.date().isoformat()
+    today = localtime(first.audit.imported_at).date().isoformat()
     assert second.problems == [f"this file was already imported on {today} by ann as import "
                                f"#{first.audit.pk}: nothing was imported again"]
     assert (SpotCheck.objects.count(), OutOfBandVerdict.objects.count()) == counts
@@ -272,3 +274,31 @@ def test_a_text_code_names_a_text_and_an_unknown_code_is_refused(release):
     result = oob_audit_import(release=release, csv_text=f"text,claim,agree\n{code},overall,"
                                                         "agree\n", **META)
     assert result.ok and SpotCheck.objects.get().generation_id == generation_id
+
+
+def test_two_imports_of_one_file_at_once_count_it_once(release, monkeypatch):
+    # The other import commits between this one's check and its write: the database's unique
+    # (release, content hash) decides, and this one reports the other.
+    from audits_app import spotcheck_services
+
+    rows = five_rows(release)
+    digest = csv_files.read_table(
+        rows, required=spotcheck_services.OOB_REQUIRED, optional=spotcheck_services.OOB_OPTIONAL,
+    )[0].content_hash()
+    original = spotcheck_services._earlier_verdicts
+
+    def meanwhile(*args, **kwargs):
+        OutOfBandAudit.objects.create(release=release, auditor_name="Other", organisation="Lab",
+                                      audited_on=dt.date(2026, 11, 1), method="m",
+                                      content_hash=digest)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(spotcheck_services, "_earlier_verdicts", meanwhile)
+
+    result = oob_audit_import(release=release, csv_text=rows, **META)
+
+    other = OutOfBandAudit.objects.get()
+    assert result.problems == [f"this file was already imported on "
+                               f"{localtime(other.imported_at).date()} by an unknown user as "
+                               f"import #{other.pk}: nothing was imported again"]
+    assert not SpotCheck.objects.exists() and result.audit is None
