@@ -190,9 +190,9 @@ def database_conflicts(report: LoadReport, *, confirm_canary_change: bool = Fals
     by_slug = {item.scenario.slug: item for item in report.files}
     current = Scenario.objects.filter(slug__in=by_slug).values_list("slug", "canary")
     problems += [
-        f"{by_slug[slug].path}: canary: would change scenario {slug!r}'s canary from {old!r} to "
-        f"{by_slug[slug].scenario.canary!r}; the canary traces contamination, so it changes "
-        f"only when confirmed ({CANARY_CONFIRMATION})"
+        f"{by_slug[slug].path}: canary: would change the canary of scenario {slug!r} from "
+        f"{old!r} to {by_slug[slug].scenario.canary!r}; the canary traces contamination, so it "
+        f"changes only when confirmed ({CANARY_CONFIRMATION})"
         for slug, old in sorted(current)
         if old != by_slug[slug].scenario.canary
     ]

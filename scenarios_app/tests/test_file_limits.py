@@ -184,9 +184,9 @@ def test_a_re_import_that_changes_a_canary_is_refused(tmp_path):
 
     [line] = refused(path)
     assert line == (
-        f"{path}: canary: would change scenario 'greenvale-listeria''s canary from {old!r} to "
-        f"{NEW_CANARY!r}; the canary traces contamination, so it changes only when confirmed "
-        "(--confirm-canary-change; in the admin upload, tick 'Confirm canary changes')"
+        f"{path}: canary: would change the canary of scenario 'greenvale-listeria' from "
+        f"{old!r} to {NEW_CANARY!r}; the canary traces contamination, so it changes only when "
+        "confirmed (--confirm-canary-change; in the admin upload, tick 'Confirm canary changes')"
     )
     assert Scenario.objects.get().canary == old
 
@@ -244,8 +244,8 @@ def test_the_upload_refuses_a_canary_change_unless_the_box_is_ticked(curator_cli
     response = curator_client.post(UPLOAD, {"files": [_upload("greenvale.yaml", changed)]})
 
     assert response.status_code == 200
-    assert _messages(response)[0].startswith("greenvale.yaml: canary: would change scenario "
-                                             "'greenvale-listeria''s canary")
+    assert _messages(response)[0].startswith("greenvale.yaml: canary: would change the canary "
+                                             "of scenario 'greenvale-listeria' from")
     assert "Confirm canary changes" in response.content.decode()
     assert Scenario.objects.get().canary != NEW_CANARY
 
