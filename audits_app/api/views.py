@@ -11,7 +11,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import public
+from audits_app import csv_files, public
 from audits_app.api import serializers
 from runs_app.models import Release
 
@@ -110,7 +110,7 @@ class TextCsvView(GenericAPIView):
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
         texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
-        response = HttpResponse(public.csv_text(texts, public.TEXT_COLUMNS),
+        response = HttpResponse(csv_files.csv_text(texts, public.TEXT_COLUMNS),
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{code}-texts.csv"'
         return response
