@@ -7,3 +7,8 @@ urlpatterns = [
     path("review/", include("audits_app.review.urls")),
     path("", include("audits_app.urls")),
 ]
+
+# Pages in the site's layout that say why, with the way back (`baitbench_site.errors`).
+handler403 = "baitbench_site.errors.permission_denied"
+handler404 = "baitbench_site.errors.page_not_found"
+handler500 = "baitbench_site.errors.server_error"
