@@ -1,7 +1,7 @@
 """Error pages, server-error logging, and refused changes shown as messages.
 
-- The 403, 404 and 500 pages use the site's layout, say why and offer the way back
-  (`templates/403.html`, `404.html`, `500.html`, `_ways_back.html`).
+- The 403 (and failed CSRF check), 404 and 500 pages use the site's layout, say why and offer
+  the way back (`templates/403.html`, `403_csrf.html`, `404.html`, `500.html`).
 - A server error is logged once, with its traceback, under a short reference that its page
   shows, so that a visitor's report leads to the log line. Django itself logs it only through
   `mail_admins` when DEBUG is off, which in a default deployment reaches no one.
@@ -65,6 +65,13 @@ def permission_denied(request: HttpRequest,
                       exception: BaseException | None = None) -> HttpResponse:
     body = loader.render_to_string("403.html", {
         "reason": reason(exception, FORBIDDEN), "request_path": request.path}, request)
+    return HttpResponseForbidden(body)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's reasons ("CSRF cookie not set.") are safe to show."""
+    body = loader.render_to_string("403_csrf.html", {
+        "reason": reason, "request_path": request.path}, request)
     return HttpResponseForbidden(body)
 
 

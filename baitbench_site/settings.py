@@ -145,6 +145,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "baitbench_site.urls"
+CSRF_FAILURE_VIEW = "baitbench_site.errors.csrf_failure"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
