@@ -173,6 +173,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("BAITBENCH_STATIC_ROOT", BASE_DIR / "var" / "static"))
+STATICFILES_DIRS = [BASE_DIR / "static"]
 # Production serves `collectstatic`'s hashed, compressed copies (cached for a year); development
 # serves the files where they lie, so neither the demo nor the tests need `collectstatic`.
 STORAGES = {
@@ -189,6 +190,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Staff see drafts and held-out texts through their admin login (throttled, expiring);
+    # the API takes no password of its own, so the login form is the one place to guess at.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "BaitBench API",

@@ -1,7 +1,20 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
+
+
+class FaviconView(RedirectView):
+    """Browsers ask for /favicon.ico on every page that names no icon (the browsable API)."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args, **kwargs) -> str:
+        return static("favicon.svg")
+
 
 urlpatterns = [
+    path("favicon.ico", FaviconView.as_view()),
     path("admin/", admin.site.urls),
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),
