@@ -99,7 +99,7 @@ def test_readme_lists_every_production_setting():
     ("x" * 60, ["example.org"], "SECRET_KEY is too weak (60 characters)"),
     ("short-but-varied", ["example.org"], "SECRET_KEY is too weak (16 characters)"),
     (PRODUCTION_ENV["SECRET_KEY"], ["example.org", " * "], "ALLOWED_HOSTS=*"),
-])
+], ids=["unset", "development-key", "one-character", "short", "any-host"])
 def test_each_unsafe_setting_is_named(secret_key, allowed_hosts, names):
     problem = unsafe_setting(secret_key=secret_key, allowed_hosts=allowed_hosts)
 
