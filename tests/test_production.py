@@ -75,6 +75,13 @@ def test_development_switch_starts_without_a_key(tmp_path):
     assert "no issues" in result.stdout
 
 
+def test_the_demo_is_development_by_itself(tmp_path):
+    result = manage(production_environment(tmp_path), "demo", "--help")
+
+    assert result.returncode == 0, result.stderr
+    assert "publish it" in result.stdout
+
+
 def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
     result = manage(production_environment(tmp_path, **PRODUCTION_ENV),
                     "check", "--deploy", "--fail-level", "WARNING")

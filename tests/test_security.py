@@ -36,6 +36,7 @@ def test_guessing_a_staff_password_locks_the_login(client, staff):
     assert locked.status_code == 429
     body = locked.content.decode()
     assert "Too many login attempts" in body and "0:30:00" in body
+    assert "<header>" in body and 'href="/"' in body  # the site's layout, with the way back
     assert "_auth_user_id" not in client.session
     # The lock holds for the user name from another address too.
     elsewhere = Client(REMOTE_ADDR="203.0.113.9")
