@@ -98,7 +98,7 @@ class AdditiveDesign:
     def fit_all(self, counts: npt.NDArray[np.integer]) -> FloatArray:
         """a[B, M] for every resample, in blocks of resamples; NaN where a model has no data."""
         models = self.residual.shape[1]
-        step = max(1, BLOCK_BYTES // (8 * 2 * models * models))
+        step = max(1, BLOCK_BYTES // (8 * 2 * max(1, models) ** 2))
         blocks = [
             self.fit(counts[start:start + step].astype(np.float64))
             for start in range(0, len(counts), step)  # blocks of resamples, never single ones
@@ -112,6 +112,8 @@ class AdditiveDesign:
         (nearly always) take `_fit_linked`; the rest `_fit_grouped`.
         """
         models = self.residual.shape[1]
+        if models == 0:
+            return np.empty((len(weights), 0))
         weights = weights / weights.sum(axis=1, keepdims=True)  # scale-free; keeps L near 1
         present = weights @ self.present > 0
         # Off-diagonal L < 0 exactly where two models share a drawn cell (a sum of positive terms).
@@ -132,7 +134,7 @@ class AdditiveDesign:
         has sum(a0) = 0 and L a0 = r; then t follows from the constraint q . a = sum(p).
         """
         models = self.residual.shape[1]
-        system = (weights @ self.anchored).reshape(-1, models, models)
+        system = (weights @ self.anchored).reshape(len(weights), models, models)
         right = weights @ self.residual
         fitted = np.linalg.solve(system, right[:, :, np.newaxis])[:, :, 0]
         share, share_sum = weights @ self.share, weights @ self.share_sum
@@ -146,7 +148,7 @@ class AdditiveDesign:
         has an all-zero row and column, so it is pinned to a = 0 and reported as NaN.
         """
         models = self.residual.shape[1]
-        system = (weights @ self.laplacian).reshape(-1, models, models)
+        system = (weights @ self.laplacian).reshape(len(weights), models, models)
         share, share_sum = weights @ self.share, weights @ self.share_sum
         group = _same_group(system < 0, present)
         system += share[:, :, np.newaxis] * share[:, np.newaxis, :] * group

@@ -745,6 +745,17 @@ def test_two_models_two_scenarios(rule: str) -> None:
                                reference["high"], atol=1e-12)
 
 
+@pytest.mark.parametrize("rule", ["paired", "classes"])
+def test_no_model_and_a_single_model(scores: np.ndarray, counts: np.ndarray, rule: str) -> None:
+    assert leaderboard(np.zeros((0, 6, 3)), counts, LEVEL, rule=rule).ranks.shape == (0,)
+    alone = leaderboard(scores[:1], counts, LEVEL, rule=rule)
+    reference = loop_cluster(list(loop_scenario_means(scores)[0]), counts, LEVEL)
+    np.testing.assert_allclose(alone.estimates.point, [reference["point"]])
+    np.testing.assert_allclose(alone.estimates.abs_low, [reference["low"]])
+    assert np.isnan(alone.estimates.cmp_low[0])  # nothing to compare with
+    np.testing.assert_array_equal(alone.ranks, [1])
+
+
 def test_pair_without_shared_cells_is_not_significant(counts: np.ndarray) -> None:
     scores = np.full((3, 6, 3), np.nan)
     scores[0, :, 0] = 10.0  # models 0 and 1 never score the same cell
