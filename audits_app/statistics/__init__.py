@@ -382,6 +382,9 @@ def refusal_rates(
     return Rates(point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0), level)
 
 
+# ---------------------------------------------------------------------------------------------
+# Comparison intervals and pairs
+# ---------------------------------------------------------------------------------------------
 
 
 def _comparison_interval(
@@ -398,8 +401,6 @@ def _comparison_interval(
     return (point + factor * (low - deviation_point), point + factor * (high - deviation_point))
 
 
-
-
 def _pair_scenario_differences(scores: FloatArray) -> tuple[FloatArray, BoolArray]:
     """D[i, j, s]: mean over cells of s scored for both i and j of (i - j); W[i, j, s]: any shared.
 
@@ -413,8 +414,6 @@ def _pair_scenario_differences(scores: FloatArray) -> tuple[FloatArray, BoolArra
     own_total = np.einsum("isk,jsk->ijs", filled, mask)  # i's sum over the cells it shares with j
     difference_total = own_total - own_total.transpose(1, 0, 2)
     return divide_or_nan(difference_total, shared_cells), shared_cells > 0
-
-
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ reference, rates, and so the classes) is
 with n the number of scenarios that inform it (where the model has data, or the pair shares a
 cell, ...). The plain percentile interval of a cluster mean is about estimate -/+ z * s' / sqrt(n)
 with s' the scenario spread computed with divisor n: too narrow twice over with few scenarios
-(13 % of equal pairs declared different at 6 scenarios, 11 % at 8, at a nominal 5 %). Hesterberg
+(14 % of equal pairs declared different at 6 scenarios, 12 % at 8, at a nominal 5 %). Hesterberg
 (2015, "What Teachers Should Know About the Bootstrap", The American Statistician 69:371-386,
 arXiv:1411.5279) corrects both factors; his `resample` R package offers the correction on the
 percentiles (`ExpandProbs`, the expanded percentile interval) and on the standard error
@@ -80,10 +80,7 @@ def interval(
     point: FloatArray, resampled: FloatArray, scenarios: npt.NDArray[np.integer], level: float,
     method: str,
 ) -> tuple[FloatArray, FloatArray]:
-    """Interval of each row from its bootstrap values resampled[rows, B] (module docstring).
-
-    `resampled` is a scratch array and may be reordered in place.
-    """
+    """Interval of each row from its bootstrap values resampled[rows, B] (module docstring)."""
     if method == "percentile":
         return _percentile_rows(resampled, level)
     if method == "expanded_percentile":
@@ -111,7 +108,7 @@ def expanded_t_multiplier(scenarios: npt.ArrayLike, level: float) -> FloatArray:
 def student_t_quantile(level: float, df: int) -> float:
     """t with P(|T| <= t) = level for Student's t with integer df >= 1.
 
-    numpy has no t distribution and the module stays free of scipy; for integer df the central
+    numpy has no t distribution and the package stays free of scipy; for integer df the central
     probability has a closed form (Abramowitz and Stegun 26.7.3 and 26.7.4) in theta = atan(t /
     sqrt(df)), increasing in theta, so bisection on theta in [0, pi / 2) gives t to machine
     precision (the tests compare with scipy.stats.t.ppf).
@@ -208,7 +205,6 @@ def _masked_quantiles(
         upper_value = np.take_along_axis(ordered, above[:, np.newaxis], axis=1)[:, 0]
         quantiles.append(lower_value + (upper_value - lower_value) * (position - below))
     return quantiles
-
 
 
 def check_level(level: float) -> None:
