@@ -1,10 +1,11 @@
-# BaitBench: `make demo` sets everything up and runs the main job; `make test` runs the tests.
+# BaitBench: `make demo` sets everything up and runs the main job; `make test` runs the tests;
+# `make serve` serves the site in production (README, "Production").
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/baitbench
 
-.PHONY: install demo test test-pg lint bench clean
+.PHONY: install demo serve test test-pg lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +18,15 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	mkdir -p var
 	$(BIN)/python manage.py demo
-	@# --insecure: serve the admin's static files although DEBUG is off (local demo only)
-	$(BIN)/python manage.py runserver --insecure 127.0.0.1:8000
+	@# A development server: WhiteNoise serves the static files where they lie.
+	BAITBENCH_DEV=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# Production: the environment holds the settings (README, "Production"); nothing is installed
+# here, so a machine that installed the project its own way runs it with VENV=its/prefix.
+serve:
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	exec $(BIN)/gunicorn baitbench_site.wsgi
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)

@@ -5,9 +5,19 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    if sys.argv[1:2] == ["demo"]:
+        # The demo is a local development run by definition: its development key and
+        # printed staff login are what a demo needs and what production refuses.
+        os.environ.setdefault("BAITBENCH_DEV", "1")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from baitbench_site.production import UnsafeSettings
+
+    try:
+        execute_from_command_line(sys.argv)
+    except UnsafeSettings as error:
+        # One line naming what to set, not a traceback through Django's internals.
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ class OutOfBandAuditAdmin(admin.ModelAdmin):
     list_display = ("auditor_name", "organisation", "audited_on", "release", "row_count")
     list_filter = ("release",)
     list_select_related = ("release",)
-    readonly_fields = ("source_name", "imported_by")
+    readonly_fields = ("source_name", "content_hash", "imported_by")
     inlines = [OutOfBandVerdictInline]
 
     def get_queryset(self, request):

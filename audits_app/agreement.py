@@ -11,7 +11,7 @@ a missing value is NaN (float arrays) or -1 (int arrays).
 Both figures are functions of a matrix that is a *sum over units*, so the cluster bootstrap
 (whole scenarios resampled) is one matrix product: counts[B, S] @ per_scenario[S, L*L] gives each
 resample's matrix, and the statistic is evaluated on all B matrices at once. Intervals are
-percentile intervals over the resamples where the statistic is defined (as statistics.py does).
+percentile intervals over the resamples where the statistic is defined.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ removes them from a copy of the snapshot before any page or answer sees it.
 
 from __future__ import annotations
 
-import csv
-import io
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -167,14 +165,6 @@ def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"metric": metric, "model_name": names.get(row["model"], row["model"]),
                          **row})
     return rows
-
-
-def csv_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def published_releases() -> list[dict[str, Any]]:

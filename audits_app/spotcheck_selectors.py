@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.utils.crypto import salted_hmac
 
 from audits_app import agreement
 from audits_app.models import SpotCheck
@@ -304,6 +305,59 @@ def next_pending(user, after: SpotCheck | None = None) -> SpotCheck | None:
     if after is not None:
         pending = pending.exclude(pk=after.pk)
     return pending.first()
+
+
+# --- out-of-band audits: the texts, blind -----------------------------------------------------
+
+def text_code(release_code: str, generation_id: int) -> str:
+    """The name under which auditors see a text outside the web UI: stable, and telling
+    nothing about its writer.
+
+    Generation ids cannot serve: the generate stage creates a release's rows writer by writer,
+    so ids run in blocks per model and a list of them shows which texts share a writer. The
+    code is a keyed hash (the site's SECRET_KEY): nobody without the key can map codes to ids.
+    Rotating the key changes the codes; a worksheet downloaded before then no longer imports
+    (its codes are unknown, never matched to other texts)."""
+    digest = salted_hmac("baitbench.audit-text-code", f"{release_code}:{generation_id}",
+                         algorithm="sha256").hexdigest()
+    return "t" + digest[:12]
+
+
+def audit_text_codes(release: Release) -> dict[str, int]:
+    """Text code -> generation id, for every scored text of the release."""
+    ids = scored_verdicts(release).values_list("generation_id", flat=True).distinct()
+    return {text_code(release.code, generation_id): generation_id for generation_id in ids}
+
+
+@dataclass(frozen=True)
+class AuditableText:
+    code: str
+    generation_id: int
+    scenario: str  # slug
+    scenario_title: str
+    task: str
+    condition: str
+    claims: list[JuryClaim]  # positions and quotes; their labels are never shown
+
+
+def auditable_texts(release: Release,
+                    texts: dict[int, JuryText] | None = None) -> list[AuditableText]:
+    """The texts an out-of-band audit may cover (the release's scored texts), by scenario,
+    task and condition, then by code, so that neither the order nor any field tells the
+    writer."""
+    from runs_app.models import Generation
+
+    texts = jury_texts(release) if texts is None else texts
+    cells = Generation.objects.filter(pk__in=texts).values_list(
+        "pk", "task", "condition", "scenario_version__scenario__slug",
+        "scenario_version__scenario__title")
+    listed = [
+        AuditableText(code=text_code(release.code, pk), generation_id=pk, scenario=slug,
+                      scenario_title=title, task=task, condition=condition,
+                      claims=texts[pk].claims)
+        for pk, task, condition, slug, title in cells
+    ]
+    return sorted(listed, key=lambda t: (t.scenario, t.task, t.condition, t.code))
 
 
 # --- calibration against people ---------------------------------------------------------------

@@ -3,18 +3,16 @@ out-of-band audits and human reader results (issue 6). Definitions: spotcheck_se
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audits_app import agreement
+from audits_app import agreement, csv_files
 from audits_app.models import (
     HumanReaderResult,
     OutOfBandAudit,
@@ -23,7 +21,7 @@ from audits_app.models import (
     SpotCheckBatch,
     SpotCheckItem,
 )
-from audits_app.spotcheck_selectors import JuryText, jury_texts
+from audits_app.spotcheck_selectors import JuryText, jury_texts, text_code
 from runs_app.models import Generation, Release
 
 RECORD_PERMISSION = "audits_app.record_spotcheck"
@@ -184,12 +182,31 @@ def spotcheck_record(
 @dataclass
 class ImportResult:
     problems: list[str] = field(default_factory=list)
-    created: int = 0
+    rows: int = 0  # data rows imported
+    checks: int = 0  # spot-checks created (out-of-band: one per text)
+    replaced: int = 0  # reader results that replaced earlier answers
+    skipped: int = 0  # blank rows, comment rows and rows left unfilled
+    delimiter: str = ","
     audit: OutOfBandAudit | None = None
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def summary(self) -> str:
+        """What was imported, in the words the review screens show."""
+        if self.audit is not None:
+            text = (f"Imported {self.rows} row(s) as {self.checks} spot-check(s) "
+                    f"(import #{self.audit.pk}).")
+        else:
+            text = (f"Imported {self.rows} row(s): {self.rows - self.replaced} new, "
+                    f"{self.replaced} replacing earlier answers.")
+        if self.skipped:
+            text += f" {self.skipped} blank, comment or unfilled row(s) skipped."
+        if self.delimiter != ",":
+            text += f" Read as {csv_files.DELIMITERS[self.delimiter]}-separated."
+        return text
 
 
 def _refused_as_published(release: Release, result: ImportResult) -> bool:
@@ -201,67 +218,117 @@ def _refused_as_published(release: Release, result: ImportResult) -> bool:
 
 AGREE_VALUES = {"agree": True, "yes": True, "true": True, "1": True,
                 "disagree": False, "no": False, "false": False, "0": False, "": None}
-OOB_COLUMNS = ("generation", "claim", "label", "agree", "note")
+# `text` takes the codes of the list of texts to audit (blind); `generation` takes ids, for
+# files written by staff who know them. The worksheet's scenario, task, condition and quote
+# columns are there for the auditor and are not read.
+OOB_REQUIRED = ("claim",)
+OOB_OPTIONAL = ("text", "generation", "label", "agree", "note")
+OOB_INFORMATIONAL = ("scenario", "task", "condition", "quote")
+UNFILLED = object()  # a worksheet row with no verdict written in
 
 
-def _read_csv(csv_text: str, required: Sequence[str], result: ImportResult) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")), strict=True)
-    header = [name.strip().lower() for name in (reader.fieldnames or [])]
-    missing = [name for name in required if name not in header]
-    if missing:
-        result.problems.append(f"row 1 (header): missing column(s) {', '.join(missing)}")
-        return []
-    reader.fieldnames = header
-    try:
-        rows = [{key: (value or "").strip() for key, value in row.items() if key}
-                for row in reader]
-    except csv.Error as error:
-        result.problems.append(f"row {reader.line_num}: malformed CSV: {error}")
-        return []
-    if not rows:
-        result.problems.append("the file has a header but no rows: nothing to import")
-    return rows
-
-
-def _parse_oob_row(row: dict, number: int, texts: dict[int, JuryText],
-                   problems: list[str]) -> dict | None:
-    def problem(column: str, message: str) -> None:
-        problems.append(f"row {number}, column {column}: {message}")
-
-    before = len(problems)
-    text = None
-    if not row["generation"].isdigit():
-        problem("generation", f"{row['generation']!r} is not a generation id")
-    elif int(row["generation"]) not in texts:
-        problem("generation", f"generation {row['generation']} is not a scored text of "
-                                f"this release")
+def _oob_text(row: csv_files.Row, texts: dict[int, JuryText], codes: dict[str, int],
+              problem) -> JuryText | None:
+    code, generation = row.cells.get("text", ""), row.cells.get("generation", "")
+    if code:
+        if code.lower() not in codes:
+            problem("text", f"{code!r} is not a text of this release (see its list of texts "
+                            "to audit)")
+            return None
+        return texts[codes[code.lower()]]
+    if not generation:
+        problem("text", "required (a text code from the list of texts to audit)")
+        return None
+    number = csv_files.whole_number(generation)
+    if number is None:
+        problem("generation", f"{generation!r} is not a generation id"
+                              f"{csv_files.digits_note(generation)}")
+    elif number not in texts:
+        problem("generation", f"generation {number} is not a scored text of this release")
     else:
-        text = texts[int(row["generation"])]
-    claim = row["claim"].lower()
+        return texts[number]
+    return None
+
+
+def _parse_oob_row(row: csv_files.Row, texts: dict[int, JuryText], codes: dict[str, int],
+                   problems: list[str]) -> dict | object | None:
+    cells = row.cells
+
+    def problem(column: str, message: str) -> None:
+        problems.append(f"row {row.number}, column {column}: {message}")
+
+    label, agree = cells.get("label", "").lower(), cells.get("agree", "").lower()
+    if not (label or agree or cells.get("note")):
+        return UNFILLED
+    before = len(problems)
+    text = _oob_text(row, texts, codes, problem)
+    claim = cells["claim"].lower()
     position = None
     if claim != "overall":
-        if not claim.isdigit() or int(claim) < 1:
-            problem("claim", f"{row['claim']!r} is neither a claim position "
-                             "(1, 2, ...) nor 'overall'")
-        elif text is not None and int(claim) > len(text.claims):
-            problem("claim", f"text {text.generation_id} has {len(text.claims)} jury claim(s), "
-                             f"not {claim}")
+        number = csv_files.whole_number(claim)
+        if number is None or number < 1:
+            problem("claim", f"{cells['claim']!r} is neither a claim position (1, 2, ...) nor "
+                             f"'overall'{csv_files.digits_note(claim)}")
+        elif text is not None and number > len(text.claims):
+            problem("claim", f"the text has {len(text.claims)} jury claim(s), not {number}")
         else:
-            position = int(claim)
-    label = row.get("label", "").lower()
+            position = number
     if label and label not in agreement.LABELS:
-        problem("label", f"{row['label']!r} is not one of {', '.join(agreement.LABELS)}")
+        problem("label", f"{cells['label']!r} is not one of {', '.join(agreement.LABELS)}")
     elif claim != "overall" and not label:
         problem("label", "a claim row needs a label")
-    agree = row.get("agree", "").lower()
     if agree not in AGREE_VALUES:
-        problem("agree", f"{row['agree']!r} is not agree/disagree (yes/no)")
+        problem("agree", f"{cells['agree']!r} is not agree/disagree (yes/no)")
     elif claim == "overall" and AGREE_VALUES[agree] is None and not label:
         problem("agree", "an overall row needs agree/disagree or a label")
     if len(problems) > before:
         return None
     return {"generation": text.generation_id, "position": position, "label": label,
-            "agree": AGREE_VALUES[agree], "note": row.get("note", ""), "row": number}
+            "agree": AGREE_VALUES[agree], "note": cells.get("note", ""), "row": row.number}
+
+
+def _already_imported(audit: OutOfBandAudit) -> str:
+    when = timezone.localtime(audit.imported_at).date().isoformat()
+    who = audit.imported_by.get_username() if audit.imported_by else "an unknown user"
+    return (f"this file was already imported on {when} by {who} as import #{audit.pk}: "
+            "nothing was imported again")
+
+
+def _earlier_verdicts(release: Release, auditor_name: str, organisation: str) -> dict:
+    """(generation, claim position) -> import number of the verdicts this auditor already
+    gave: a grown worksheet imported again must not count its first rows twice."""
+    rows = OutOfBandVerdict.objects.filter(
+        audit__release=release, audit__auditor_name__iexact=auditor_name,
+        audit__organisation__iexact=organisation,
+    ).values_list("generation_id", "claim_position", "audit_id")
+    return {(generation, position): audit for generation, position, audit in rows}
+
+
+def _check_oob_rows(table: csv_files.Table, texts: dict[int, JuryText], codes: dict[str, int],
+                    earlier: dict, result: ImportResult) -> list[dict]:
+    parsed, seen = [], set()
+    for row in table.rows:
+        entry = _parse_oob_row(row, texts, codes, result.problems)
+        if entry is UNFILLED:
+            result.skipped += 1
+            continue
+        if entry is None:
+            continue
+        key = (entry["generation"], entry["position"])
+        if key in seen:
+            result.problems.append(f"row {row.number}, column claim: duplicate of an earlier "
+                                   "row")
+        elif key in earlier:
+            result.problems.append(
+                f"row {row.number}, column claim: this auditor's verdict on this claim was "
+                f"imported before (import #{earlier[key]}); each verdict counts once, so leave "
+                "the row out (to correct it, delete that import and import again)")
+        seen.add(key)
+        parsed.append(entry)
+    if not parsed and not result.problems:
+        result.problems.append("no row holds a verdict (label, agree or note): nothing to "
+                               "import")
+    return parsed
 
 
 def oob_audit_import(
@@ -269,7 +336,7 @@ def oob_audit_import(
     method: str, csv_text: str, source_name: str = "", user=None,
 ) -> ImportResult:
     """Validate every row, then write all of them or none (one spot-check per text, flagged
-    out-of-band; each row kept as an OutOfBandVerdict)."""
+    out-of-band; each row kept as an OutOfBandVerdict). The same rows are imported once."""
     result = ImportResult()
     if _refused_as_published(release, result):
         return result
@@ -277,30 +344,46 @@ def oob_audit_import(
                           ("date", audited_on), ("method", method)):
         if not value:
             result.problems.append(f"audit, field {column}: required")
-    rows = _read_csv(csv_text, ("generation", "claim"), result)
-    if not rows and not result.problems:
-        result.problems.append("row 2: the file has no data rows")
+    table, problems = csv_files.read_table(
+        csv_text, required=OOB_REQUIRED, optional=OOB_OPTIONAL, informational=OOB_INFORMATIONAL,
+        source=source_name or "file")
+    result.problems += problems
+    if table is None:
+        return result
+    result.delimiter, result.skipped = table.delimiter, table.skipped
+    if "text" not in table.columns and "generation" not in table.columns:
+        result.problems.append("row 1 (header): missing column(s) text (the text codes; a "
+                               "generation column of ids is read too)")
+        return result
+    digest = table.content_hash()
+    earlier_import = OutOfBandAudit.objects.filter(release=release, content_hash=digest).first()
+    if earlier_import is not None:
+        result.problems.append(_already_imported(earlier_import))
+        return result
     texts = jury_texts(release)
-    parsed, seen = [], set()
-    for number, row in enumerate(rows, start=2):
-        for column in OOB_COLUMNS:
-            row.setdefault(column, "")
-        entry = _parse_oob_row(row, number, texts, result.problems)
-        if entry is None:
-            continue
-        key = (entry["generation"], entry["position"])
-        if key in seen:
-            result.problems.append(f"row {number}, column claim: duplicate of an earlier row")
-        seen.add(key)
-        parsed.append(entry)
+    codes = {text_code(release.code, generation_id): generation_id for generation_id in texts}
+    parsed = _check_oob_rows(table, texts, codes,
+                             _earlier_verdicts(release, auditor_name, organisation), result)
     if result.problems:
         return result
-    with transaction.atomic():
-        result.audit = OutOfBandAudit.objects.create(
-            release=release, auditor_name=auditor_name, organisation=organisation,
-            audited_on=audited_on, method=method, source_name=source_name, imported_by=user,
-        )
-        result.created = _write_oob_checks(result.audit, parsed, texts)
+    try:
+        with transaction.atomic():
+            result.audit = OutOfBandAudit.objects.create(
+                release=release, auditor_name=auditor_name, organisation=organisation,
+                audited_on=audited_on, method=method, source_name=source_name[:300],
+                content_hash=digest, imported_by=user,
+            )
+            result.checks = _write_oob_checks(result.audit, parsed, texts)
+    except IntegrityError:
+        # The same file imported at the same moment by someone else: theirs counts.
+        result.audit = None
+        earlier_import = OutOfBandAudit.objects.filter(release=release,
+                                                       content_hash=digest).first()
+        if earlier_import is None:
+            raise
+        result.problems.append(_already_imported(earlier_import))
+        return result
+    result.rows = len(parsed)
     return result
 
 
@@ -334,89 +417,109 @@ def _write_oob_checks(audit: OutOfBandAudit, parsed: list[dict],
 
 READER_COLUMNS = ("scenario", "stimulus", "reader", "a1", "a2", "a3", "k1", "k2", "k3", "k4")
 DONT_KNOW = {"", "dk", "don't know", "dont know", "?"}
+READER_NAME_LENGTH = HumanReaderResult._meta.get_field("reader").max_length
 
 
-def _parse_reader_row(row: dict, number: int, options: dict[str, list[int]],
-                      generations: dict[int, tuple[int, str]], problems: list[str]) -> dict | None:
+def _reader_stimulus(row: csv_files.Row, generations: dict[int, str], problem) -> int | None:
+    """The generation id a stimulus names, or None for none/control/H1/H2."""
+    slug, stimulus = row.cells["scenario"], row.cells["stimulus"]
+    if stimulus in ("none", "control", "H1", "H2"):
+        return None
+    generation_id = csv_files.whole_number(stimulus)
+    if generation_id is None:
+        problem("stimulus", f"{stimulus!r}: use none, control, H1, H2 or a generation id"
+                            f"{csv_files.digits_note(stimulus)}")
+    elif generations.get(generation_id) != slug:
+        problem("stimulus", f"generation {generation_id} is not a text of scenario {slug!r}")
+    return generation_id
+
+
+def _parse_reader_row(row: csv_files.Row, options: dict[str, list[int]],
+                      generations: dict[int, str], problems: list[str]) -> dict | None:
+    cells = row.cells
+
     def problem(column: str, message: str) -> None:
-        problems.append(f"row {number}, column {column}: {message}")
+        problems.append(f"row {row.number}, column {column}: {message}")
 
     before = len(problems)
-    slug, stimulus = row["scenario"], row["stimulus"]
+    slug = cells["scenario"]
     if slug not in options:
         problem("scenario", f"{slug!r} is not a scenario of this release")
-    generation_id = None
-    if stimulus.isdigit():
-        generation_id = int(stimulus)
-        if generations.get(generation_id, (None, None))[1] != slug:
-            problem("stimulus", f"generation {stimulus} is not a text of scenario {slug!r}")
-    elif stimulus not in ("none", "control", "H1", "H2"):
-        problem("stimulus", f"{stimulus!r}: use none, control, H1, H2 or a generation id")
-    if not row["reader"]:
+    generation_id = _reader_stimulus(row, generations, problem)
+    if not cells["reader"]:
         problem("reader", "required")
+    elif len(cells["reader"]) > READER_NAME_LENGTH:
+        problem("reader", f"longer than {READER_NAME_LENGTH} characters")
     attitude = []
     for column in ("a1", "a2", "a3"):
-        value = row[column]
-        if not value.isdigit() or not 1 <= int(value) <= 7:
-            problem(column.upper(), f"{value!r} is not an answer 1-7")
+        value = csv_files.whole_number(cells[column])
+        if value is None or not 1 <= value <= 7:
+            problem(column.upper(), f"{cells[column]!r} is not an answer 1-7"
+                                    f"{csv_files.digits_note(cells[column])}")
         else:
-            attitude.append(int(value))
+            attitude.append(value)
     knowledge: list[int | None] = []
     counts = options.get(slug) or [0] * 4
     for column, count in zip(("k1", "k2", "k3", "k4"), counts, strict=False):
-        value = row[column].lower()
-        if value in DONT_KNOW:
+        text = cells[column].lower()
+        value = csv_files.whole_number(text)
+        if text in DONT_KNOW:
             knowledge.append(None)
-        elif value.isdigit() and int(value) < count:
-            knowledge.append(int(value))
-        elif value.isdigit():
+        elif value is not None and value < count:
+            knowledge.append(value)
+        elif value is not None:
             problem(column.upper(), f"option {value} is outside the {count} options (0-based)")
         else:
-            problem(column.upper(), f"{row[column]!r} is not an option index or 'dk'")
+            problem(column.upper(), f"{cells[column]!r} is not an option index or 'dk'"
+                                    f"{csv_files.digits_note(text)}")
     if len(problems) > before:
         return None
-    return {"scenario_slug": slug, "stimulus": stimulus, "generation_id": generation_id,
-            "reader": row["reader"], "attitude": attitude, "knowledge": knowledge,
-            "row": number}
+    return {"scenario_slug": slug, "stimulus": cells["stimulus"], "generation_id": generation_id,
+            "reader": cells["reader"], "attitude": attitude, "knowledge": knowledge,
+            "row": row.number}
 
 
-def human_readers_import(*, release: Release, csv_text: str) -> ImportResult:
+def human_readers_import(*, release: Release, csv_text: str,
+                         source_name: str = "") -> ImportResult:
     """Human reader results for calibration; validated row by row, all or nothing. A reader's
-    answers to the same stimulus are replaced on re-import."""
+    answers to the same stimulus are replaced on re-import (so nothing counts twice)."""
     result = ImportResult()
     if _refused_as_published(release, result):
         return result
-    rows = _read_csv(csv_text, READER_COLUMNS, result)
-    generations = {
-        pk: (pk, slug) for pk, slug in Generation.objects.filter(release=release)
-        .values_list("pk", "scenario_version__scenario__slug")
-    }
+    table, problems = csv_files.read_table(csv_text, required=READER_COLUMNS,
+                                           source=source_name or "file")
+    result.problems += problems
+    if table is None:
+        return result
+    result.delimiter, result.skipped = table.delimiter, table.skipped
+    generations = dict(Generation.objects.filter(release=release)
+                       .values_list("pk", "scenario_version__scenario__slug"))
     options = {  # per scenario, the number of options of each knowledge question
         pin.scenario_version.scenario.slug:
             [len(question["options"]) for question in
              pin.scenario_version.content["knowledge_questions"]]
         for pin in release.pins.select_related("scenario_version__scenario")
     }
-    parsed = [entry for number, row in enumerate(rows, start=2)
-              if (entry := _parse_reader_row(row, number, options, generations,
+    parsed = [entry for row in table.rows
+              if (entry := _parse_reader_row(row, options, generations,
                                              result.problems)) is not None]
     first_row: dict[tuple, int] = {}
     for entry in parsed:
-        number = entry["row"]
         key = (entry["scenario_slug"], entry["stimulus"], entry["reader"])
         if key in first_row:
-            result.problems.append(f"row {number}: reader {entry['reader']!r} answers "
+            result.problems.append(f"row {entry['row']}: reader {entry['reader']!r} answers "
                                    f"{entry['stimulus']!r} again (first on row {first_row[key]})")
-        first_row.setdefault(key, number)
+        first_row.setdefault(key, entry["row"])
     if result.problems:
         return result
     with transaction.atomic():
         for entry in parsed:
-            HumanReaderResult.objects.update_or_create(
+            _, created = HumanReaderResult.objects.update_or_create(
                 release=release, scenario_slug=entry["scenario_slug"],
                 stimulus=entry["stimulus"], reader=entry["reader"],
                 defaults={"generation_id": entry["generation_id"], "attitude": entry["attitude"],
                           "knowledge": entry["knowledge"]},
             )
-    result.created = len(parsed)
+            result.replaced += not created
+    result.rows = len(parsed)
     return result

@@ -14,7 +14,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from audits_app import public
+from audits_app import csv_files, public
 from audits_app.chart import chart_points, release_chart_svg
 from runs_app.models import Release
 
@@ -99,7 +99,7 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
 
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.published_release_get(code, request.user)
-    text = public.csv_text(public.leaderboard_rows(published.snapshot),
+    text = csv_files.csv_text(public.leaderboard_rows(published.snapshot),
                            public.LEADERBOARD_COLUMNS)
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{code}-leaderboard.csv"'

@@ -1,10 +1,22 @@
-"""BaitBench settings: one file, read from the environment (DESIGN section 8)."""
+"""BaitBench settings: one file, read from the environment (DESIGN section 8).
+
+Development or production: the site is in development only when told so, by `DEBUG=1` or
+`BAITBENCH_DEV=1` (which `make demo`, `manage.py demo` and the tests set). Everything else is
+production: it refuses to start on the published development key, a weak key or
+`ALLOWED_HOSTS=*` (one line naming what to set, `baitbench_site.production`), sends cookies
+over HTTPS only, asks browsers for HSTS and serves static files from hashed, compressed copies.
+The README's "Production" section lists every setting.
+"""
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+
+import dj_database_url
+
+from baitbench_site.production import DEVELOPMENT_KEY, UnsafeSettings, unsafe_setting
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -17,48 +29,86 @@ def envint(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def envlist(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+SQLITE_SCHEMES = {"sqlite"}
+POSTGRES_SCHEMES = {"postgres", "postgresql", "pgsql"}
+
+
 def database_from_url(url: str) -> dict:
-    """`sqlite:///relative/or/absolute.db` or `postgres://user:pass@host:port/name`."""
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        path = unquote(parts.path)
-        # sqlite:///var/x.db is relative to the project; sqlite:////tmp/x.db is absolute.
-        name = path[1:]
-        if not Path(name).is_absolute():
-            name = str(BASE_DIR / name)
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": name,
-            "OPTIONS": {
-                # Queue workers write concurrently: WAL lets readers continue during a
-                # write, IMMEDIATE takes the write lock at BEGIN (no upgrade deadlocks),
-                # and the timeout makes a second writer wait instead of failing.
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-            "TEST": {"NAME": os.environ.get("BAITBENCH_TEST_SQLITE")},
-        }
-    if parts.scheme in {"postgres", "postgresql", "pgsql"}:
-        options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(parts.path.lstrip("/")),
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-            "OPTIONS": options,
-            "CONN_MAX_AGE": 0,
-            # Lets parallel checkouts on one server keep their test databases apart.
-            "TEST": {"NAME": os.environ.get("BAITBENCH_TEST_DB")},
-        }
-    raise ValueError(f"DATABASE_URL: unsupported scheme {parts.scheme!r}")
+    """`sqlite:///relative/or/absolute.db` or `postgres://user:pass@host:port/name`.
+
+    dj-database-url parses the URL (quoting, ports, `?sslmode=...` options); what is ours is
+    the project-relative SQLite path, SQLite's concurrency options and the test-name hooks.
+    """
+    scheme = url.partition("://")[0]
+    if scheme not in SQLITE_SCHEMES | POSTGRES_SCHEMES:
+        raise ValueError(f"DATABASE_URL: unsupported scheme {scheme!r} "
+                         "(use sqlite:///path or postgres://user:pass@host:port/name)")
+    config = dj_database_url.parse(url, conn_max_age=0)
+    if scheme in POSTGRES_SCHEMES:
+        # Lets parallel checkouts on one server keep their test databases apart.
+        config["TEST"] = {"NAME": os.environ.get("BAITBENCH_TEST_DB")}
+        return config
+    # sqlite:///var/x.db is relative to the project; sqlite:////tmp/x.db is absolute.
+    if config["NAME"] != ":memory:" and not Path(config["NAME"]).is_absolute():
+        config["NAME"] = str(BASE_DIR / config["NAME"])
+    config["OPTIONS"] = {
+        # Queue workers write concurrently: WAL lets readers continue during a
+        # write, IMMEDIATE takes the write lock at BEGIN (no upgrade deadlocks),
+        # and the timeout makes a second writer wait instead of failing.
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        **config.get("OPTIONS", {}),
+    }
+    config["TEST"] = {"NAME": os.environ.get("BAITBENCH_TEST_SQLITE")}
+    return config
 
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "baitbench-insecure-development-key")
 DEBUG = envbool("DEBUG", False)
-ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+DEVELOPMENT = DEBUG or envbool("BAITBENCH_DEV", False)
+SECRET_KEY = os.environ.get("SECRET_KEY", "") or (DEVELOPMENT_KEY if DEVELOPMENT else "")
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+if not DEVELOPMENT and (problem := unsafe_setting(secret_key=SECRET_KEY,
+                                                   allowed_hosts=ALLOWED_HOSTS)):
+    raise UnsafeSettings(problem)
+
+# HTTPS. Production runs behind a proxy that terminates TLS (README, "Production"); with
+# BAITBENCH_BEHIND_PROXY=1 its X-Forwarded-Proto says whether the visitor used HTTPS, and its
+# X-Forwarded-For who the visitor is (for the login throttle). Never set it without such a
+# proxy: a visitor could then claim HTTPS, or any address, with a header of their own.
+BEHIND_PROXY = envbool("BAITBENCH_BEHIND_PROXY", False)
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not DEVELOPMENT)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEVELOPMENT
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEVELOPMENT else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", True)
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+
+# Sessions: two weeks for anyone; a staff login ends BAITBENCH_STAFF_SESSION_SECONDS after it
+# began, however active it was (`baitbench_site.security.staff_session_expiry`).
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
+BAITBENCH_STAFF_SESSION_SECONDS = envint("BAITBENCH_STAFF_SESSION_SECONDS", 8 * 3600)
+
+# Login throttle (django-axes): after AXES_FAILURE_LIMIT failed logins from one address, or
+# for one user name from anywhere, further logins are refused (429) for the cool-off time; a
+# successful login clears the count. Tests log in with `force_login`, which never reaches it.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("BAITBENCH_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("BAITBENCH_LOGIN_COOLOFF_MINUTES", 30))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "lockout.html"
+if BEHIND_PROXY:
+    AXES_CLIENT_IP_CALLABLE = "baitbench_site.security.client_ip_behind_proxy"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -66,26 +116,36 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: `runserver` leaves static files to WhiteNoise, as production does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "django_q",
     "scenarios_app",
     "runs_app",
     "audits_app",
+    "baitbench_site.apps.SiteConfig",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "baitbench_site.errors.RefusedChangeMiddleware",
+    # Last, as django-axes asks: it turns a throttled login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "baitbench_site.urls"
+CSRF_FAILURE_VIEW = "baitbench_site.errors.csrf_failure"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
@@ -112,7 +172,17 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = Path(os.environ.get("BAITBENCH_STATIC_ROOT", BASE_DIR / "var" / "static"))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# Production serves `collectstatic`'s hashed, compressed copies (cached for a year); development
+# serves the files where they lie, so neither the demo nor the tests need `collectstatic`.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+                    if DEVELOPMENT else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+# Development looks files up per request (edits show at once, no scan at start-up).
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEVELOPMENT
 LOGIN_URL = "/admin/login/"
 
 REST_FRAMEWORK = {
@@ -120,12 +190,21 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Staff see drafts and held-out texts through their admin login (throttled, expiring);
+    # the API takes no password of its own, so the login form is the one place to guess at.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "BaitBench API",
     "DESCRIPTION": "Published BaitBench releases: leaderboards, per-text scores, scenarios.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/v1/docs/ loads Swagger UI from our own static files (drf-spectacular-sidecar), and
+    # asks no outside validator about the schema: the page makes no request off the site.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # django-q2: the ORM broker by default (no server needed), Redis when REDIS_URL is set.
@@ -167,6 +246,9 @@ BAITBENCH_DRAINS_PER_RELEASE = envint("BAITBENCH_DRAINS_PER_RELEASE", 8)
 # this long (seconds) for the work their results plan (a text's next stage) before it ends.
 BAITBENCH_DRAIN_WAIT = envint("BAITBENCH_DRAIN_WAIT", 30)
 
+# Everything goes to stderr, which gunicorn and the service manager keep. A server error is
+# logged once, with its traceback and the reference its page shows (`baitbench_site.errors`);
+# `django.security` reports refused hosts and CSRF failures, `axes` locked-out logins.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -174,5 +256,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "baitbench": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+        "django.security": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

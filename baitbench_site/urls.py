@@ -1,9 +1,27 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
+
+
+class FaviconView(RedirectView):
+    """Browsers ask for /favicon.ico on every page that names no icon (the browsable API)."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args, **kwargs) -> str:
+        return static("favicon.svg")
+
 
 urlpatterns = [
+    path("favicon.ico", FaviconView.as_view()),
     path("admin/", admin.site.urls),
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),
     path("", include("audits_app.urls")),
 ]
+
+# Pages in the site's layout that say why, with the way back (`baitbench_site.errors`).
+handler403 = "baitbench_site.errors.permission_denied"
+handler404 = "baitbench_site.errors.page_not_found"
+handler500 = "baitbench_site.errors.server_error"

@@ -134,6 +134,7 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="baitbench-bench-")
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/bench.sqlite3"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    os.environ.setdefault("BAITBENCH_DEV", "1")  # a benchmark is a development run
     import django
 
     django.setup()

@@ -30,6 +30,7 @@ PAGES = [
 def setup(workdir: str) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/pages.sqlite3"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    os.environ.setdefault("BAITBENCH_DEV", "1")  # a benchmark is a development run
     import django
 
     django.setup()

@@ -28,6 +28,7 @@ CONCURRENCY = 50
 def setup_django(workdir: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    os.environ.setdefault("BAITBENCH_DEV", "1")  # a benchmark is a development run
     import django
 
     django.setup()

@@ -264,7 +264,10 @@ class ScenarioAdmin(admin.ModelAdmin):
         form = ScenarioUploadForm(request.POST, request.FILES) if posted else ScenarioUploadForm()
         if posted and form.is_valid():
             with tempfile.TemporaryDirectory() as folder:
-                result = scenarios_import(paths=form.write_files(Path(folder)), user=request.user)
+                result = scenarios_import(
+                    paths=form.write_files(Path(folder)), user=request.user,
+                    confirm_canary_change=form.cleaned_data["confirm_canary_change"],
+                )
             if result.ok:
                 self.message_user(request, (
                     f"Imported: {len(result.created)} created, {len(result.updated)} updated, "

@@ -1,16 +1,44 @@
-"""Reading and writing scenario files (no database here; services.py does the writes)."""
+"""Reading and writing scenario files (no database here; services.py does the writes).
+
+A scenario file comes from outside (a curator's editor, an upload, a zip), so it is read with
+limits before anything trusts it: its size is checked before a byte is read, it must be UTF-8,
+no control character may hide in it, and the YAML parser refuses aliases, deep nesting,
+repeated keys and giant numbers. Each refusal is one problem line naming the file and, where
+it can, the field: `x.yaml: facts[2].text: contains a NUL byte (U+0000) at line 14, column 9`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from scenarios_app.schemas import ScenarioFile, validate_scenario_document
+from scenarios_app.schemas import (
+    ALLOWED_HERE,
+    ScenarioFile,
+    field_path,
+    forbidden_character,
+    validate_scenario_document,
+)
 
 SUFFIXES = (".yaml", ".yml")
+# The shipped scenarios are 13-15 KB each. 256 KB is seventeen times that: room for a long
+# scenario, while a file that size already makes a writer prompt of some 64,000 tokens, more
+# than any task needs. It also bounds what validating one file costs (bench/scenario_files.py).
+MAX_FILE_BYTES = 256 * 1024
+# A scenario file nests four levels (knowledge_questions[0].options[1]). Deeper has no use,
+# and the pure-Python YAML composer recurses once per level: a deep file would otherwise end in
+# a RecursionError rather than a problem line.
+MAX_DEPTH = 16
+# Python refuses to convert integers of more than 4,300 digits (a ValueError, not a problem
+# line); no field of the format needs more than a few.
+MAX_INTEGER_CHARACTERS = 20
+# Characters refused in the file as written. Carriage returns are line breaks there (files
+# saved on Windows); inside a value, escapes such as "\0" are caught by the schema's rule.
+RAW_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,26 +75,179 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
     return files, problems
 
 
+def too_large(size: int) -> str | None:
+    """The problem with a scenario file of `size` bytes, or None if it may be read."""
+    if size > MAX_FILE_BYTES:
+        return f"too large ({size} bytes; the limit is {MAX_FILE_BYTES})"
+    return None
+
+
+def read_scenario_text(path: Path) -> tuple[str | None, list[str]]:
+    """The file's text, or the problems that keep it from being parsed at all."""
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        if problem := too_large(size):
+            return None, [f"{source}: {problem}"]
+        with path.open("rb") as handle:
+            # Never more than the limit allows, even if the file grew since stat().
+            content = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        return None, [f"{source}: cannot read the file: {error.strerror or error}"]
+    if problem := too_large(len(content)):
+        return None, [f"{source}: {problem}"]
+    return decode_scenario_bytes(content, source)
+
+
+def decode_scenario_bytes(content: bytes, source: str) -> tuple[str | None, list[str]]:
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = content.count(b"\n", 0, error.start) + 1
+        return None, [f"{source}: not UTF-8 text (byte 0x{content[error.start]:02x} on line "
+                      f"{line}); save the file as UTF-8"]
+    return text, raw_character_problems(text, source)
+
+
+def raw_character_problems(text: str, source: str) -> list[str]:
+    """A control character written into the file, named with its field, line and column."""
+    found = list(RAW_FORBIDDEN.finditer(text))
+    if not found:
+        return []
+    index = found[0].start()
+    _, description = forbidden_character(text[index])
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    # Blanked out (same length, so the same positions), the file can be parsed to learn
+    # which field holds the character.
+    field = _field_at(RAW_FORBIDDEN.sub(" ", text), index)
+    where = f"{field}: " if field else ""
+    return [f"{source}: {where}contains {description} at line {line}, column {column}{more}; "
+            f"{ALLOWED_HERE}"]
+
+
+class LimitRefused(yaml.MarkedYAMLError):
+    """The YAML is well formed, but uses something a scenario file may not."""
+
+
+# libyaml's parser when PyYAML was built with it (the wheels are): some seven times faster than
+# the pure-Python one on a file at the size limit (bench/scenario_files.py).
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_OPENING = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_CLOSING = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def check_structure(text: str) -> None:
+    """Refuse aliases and deep nesting, from the parser's events, before any node is built.
+
+    `*name` repeats an anchored node, and aliases of aliases expand exponentially for
+    whatever walks the data (a few hundred bytes can stand for gigabytes: the "billion
+    laughs"); a scenario file has no use for them. Nesting is bounded by MAX_DEPTH."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise LimitRefused(None, None, f"aliases (*{event.anchor}) are not allowed in a "
+                               "scenario file; write the value out", event.start_mark)
+        if isinstance(event, _OPENING):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise LimitRefused(None, None, f"nested more than {MAX_DEPTH} levels deep",
+                                   event.start_mark)
+        elif isinstance(event, _CLOSING):
+            depth -= 1
+
+
+class ScenarioLoader(_SafeLoader):
+    """The safe loader, with a key at most once per mapping (YAML itself would silently keep
+    the last of two `canary:` lines) and integers of at most MAX_INTEGER_CHARACTERS."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                if key_node.value in seen:
+                    raise LimitRefused(None, None, f"the key {key_node.value!r} appears twice "
+                                       "in one mapping", key_node.start_mark)
+                seen.add(key_node.value)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_INTEGER_CHARACTERS:
+            raise LimitRefused(None, None, f"a number of {len(node.value)} characters; the "
+                               f"limit is {MAX_INTEGER_CHARACTERS}", node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+ScenarioLoader.add_constructor("tag:yaml.org,2002:int", ScenarioLoader.construct_yaml_int)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document within the limits above (raises yaml.YAMLError)."""
+    check_structure(text)
+    loader = ScenarioLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, source: str) -> tuple[Any, list[str]]:
     try:
-        return yaml.safe_load(text), []
+        return load_yaml(text), []
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = getattr(error, "problem", None) or str(error).splitlines()[0]
-        return None, [f"{source}: malformed YAML{where}: {reason}"]
+        if isinstance(error, LimitRefused):
+            return None, [f"{source}: {where}: {reason}"]
+        return None, [f"{source}: malformed YAML{' at ' + where if where else ''}: {reason}"]
+
+
+def _field_at(text: str, index: int) -> str:
+    """The path of the value that spans character `index`, or "" (a comment, a key, or a file
+    that does not parse)."""
+    loader = ScenarioLoader(text)
+    try:
+        check_structure(text)  # an alias would make the walk below exponential
+        node = loader.get_single_node()
+    except yaml.YAMLError:
+        return ""
+    finally:
+        loader.dispose()
+    location = _location_of(node, index, ()) if node is not None else None
+    return field_path(location) if location else ""
+
+
+def _location_of(node: yaml.Node, index: int,
+                 location: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    if not node.start_mark.index <= index < max(node.end_mark.index, node.start_mark.index + 1):
+        return None
+    if isinstance(node, yaml.ScalarNode):
+        return location
+    children: list[tuple[str | int, yaml.Node]] = (
+        [(position, child) for position, child in enumerate(node.value)]
+        if isinstance(node, yaml.SequenceNode)
+        else [(str(key.value), value) for key, value in node.value]
+    )
+    for part, child in children:
+        found = _location_of(child, index, (*location, part))
+        if found is not None:
+            return found
+    return None
 
 
 def load_scenario_files(paths: list[str]) -> LoadReport:
-    """Load and validate every file; collect every problem rather than stop at the first."""
+    """Load and validate every file; collect every problem rather than stop at the first.
+
+    Pure: reads files, never the database (validate_scenarios runs without one)."""
     files, problems = expand_paths(paths)
     loaded: list[LoadedFile] = []
     for path in files:
         source = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            problems.append(f"{source}: cannot read the file: {error}")
+        text, read_problems = read_scenario_text(path)
+        if text is None or read_problems:
+            problems += read_problems
             continue
         data, yaml_problems = parse_yaml(text, source)
         if yaml_problems:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,13 @@ from django import forms
 from django.db import models
 from django.forms.models import BaseInlineFormSet
 
-from scenarios_app.files import SUFFIXES
+from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES
 from scenarios_app.models import KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import scenario_document
 
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # per file and for everything a zip unpacks to
+# A zip as uploaded, and everything it unpacks to: 32 scenario files at their size limit.
+MAX_ZIP_BYTES = 32 * MAX_FILE_BYTES
 TASK_CODES = ("T1", "T2", "T3", "T4")
 CONDITION_CODES = ("C0", "C1", "C2", "C3")
 
@@ -177,50 +179,70 @@ class MultipleFileField(forms.FileField):
 
 
 class ScenarioUploadForm(forms.Form):
+    """Scenario files as uploaded: .yaml files, or zips of them.
+
+    Sizes are checked before anything is read or unpacked (a zip's members by their declared
+    sizes, which `zipfile` never reads beyond); the members are read here, so that a damaged
+    zip is a form error rather than an exception during the import."""
+
+    max_file_bytes = MAX_FILE_BYTES
     files = MultipleFileField(
         label="Scenario files",
         help_text="One or more .yaml files, or a .zip of them. All are imported, or none.",
     )
+    confirm_canary_change = forms.BooleanField(
+        label="Confirm canary changes", required=False,
+        help_text="A scenario's canary traces contamination: a file that would replace the "
+                  "canary of a scenario already here is refused unless this is ticked.",
+    )
 
     def clean_files(self) -> list[Any]:
         uploads = self.cleaned_data["files"]
-        names: list[str] = []
+        self._contents: list[tuple[str, bytes]] = []
         for upload in uploads:
-            names += self._names_in(upload)
+            self._contents += self._files_in(upload)
+        names = [name for name, _ in self._contents]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise forms.ValidationError(f"Two files share a name: {', '.join(duplicates)}.")
         return uploads
 
-    def _names_in(self, upload: Any) -> list[str]:
-        if upload.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"{upload.name} is larger than 20 MB.")
+    def _files_in(self, upload: Any) -> list[tuple[str, bytes]]:
+        """(name as the problem lines show it, content) of each scenario file in an upload."""
         if upload.name.endswith(SUFFIXES):
-            return [upload.name]
+            _refuse_if_too_large(upload.name, upload.size, MAX_FILE_BYTES)
+            upload.seek(0)
+            return [(Path(upload.name).name, upload.read())]
         if not upload.name.endswith(".zip") or not zipfile.is_zipfile(upload):
             raise forms.ValidationError(f"{upload.name} is neither a .yaml file nor a .zip.")
-        members = _yaml_members(zipfile.ZipFile(upload))
-        if not members:
-            raise forms.ValidationError(f"{upload.name} holds no .yaml files.")
-        if sum(member.file_size for member in members) > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"{upload.name} unpacks to more than 20 MB.")
-        return [f"{upload.name}/{Path(member.filename).name}" for member in members]
+        _refuse_if_too_large(upload.name, upload.size, MAX_ZIP_BYTES)
+        try:
+            archive = zipfile.ZipFile(upload)
+            members = _yaml_members(archive)
+            if not members:
+                raise forms.ValidationError(f"{upload.name} holds no .yaml files.")
+            for member in members:
+                _refuse_if_too_large(f"{upload.name}/{member.filename}", member.file_size,
+                                     MAX_FILE_BYTES)
+            unpacked = sum(member.file_size for member in members)
+            if unpacked > MAX_ZIP_BYTES:
+                raise forms.ValidationError(
+                    f"{upload.name}: unpacks to {unpacked} bytes; the limit is {MAX_ZIP_BYTES}")
+            return [(f"{Path(upload.name).name}/{Path(member.filename).name}",
+                     archive.read(member)) for member in members]
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
+            raise forms.ValidationError(f"{upload.name}: a damaged zip ({error})") from None
 
     def write_files(self, folder: Path) -> list[str]:
         """Write the uploads into `folder` (zips unpacked into a sub-folder named after them),
-        keeping their names so that problem lines name the file the curator uploaded."""
-        paths = []
-        for upload in self.cleaned_data["files"]:
-            upload.seek(0)
-            if upload.name.endswith(SUFFIXES):
-                paths.append(_write(folder / Path(upload.name).name, upload.read()))
-                continue
-            archive = zipfile.ZipFile(upload)
-            for member in _yaml_members(archive):
-                # Only the base name: a member called ../../x.yaml stays inside `folder`.
-                target = folder / Path(upload.name).name / Path(member.filename).name
-                paths.append(_write(target, archive.read(member)))
-        return paths
+        keeping their names so that problem lines name the file the curator uploaded.
+        Only base names are used: a member called ../../x.yaml stays inside `folder`."""
+        return [_write(folder / name, content) for name, content in self._contents]
+
+
+def _refuse_if_too_large(name: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise forms.ValidationError(f"{name}: too large ({size} bytes; the limit is {limit})")
 
 
 def _yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:

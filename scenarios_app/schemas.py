@@ -11,19 +11,56 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections import Counter
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 FORMAT = "baitbench.scenario/1"
 CONTROL_TEXT_WORDS = (200, 400)
 
-Text = Annotated[str, Field(min_length=1)]
+# Control characters other than tab and newline (C0, DEL, C1) and lone surrogates. None has a
+# place in a text a model or a reader is shown; PostgreSQL refuses NUL in a text column and in
+# JSON, and a lone surrogate cannot even be encoded as UTF-8 (the content hash would crash).
+FORBIDDEN_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+ALLOWED_HERE = "control characters other than tab and newline are not allowed"
+
+
+def forbidden_character(text: str) -> tuple[int, str] | None:
+    """(index, description) of the first character no text may hold, or None."""
+    found = FORBIDDEN_CHARACTERS.search(text)
+    if found is None:
+        return None
+    character = found.group()
+    code = f"U+{ord(character):04X}"
+    if character == "\x00":
+        return found.start(), f"a NUL byte ({code})"
+    if 0xD800 <= ord(character) <= 0xDFFF:
+        return found.start(), f"a lone surrogate ({code})"
+    return found.start(), f"a control character ({code})"
+
+
+def character_problem(text: str) -> str | None:
+    """The message for a text holding a forbidden character, or None."""
+    found = forbidden_character(text)
+    if found is None:
+        return None
+    index, description = found
+    return f"contains {description} at character {index + 1}; {ALLOWED_HERE}"
+
+
+def _printable(text: str) -> str:
+    if problem := character_problem(text):
+        raise ValueError(problem)
+    return text
+
+
+Text = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
 # Bounded like the database columns they are stored in (scenarios_app.models): a longer value
 # is a problem line here, not a database error halfway through an import.
-Line = Annotated[str, Field(min_length=1, max_length=200)]
-ShortLine = Annotated[str, Field(min_length=1, max_length=100)]
+Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+ShortLine = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_printable)]
 ID_LENGTH = 8
 
 
@@ -81,7 +118,7 @@ class ScenarioFile(_Strict):
     slug: Annotated[str, Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=80)]
     language: Literal["en", "nl"]
     visibility: Literal["public", "held-out"]
-    title: Annotated[str, Field(min_length=1, max_length=200)]
+    title: Line
     canary: Annotated[str, Field(pattern=r"^BAITBENCH-CANARY-[0-9a-f-]{8,}$", max_length=120)]
     organisation: Organisation
     situation: Text
@@ -150,6 +187,11 @@ def _problem_from_pydantic(item: dict[str, Any]) -> Problem:
         message = f"{item['input']!r} does not match the pattern {item['ctx']['pattern']}"
     elif item["type"] == "extra_forbidden":
         message = "unknown field"
+    elif item["type"] == "value_error":
+        message = str(item["ctx"]["error"])
+    elif item["type"] == "string_unicode" and isinstance(item["input"], str):
+        # A lone surrogate fails pydantic's own string parsing before the rule above runs.
+        message = character_problem(item["input"]) or message
     return Problem(field_path(item["loc"]), message)
 
 

@@ -166,21 +166,57 @@ def _create_parts(scenario: Scenario, d: ScenarioFile) -> None:
     )
 
 
-def database_conflicts(report: LoadReport) -> list[str]:
-    """A canary already used by another slug in the database is a conflict."""
-    canaries = {item.scenario.canary: item for item in report.files}
-    taken = Scenario.objects.filter(canary__in=canaries).values_list("canary", "slug")
-    return [
-        f"{canaries[canary].path}: canary: {canary!r} is already used by scenario {slug!r}"
+CANARY_CONFIRMATION = (
+    "--confirm-canary-change; in the admin upload, tick 'Confirm canary changes'"
+)
+
+
+def database_conflicts(report: LoadReport, *, confirm_canary_change: bool = False) -> list[str]:
+    """What the files cannot do to the scenarios already in the database.
+
+    A canary names one scenario: one already used by another slug is a conflict. A scenario's
+    canary is also the key by which contamination is traced (DESIGN section 6): a file that
+    would replace the canary of an existing slug is refused unless the curator confirms it.
+    """
+    by_canary = {item.scenario.canary: item for item in report.files}
+    taken = Scenario.objects.filter(canary__in=by_canary).values_list("canary", "slug")
+    problems = [
+        f"{by_canary[canary].path}: canary: {canary!r} is already used by scenario {slug!r}"
         for canary, slug in taken
-        if slug != canaries[canary].scenario.slug
+        if slug != by_canary[canary].scenario.slug
     ]
+    if confirm_canary_change:
+        return problems
+    by_slug = {item.scenario.slug: item for item in report.files}
+    current = Scenario.objects.filter(slug__in=by_slug).values_list("slug", "canary")
+    problems += [
+        f"{by_slug[slug].path}: canary: would change the canary of scenario {slug!r} from "
+        f"{old!r} to {by_slug[slug].scenario.canary!r}; the canary traces contamination, so it "
+        f"changes only when confirmed ({CANARY_CONFIRMATION})"
+        for slug, old in sorted(current)
+        if old != by_slug[slug].scenario.canary
+    ]
+    return problems
 
 
-def scenarios_import(*, paths: list[str], user=None, dry_run: bool = False) -> ImportResult:
-    """Import files or folders, all or nothing (DESIGN section 8)."""
+def scenarios_validate(*, paths: list[str]) -> list[str]:
+    """Check files against the format's rules only: no database is needed or touched.
+
+    Whether a slug or canary clashes with the database is the importer's check
+    (`scenarios_import`, also with `dry_run`), which needs a database to ask."""
+    return load_scenario_files(paths).problems
+
+
+def scenarios_import(
+    *, paths: list[str], user=None, dry_run: bool = False, confirm_canary_change: bool = False,
+) -> ImportResult:
+    """Import files or folders, all or nothing (DESIGN section 8); `dry_run` checks
+    everything, the database included, and writes nothing."""
     report = load_scenario_files(paths)
-    problems = report.problems + (database_conflicts(report) if report.ok else [])
+    problems = report.problems + (
+        database_conflicts(report, confirm_canary_change=confirm_canary_change)
+        if report.ok else []
+    )
     result = ImportResult(problems=problems)
     if problems or dry_run:
         return result

@@ -1,5 +1,5 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from audits_app.api import views
 
@@ -14,4 +14,6 @@ urlpatterns = [
     path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
 ]

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import public
+from audits_app import csv_files, public
 from audits_app.api import serializers
 from runs_app.models import Release
 
@@ -23,15 +28,36 @@ TEXT_FILTER_PARAMETERS = [
 ]
 
 
-class ReleaseListView(GenericAPIView):
-    serializer_class = serializers.ReleaseSummarySerializer
+class SnapshotListView(GenericAPIView):
+    """A paginated list of snapshot dicts, where a generic view expects a queryset.
+
+    `get_queryset()` returns that list: DRF's browsable renderer asks for it (to build its
+    filter form) on every list view, and a view without one answers a browser with a 500.
+    The list is built once per request, whoever asks first.
+    """
+
     pagination_class = LimitOffsetPagination
 
-    @extend_schema(summary="Published releases",
-                   responses=serializers.ReleaseSummarySerializer(many=True))
-    def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(public.published_releases())
+    def items(self) -> list[dict]:
+        raise NotImplementedError
+
+    def get_queryset(self) -> list[dict]:
+        if not hasattr(self, "_items"):
+            self._items = self.items()
+        return self._items
+
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+@extend_schema_view(get=extend_schema(
+    summary="Published releases", responses=serializers.ReleaseSummarySerializer(many=True)))
+class ReleaseListView(SnapshotListView):
+    serializer_class = serializers.ReleaseSummarySerializer
+
+    def items(self) -> list[dict]:
+        return public.published_releases()
 
 
 class ReleaseDetailView(GenericAPIView):
@@ -89,17 +115,16 @@ class LeaderboardView(GenericAPIView):
         return Response(self.get_serializer(data).data)
 
 
-class TextListView(GenericAPIView):
+@extend_schema_view(get=extend_schema(
+    summary="Per-text scores", parameters=TEXT_FILTER_PARAMETERS,
+    responses={200: serializers.TextScoreSerializer(many=True), 404: NOT_FOUND}))
+class TextListView(SnapshotListView):
     serializer_class = serializers.TextScoreSerializer
-    pagination_class = LimitOffsetPagination
 
-    @extend_schema(summary="Per-text scores", parameters=TEXT_FILTER_PARAMETERS,
-                   responses={200: serializers.TextScoreSerializer(many=True), 404: NOT_FOUND})
-    def get(self, request: Request, code: str) -> Response:
-        published = public.published_release_get(code, request.user)
-        texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
-        page = self.paginate_queryset(texts)
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+    def items(self) -> list[dict]:
+        published = public.published_release_get(self.kwargs["code"], self.request.user)
+        return public.filter_texts(published.snapshot.get("texts", []),
+                                   self.request.query_params)
 
 
 class TextCsvView(GenericAPIView):
@@ -110,18 +135,17 @@ class TextCsvView(GenericAPIView):
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
         texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
-        response = HttpResponse(public.csv_text(texts, public.TEXT_COLUMNS),
+        response = HttpResponse(csv_files.csv_text(texts, public.TEXT_COLUMNS),
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{code}-texts.csv"'
         return response
 
 
-class ScenarioListView(GenericAPIView):
+@extend_schema_view(get=extend_schema(
+    summary="Scenarios of published releases, with their labelled facts",
+    responses=serializers.ScenarioSerializer(many=True)))
+class ScenarioListView(SnapshotListView):
     serializer_class = serializers.ScenarioSerializer
-    pagination_class = LimitOffsetPagination
 
-    @extend_schema(summary="Scenarios of published releases, with their labelled facts",
-                   responses=serializers.ScenarioSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        page = self.paginate_queryset(public.published_scenarios(request.user))
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+    def items(self) -> list[dict]:
+        return public.published_scenarios(self.request.user)

@@ -139,6 +139,13 @@ class OutOfBandAudit(PublishedGuard):
     audited_on = models.DateField("date")
     method = models.TextField()
     source_name = models.CharField(max_length=300, blank=True, help_text="Imported file name.")
+    # The same file imported twice would count every verdict twice; its rows' hash
+    # (audits_app.csv_files.Table.content_hash) is unique per release. Empty: imported before
+    # hashes were kept.
+    content_hash = models.CharField(
+        max_length=64, blank=True, editable=False,
+        help_text="SHA-256 of the imported rows: the same rows are not imported twice.",
+    )
     imported_at = models.DateTimeField(auto_now_add=True)
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -147,6 +154,12 @@ class OutOfBandAudit(PublishedGuard):
     class Meta:
         ordering = ["-imported_at"]
         verbose_name = "out-of-band audit"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["release", "content_hash"], name="oob_audit_content_once",
+                condition=~models.Q(content_hash=""),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.auditor_name} ({self.organisation}), {self.audited_on}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.core.validators import ProhibitNullCharactersValidator
 
+from audits_app import csv_files
 from audits_app.agreement import LABELS
 from audits_app.spotcheck_selectors import JuryClaim
 
@@ -101,22 +103,47 @@ class BatchForm(forms.Form):
 
 
 class CsvUploadForm(forms.Form):
-    """A CSV given as an upload or pasted; an upload that is not UTF-8 text is a form error."""
+    """A CSV given as an upload or pasted. An upload over the size limit is refused before it
+    is read; one that is not UTF-8 text is a form error naming the first byte that is not."""
 
     def clean_file(self):
         upload = self.cleaned_data.get("file")
         if upload:
+            if problem := csv_files.too_large(upload.size, upload.name):
+                raise forms.ValidationError(problem)
+            content = upload.read()
             try:
-                self._uploaded = upload.read().decode("utf-8-sig")
-            except UnicodeDecodeError:
+                self._uploaded = content.decode("utf-8-sig")
+            except UnicodeDecodeError as error:
+                line = content.count(b"\n", 0, error.start) + 1
                 raise forms.ValidationError(
-                    "the file is not UTF-8 text: save it as CSV (UTF-8) and upload it again"
+                    f"{upload.name}: not UTF-8 text (byte 0x{content[error.start]:02x} on line "
+                    f"{line}): save it as CSV UTF-8 and upload it again"
                 ) from None
         return upload
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not self.errors and not data.get("file") and not data.get("csv_text", "").strip():
+            raise forms.ValidationError("Choose a CSV file or paste its content.")
+        return data
 
     def csv_content(self) -> str:
         uploaded = getattr(self, "_uploaded", None)
         return uploaded if uploaded is not None else self.cleaned_data.get("csv_text", "")
+
+
+class PastedCsvField(forms.CharField):
+    """A textarea for a pasted CSV. Django refuses a NUL in any text field with a message that
+    names neither row nor column; the CSV reader refuses it naming both, so it is left to it."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("label", "… or paste the CSV")
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 8}))
+        super().__init__(**kwargs)
+        self.validators = [validator for validator in self.validators
+                           if not isinstance(validator, ProhibitNullCharactersValidator)]
 
 
 class OutOfBandForm(CsvUploadForm):
@@ -124,13 +151,13 @@ class OutOfBandForm(CsvUploadForm):
     organisation = forms.CharField(max_length=200)
     audited_on = forms.DateField(label="Date (YYYY-MM-DD)")
     method = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
-    file = forms.FileField(required=False, help_text="CSV: generation, claim, label, agree, note")
-    csv_text = forms.CharField(label="… or paste the CSV", required=False,
-                               widget=forms.Textarea(attrs={"rows": 8}))
+    file = forms.FileField(required=False,
+                           help_text="CSV: text, claim, label, agree, note (at most 5 MB)")
+    csv_text = PastedCsvField()
 
 
 class ReaderImportForm(CsvUploadForm):
     file = forms.FileField(required=False,
-                           help_text="CSV: scenario, stimulus, reader, A1..A3, K1..K4")
-    csv_text = forms.CharField(label="… or paste the CSV", required=False,
-                               widget=forms.Textarea(attrs={"rows": 8}))
+                           help_text="CSV: scenario, stimulus, reader, A1..A3, K1..K4 "
+                                     "(at most 5 MB)")
+    csv_text = PastedCsvField()

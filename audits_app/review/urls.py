@@ -10,5 +10,10 @@ urlpatterns = [
     path("releases/<str:code>/agreement/", views.release_agreement, name="agreement"),
     path("releases/<str:code>/batches/new/", views.batch_create, name="batch-create"),
     path("releases/<str:code>/out-of-band/", views.oob_import, name="oob-import"),
+    path("releases/<str:code>/out-of-band/texts/", views.oob_texts, name="oob-texts"),
+    path("releases/<str:code>/out-of-band/texts.csv", views.oob_worksheet, name="oob-worksheet"),
+    path("releases/<str:code>/out-of-band/texts/<str:text>/", views.oob_text, name="oob-text"),
+    path("releases/<str:code>/out-of-band/template.csv", views.oob_template,
+         name="oob-template"),
     path("releases/<str:code>/readers/", views.readers_import, name="readers-import"),
 ]

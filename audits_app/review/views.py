@@ -11,11 +11,12 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from audits_app import csv_files
 from audits_app import spotcheck_selectors as selectors
 from audits_app import spotcheck_services as services
 from audits_app.models import SpotCheck
@@ -26,7 +27,7 @@ from audits_app.review.forms import (
     ReaderImportForm,
     SpotCheckForm,
 )
-from runs_app.models import Release
+from runs_app.models import Generation, Release
 
 
 def is_auditor(user) -> bool:
@@ -226,6 +227,86 @@ def readers_import(request: HttpRequest, code: str) -> HttpResponse:
         if not request.user.has_perm("audits_app.add_humanreaderresult"):
             raise PermissionDenied("importing reader results needs the auditor role")
         if form.is_valid():
-            result = services.human_readers_import(release=release, csv_text=form.csv_content())
+            result = services.human_readers_import(
+                release=release, csv_text=form.csv_content(),
+                source_name=getattr(form.cleaned_data.get("file"), "name", ""))
     return render(request, "review/readers_import.html",
                   {"release": release, "form": form, "result": result})
+
+
+# --- out-of-band audits: what to audit, blind -------------------------------------------------
+
+WORKSHEET_COLUMNS = ("text", "scenario", "task", "condition", "claim", "quote", "label", "agree",
+                     "note")
+TEMPLATE_COLUMNS = ("text", "claim", "label", "agree", "note")
+
+
+def csv_download(text: str, name: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@auditor_required
+def oob_texts(request: HttpRequest, code: str) -> HttpResponse:
+    """The texts an out-of-band audit may cover, by code: never their writer nor the jury's
+    labels, which an auditor learns only after a verdict (the review screens' rule)."""
+    release = get_object_or_404(Release, code=code)
+    return render(request, "review/oob_texts.html", {
+        "release": release, "texts": selectors.auditable_texts(release)})
+
+
+@auditor_required
+def oob_worksheet(request: HttpRequest, code: str) -> HttpResponse:
+    """The texts as a CSV to fill in: one row per jury claim and one `overall` row per text.
+    Its label, agree and note columns are empty; imported back, unfilled rows are skipped."""
+    release = get_object_or_404(Release, code=code)
+    rows = []
+    for text in selectors.auditable_texts(release):
+        cell = {"text": text.code, "scenario": text.scenario, "task": text.task,
+                "condition": text.condition}
+        rows += [{**cell, "claim": claim.position, "quote": claim.quote} for claim in text.claims]
+        rows.append({**cell, "claim": "overall"})
+    return csv_download(csv_files.csv_text(rows, WORKSHEET_COLUMNS), f"{code}-audit-texts.csv")
+
+
+@auditor_required
+def oob_template(request: HttpRequest, code: str) -> HttpResponse:
+    """The columns of an out-of-band CSV, explained in comment rows, with two example rows
+    (commented out) for one of the release's texts."""
+    release = get_object_or_404(Release, code=code)
+    example = next(iter(sorted(selectors.audit_text_codes(release))), "t0123456789ab")
+    notes = [
+        "# One row per verdict. Rows whose first cell starts with # are skipped.",
+        f"# text: a code from the list of texts to audit "
+        f"({request.build_absolute_uri(f'/review/releases/{code}/out-of-band/texts/')})",
+        "# claim: the number of the jury claim (1 2 ...) or overall",
+        "# label: supported / exaggeration / contradiction / fabrication (claim rows)",
+        "# agree: agree or disagree with the jury (overall rows); note: anything",
+    ]
+    rows = [{"text": note} for note in notes] + [
+        {"text": f"# {example}", "claim": 1, "label": "supported"},
+        {"text": f"# {example}", "claim": "overall", "agree": "disagree",
+         "note": "leaves out when the warning came"},
+    ]
+    return csv_download(csv_files.csv_text(rows, TEMPLATE_COLUMNS), f"{code}-out-of-band.csv")
+
+
+@auditor_required
+def oob_text(request: HttpRequest, code: str, text: str) -> HttpResponse:
+    """One text to audit, blind: the text with the jury's claims marked and numbered (no
+    labels), and the scenario's facts; no writer."""
+    release = get_object_or_404(Release, code=code)
+    generation_id = selectors.audit_text_codes(release).get(text.lower())
+    if generation_id is None:
+        raise Http404("No such text to audit in this release.")
+    generation = get_object_or_404(
+        Generation.objects.select_related("scenario_version__scenario"), pk=generation_id)
+    claims = selectors.jury_texts(release, [generation_id])[generation_id].claims
+    content = generation.scenario_version.content
+    return render(request, "review/oob_text.html", {
+        "release": release, "code": text.lower(), "generation": generation, "claims": claims,
+        "scenario": generation.scenario_version.scenario, "facts": _facts(generation),
+        "uncertainties": content.get("uncertainties", []),
+        "marked": marked_text(generation.text, claims),
+    })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -55,3 +56,49 @@ def test_leaderboard_renders_one_dot_per_model_without_console_errors(
     ARTIFACTS.mkdir(exist_ok=True)
     browser_page.screenshot(path=str(ARTIFACTS / "release-page.png"), full_page=True)
     browser_page.locator("figure.chart").screenshot(path=str(ARTIFACTS / "release-chart.png"))
+
+
+API_OPERATIONS = {
+    "/api/v1/releases/", "/api/v1/releases/{code}/", "/api/v1/releases/{code}/leaderboard/",
+    "/api/v1/releases/{code}/texts/", "/api/v1/releases/{code}/texts.csv", "/api/v1/scenarios/",
+}
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def watch(page) -> tuple[list[str], set[str]]:
+    """Console errors and the host of every request the page makes."""
+    errors: list[str] = []
+    hosts: set[str] = set()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: hosts.add(urlsplit(request.url).hostname or ""))
+    return errors, hosts
+
+
+def test_api_docs_list_every_operation_from_the_sites_own_files(browser_page, live_server):
+    errors, hosts = watch(browser_page)
+
+    response = browser_page.goto(f"{live_server.url}/api/v1/docs/")
+    browser_page.locator(".opblock-summary-path").first.wait_for(timeout=15_000)
+    browser_page.wait_for_load_state("networkidle")
+
+    assert response is not None and response.status == 200
+    paths = browser_page.locator(".opblock-summary-path").evaluate_all(
+        "nodes => nodes.map(node => node.dataset.path)")
+    assert set(paths) == API_OPERATIONS
+    assert hosts <= LOOPBACK, hosts
+    assert not errors, errors
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser_page.screenshot(path=str(ARTIFACTS / "api-docs.png"), full_page=True)
+
+
+def test_the_browsable_api_renders_a_list_in_the_browser(world, browser_page, live_server):
+    errors, hosts = watch(browser_page)
+
+    response = browser_page.goto(f"{live_server.url}/api/v1/releases/pub.0/texts/?limit=5")
+
+    assert response is not None and response.status == 200
+    assert "fixture/candid" in browser_page.locator(".response-info").inner_text()
+    assert browser_page.locator(".pagination").count() == 1
+    assert hosts <= LOOPBACK, hosts
+    assert not errors, errors

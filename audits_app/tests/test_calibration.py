@@ -122,3 +122,56 @@ def test_an_upload_that_is_not_utf8_is_a_form_error(client, read_release):
     assert response.status_code == 200
     assert "not UTF-8 text" in response.content.decode()
     assert not HumanReaderResult.objects.exists()
+
+
+@pytest.mark.parametrize(("cells", "problem"), [
+    ("control,r1,²,4,4,0,0,0,0", "column A1: '²' is not an answer 1-7 (only the digits 0-9 are "
+                                 "read)"),
+    ("control,r1,٣,4,4,0,0,0,0", "column A1: '٣' is not an answer 1-7 (only the digits 0-9 are "
+                                 "read)"),
+    ("control,r1,4,4,4,٠,0,0,0", "column K1: '٠' is not an option index or 'dk' (only the "
+                                 "digits 0-9 are read)"),
+    ("１２,r1,4,4,4,0,0,0,0", "column stimulus: '１２': use none, control, H1, H2 or a "
+                           "generation id (only the digits 0-9 are read)"),
+    ("control," + "r" * 101 + ",4,4,4,0,0,0,0", "column reader: longer than 100 characters"),
+    ("control,r1\x00,4,4,4,0,0,0,0", "column reader: contains a NUL byte (U+0000) at "
+                                     "character 3; control characters other than tab and "
+                                     "newline are not allowed"),
+])
+def test_reader_cells_a_database_or_int_would_trip_on_are_refused(read_release, cells, problem):
+    release, generations = read_release
+    slug = generations[0].scenario_version.scenario.slug
+    header = "scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4\n"
+
+    result = human_readers_import(release=release, csv_text=f"{header}{slug},{cells}\n")
+
+    assert [line.split(", ", 1)[1] for line in result.problems] == [problem], result.problems
+    assert result.problems[0].startswith("row 2, ")
+    assert not HumanReaderResult.objects.exists()
+
+
+def test_a_superscript_in_the_form_is_a_problem_line_not_a_server_error(client, read_release):
+    from audits_app.tests.test_sampling import make_user
+
+    release, generations = read_release
+    slug = generations[0].scenario_version.scenario.slug
+    client.force_login(make_user("aud"))
+    text = f"scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4\n{slug},²,r1,4,4,4,0,0,0,0\n"
+
+    response = client.post(f"/review/releases/{release.code}/readers/", {"csv_text": text})
+
+    assert response.status_code == 200
+    assert "row 2, column stimulus: &#x27;²&#x27;" in response.content.decode()
+
+
+def test_importing_the_same_readers_again_replaces_and_says_so(read_release):
+    release, generations = read_release
+    first = human_readers_import(release=release, csv_text=reader_csv(generations))
+    count = HumanReaderResult.objects.count()
+
+    again = human_readers_import(release=release, csv_text=reader_csv(generations, shift=1))
+
+    rows = len(generations) + 1
+    assert first.summary == f"Imported {rows} row(s): {rows} new, 0 replacing earlier answers."
+    assert again.summary == f"Imported {rows} row(s): 0 new, {rows} replacing earlier answers."
+    assert HumanReaderResult.objects.count() == count == rows

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -134,22 +132,18 @@ def test_downloads(client, world):
     assert len(lines) == 1 + 3 * 4
 
 
-def _release_page_queries(client, code: str) -> tuple[int, float]:
+def _release_page_queries(client, code: str) -> int:
     client.get(f"/releases/{code}/")  # warm template loading
     with CaptureQueriesContext(connection) as queries:
-        started = time.perf_counter()
         assert client.get(f"/releases/{code}/").status_code == 200
-        elapsed = time.perf_counter() - started
-    return len(queries), elapsed
+    return len(queries)
 
 
 def test_release_page_query_count_does_not_grow_with_the_release(client):
+    # Server time is measured by bench/pages.py: a time limit here flakes on a loaded machine.
     published_release_create(code="small.0", model_count=2)
     published_release_create(code="large.0", model_count=12)
-    small, _ = _release_page_queries(client, "small.0")
-    large, elapsed = _release_page_queries(client, "large.0")
-    assert small == large == 1
-    assert elapsed < 0.5
+    assert _release_page_queries(client, "small.0") == _release_page_queries(client, "large.0") == 1
 
 
 def test_other_pages_take_constant_queries(client, world):

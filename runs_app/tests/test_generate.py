@@ -88,6 +88,32 @@ def test_every_model_gets_the_same_words(imported_scenarios, server):
 
 
 @pytest.mark.django_db
+def test_every_model_gets_the_same_dutch_words_and_c3_adds_one_sentence(
+    imported_scenarios, server
+):
+    release = openrouter_release(
+        code="nl.0", language="nl", scenarios=["holtmare-risicoscan-bijstand"],
+        tasks=["T1", "T2", "T3", "T4"], conditions=["C0", "C1", "C2", "C3"],
+    )
+    run_generate(release, server)
+    sent: dict[str, list[str]] = {}
+    for request in server.requests:
+        sent.setdefault(request.body["model"], []).append(str(request.body["messages"]))
+    prompts: dict[tuple[str, str], set[str]] = {}
+    for generation in Generation.objects.filter(release=release):
+        prompts.setdefault((generation.task, generation.condition), set()).add(generation.prompt)
+
+    assert sorted(sent["acme/writer-a"]) == sorted(sent["beta/writer-b"])
+    assert len(set(sent["acme/writer-a"])) == 16
+    assert all(len(texts) == 1 for texts in prompts.values()) and len(prompts) == 16
+    sentence = ", maar blijf binnen de feiten."
+    for task in ("T1", "T2", "T3", "T4"):
+        [with_c1], [with_c3] = prompts[task, "C1"], prompts[task, "C3"]
+        assert "Zet haar zo gunstig mogelijk neer" in with_c1 and sentence not in with_c1
+        assert with_c3.replace(sentence, ".", 1) == with_c1
+
+
+@pytest.mark.django_db
 def test_running_again_calls_nothing_that_finished(imported_scenarios, server):
     release = openrouter_release()
     run_generate(release, server)

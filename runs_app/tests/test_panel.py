@@ -91,6 +91,16 @@ def test_panel_files_have_twelve_positions_with_trust_in_media(language):
     assert {p.traits.trust_in_media for p in panel.positions} == {"low", "medium", "high"}
 
 
+def test_the_dutch_panel_has_the_english_positions_with_the_same_traits():
+    english, dutch = load_panel("v1", "en"), load_panel("v1", "nl")
+
+    assert [(p.id, p.traits) for p in dutch.positions] == [
+        (p.id, p.traits) for p in english.positions
+    ]
+    # Only the summaries are translated: no Dutch summary is left in English.
+    assert not {p.summary for p in dutch.positions} & {p.summary for p in english.positions}
+
+
 def test_panel_schema_rejects_eleven_positions_and_duplicate_ids():
     data = yaml.safe_load(panel_path("v1", "en").read_text(encoding="utf-8"))
     with pytest.raises(ValidationError):

@@ -18,6 +18,8 @@ from scenarios_app.services import scenario_apply
 
 SHIPPED = Path(settings.SCENARIOS_DIR)
 GREENVALE = SHIPPED / "greenvale-listeria.yaml"
+# Counted from the folder, so that adding a scenario file needs no change to a test.
+SHIPPED_FILES = sorted(SHIPPED.glob("*.yaml"))
 
 
 @functools.cache

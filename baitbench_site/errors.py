@@ -1,0 +1,112 @@
+"""Error pages, server-error logging, and refused changes shown as messages.
+
+- The 403 (and failed CSRF check), 404 and 500 pages use the site's layout, say why and offer
+  the way back (`templates/403.html`, `403_csrf.html`, `404.html`, `500.html`).
+- A server error is logged once, with its traceback, under a short reference that its page
+  shows, so that a visitor's report leads to the log line. Django itself logs it only through
+  `mail_admins` when DEBUG is off, which in a default deployment reaches no one.
+- A change refused because it would touch a published release (`ImmutableError`) is the user's
+  doing, not a server fault: submitted from a form, in the admin or elsewhere, it comes back
+  as an error message on the page it was sent from instead of a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.core.signals import got_request_exception
+from django.dispatch import receiver
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseForbidden,
+    HttpResponseNotFound,
+    HttpResponseRedirect,
+    HttpResponseServerError,
+)
+from django.template import loader
+
+logger = logging.getLogger("baitbench.errors")
+
+NOT_FOUND = "There is no page at this address."
+FORBIDDEN = "You do not have permission to see this page."
+
+
+@receiver(got_request_exception, dispatch_uid="baitbench-log-server-error")
+def log_server_error(sender, request: HttpRequest | None = None, **kwargs) -> None:
+    """Sent, inside the `except` block, for every exception that becomes a 500."""
+    reference = secrets.token_hex(4)
+    where = f"{request.method} {request.path}" if request is not None else "outside a request"
+    logger.error("server error %s on %s", reference, where, exc_info=True)
+    if request is not None:
+        request.error_reference = reference  # type: ignore[attr-defined]
+
+
+def reason(exception: BaseException | None, default: str) -> str:
+    """The message an `Http404` or `PermissionDenied` was raised with, when it is one.
+
+    These messages are written for the visitor ("No published release with this code.");
+    anything else (the resolver's dict of tried patterns, an empty exception) gets `default`.
+    """
+    message = exception.args[0] if exception is not None and exception.args else None
+    return message if isinstance(message, str) and message.strip() else default
+
+
+def page_not_found(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:
+    body = loader.render_to_string("404.html", {
+        "reason": reason(exception, NOT_FOUND), "request_path": request.path}, request)
+    return HttpResponseNotFound(body)
+
+
+def permission_denied(request: HttpRequest,
+                      exception: BaseException | None = None) -> HttpResponse:
+    body = loader.render_to_string("403.html", {
+        "reason": reason(exception, FORBIDDEN), "request_path": request.path}, request)
+    return HttpResponseForbidden(body)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's reasons ("CSRF cookie not set.") are safe to show."""
+    body = loader.render_to_string("403_csrf.html", {
+        "reason": reason, "request_path": request.path}, request)
+    return HttpResponseForbidden(body)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    # Rendered without the request, so without context processors: whatever failed (the
+    # database, the session) is not touched again while saying that it failed.
+    body = loader.get_template("500.html").render(
+        {"reference": getattr(request, "error_reference", None)})
+    return HttpResponseServerError(body)
+
+
+class RefusedChangeMiddleware:
+    """A POST refused with `ImmutableError` goes back where it came from, with the reason."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest,
+                          exception: Exception) -> HttpResponse | None:
+        from runs_app.models import ImmutableError
+
+        if not isinstance(exception, ImmutableError) or request.method != "POST":
+            return None
+        # The view's transaction has been rolled back by now: nothing was written.
+        text = "; ".join(exception.messages)
+        logger.info("refused change on %s %s: %s", request.method, request.path, text)
+        messages.error(request, f"Not saved: {text}.")
+        return HttpResponseRedirect(back_url(request))
+
+
+def back_url(request: HttpRequest) -> str:
+    """The page the refused form came from; an admin delete goes back to the object's page."""
+    if request.path.endswith("/delete/"):
+        return request.path.removesuffix("delete/") + "change/"
+    return request.get_full_path()

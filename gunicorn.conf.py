@@ -1,0 +1,23 @@
+"""gunicorn's settings for `make serve` (README, "Production"), read from the environment.
+
+gunicorn reads this file from the working directory by itself; its own variables
+(`GUNICORN_CMD_ARGS`, `FORWARDED_ALLOW_IPS`, `WEB_CONCURRENCY`) still apply on top.
+"""
+
+import multiprocessing
+import os
+
+bind = os.environ.get("BAITBENCH_BIND", "127.0.0.1:8000")
+workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
+# Load the site once, in the master, before forking: settings that production refuses stop
+# gunicorn itself with their one line, instead of each worker failing in turn.
+preload_app = True
+# Requests and errors to stderr, where the service manager keeps them.
+accesslog = "-"
+errorlog = "-"
+# Page and API answers come from the frozen snapshot and take milliseconds; a request still
+# running after this long is stuck, and its worker is replaced.
+timeout = int(os.environ.get("BAITBENCH_WEB_TIMEOUT", 60))
+# No `gunicornc` control socket: it lives at one path per user, which a second instance on
+# the same machine (another site, a test) would take over.
+control_socket_disable = True

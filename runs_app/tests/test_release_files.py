@@ -1,0 +1,79 @@
+"""The shipped release files (`releases/CODE.yaml`): each loads and pins its scenarios, and the
+Dutch pilot keeps the rules its models must follow (DESIGN sections 1, 2 and 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from django.conf import settings
+
+from runs_app.jury import PoolMember, eligible_jurors
+from runs_app.models import ReleaseScenario
+from runs_app.public import load_panel
+from runs_app.services import release_config_from_file, release_get_or_load
+
+RELEASE_FILES = sorted(Path(settings.RELEASES_DIR).glob("*.yaml"))
+PILOT = Path(settings.RELEASES_DIR) / "pilot.0.yaml"
+
+
+def shipped_scenarios() -> dict[str, dict]:
+    return {path.stem: yaml.safe_load(path.read_text(encoding="utf-8"))
+            for path in Path(settings.SCENARIOS_DIR).glob("*.yaml")}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", RELEASE_FILES, ids=[path.stem for path in RELEASE_FILES])
+def test_each_release_file_loads_and_pins_every_scenario_it_names(imported_scenarios, path):
+    config = release_config_from_file(path)
+
+    release = release_get_or_load(code=path.stem)
+
+    assert config.code == path.stem
+    pinned = ReleaseScenario.objects.filter(release=release).select_related(
+        "scenario_version__scenario")
+    assert sorted(row.scenario_version.scenario.slug for row in pinned) == sorted(
+        config.scenarios)
+    assert [slug for slug, _ in release.parsed_config().pinned()] == config.scenarios
+    assert {row.scenario_version.scenario.language for row in pinned} == {config.language}
+
+
+def test_pilot_is_the_dutch_release_of_every_task_and_condition_ranked_by_classes():
+    config = release_config_from_file(PILOT)
+
+    assert (config.code, config.language, config.ranking_rule) == ("pilot.0", "nl", "classes")
+    assert config.tasks == ["T1", "T2", "T3", "T4"]
+    assert config.conditions == ["C0", "C1", "C2", "C3"]
+    assert len(load_panel(config.panel, "nl").positions) == 12
+
+
+def test_pilot_reads_only_public_dutch_scenarios_and_at_least_nine():
+    scenarios = shipped_scenarios()
+    config = release_config_from_file(PILOT)
+
+    assert len(config.scenarios) == len(set(config.scenarios)) >= 9
+    for slug in config.scenarios:
+        assert (scenarios[slug]["language"], scenarios[slug]["visibility"]) == (
+            "nl", "public"), slug
+
+
+def test_pilot_reader_and_journalist_are_of_families_that_write_nothing():
+    config = release_config_from_file(PILOT)
+    writer_families = {config.family_of(writer) for writer in config.writers}
+
+    assert config.reader == "z-ai/glm-5.3-flash"
+    assert config.family_of(config.reader) == "z-ai"
+    assert config.family_of(config.reader) not in writer_families
+    assert config.family_of(config.journalist) not in writer_families
+    assert len(config.writers) == len(set(config.writers)) == 10
+
+
+def test_every_pilot_writer_gets_three_jurors_of_other_families():
+    config = release_config_from_file(PILOT)
+    pool = [PoolMember(juror, config.family_of(juror)) for juror in config.jurors]
+
+    assert len({member.family for member in pool}) >= 4
+    for writer in config.writers:
+        families = {m.family for m in eligible_jurors(pool, config.family_of(writer))}
+        assert len(families) >= config.jury_size, writer

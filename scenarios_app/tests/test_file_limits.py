@@ -1,0 +1,350 @@
+"""Scenario files from outside: sizes, characters and YAML constructs are refused with a line
+naming the file and the field, never with a traceback or a database error; a canary changes
+only when the curator confirms it; validation needs no database."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from scenarios_app.files import MAX_FILE_BYTES
+from scenarios_app.models import Scenario
+from scenarios_app.schemas import validate_scenario_document
+from scenarios_app.tests.factories import GREENVALE, dump, other_scenario_document, valid_document
+from scenarios_app.tests.test_import_export import database_state, run, write
+
+pytestmark = pytest.mark.django_db
+
+UPLOAD = reverse("admin:scenarios_app_scenario_upload")
+RULE = "control characters other than tab and newline are not allowed"
+
+
+def padded_to(text: str, size: int) -> str:
+    """The file with a trailing comment that makes it exactly `size` bytes."""
+    missing = size - len(text.encode("utf-8")) - 3
+    return text + "#" + "x" * missing + "\n\n"
+
+
+def refused(*args: str) -> list[str]:
+    """Import the files; assert the whole import was refused; return the problem lines."""
+    before = database_state()
+    code, out, err = run("import_scenarios", *args)
+    assert (code, out) == (1, ""), err
+    assert database_state() == before
+    lines = err.splitlines()
+    assert lines[-1].startswith("nothing imported")
+    return lines[:-1]
+
+
+# --- size ----------------------------------------------------------------------------------
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    path = write(tmp_path, "big.yaml", padded_to(dump(valid_document()), MAX_FILE_BYTES + 1))
+
+    assert refused(path) == [f"{path}: too large ({MAX_FILE_BYTES + 1} bytes; the limit is "
+                             f"{MAX_FILE_BYTES})"]
+    code, _, err = run("validate_scenarios", path)
+    assert (code, err.strip()) == (1, f"{path}: too large ({MAX_FILE_BYTES + 1} bytes; the "
+                                      f"limit is {MAX_FILE_BYTES})")
+
+
+def test_a_file_of_exactly_the_size_limit_imports(tmp_path):
+    path = write(tmp_path, "limit.yaml", padded_to(dump(valid_document()), MAX_FILE_BYTES))
+    assert Path(path).stat().st_size == MAX_FILE_BYTES
+
+    code, out, err = run("import_scenarios", path)
+
+    assert (code, err) == (0, "")
+    assert out.strip() == "imported: 1 created, 0 updated, 0 unchanged"
+
+
+# --- YAML constructs -----------------------------------------------------------------------
+
+BILLION_LAUGHS = "\n".join(
+    ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]"
+       for i in range(8)]
+) + "\n"
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (BILLION_LAUGHS, "line 2, column 8: aliases (*a) are not allowed in a scenario file; "
+                     "write the value out"),
+    ("facts: " + "[" * 40 + "]" * 40 + "\n", "line 1, column 23: nested more than 16 levels deep"),
+    ("correct: " + "1" * 5000 + "\n", "line 1, column 10: a number of 5000 characters; the "
+                                      "limit is 20"),
+])
+def test_yaml_that_would_blow_up_is_refused_with_its_line(tmp_path, content, expected):
+    path = write(tmp_path, "bomb.yaml", content)
+
+    assert refused(path) == [f"{path}: {expected}"]
+
+
+def test_a_key_written_twice_is_refused_rather_than_the_last_one_winning(tmp_path):
+    text = dump(valid_document())
+    second_canary = "canary: BAITBENCH-CANARY-00000000-0000-0000-0000-000000000000\n"
+    path = write(tmp_path, "twice.yaml", text + second_canary)
+    line = len(text.splitlines()) + 1
+
+    assert refused(path) == [f"{path}: line {line}, column 1: the key 'canary' appears twice "
+                             "in one mapping"]
+
+
+# --- characters ----------------------------------------------------------------------------
+
+def _line_and_column(text: str, marker: str) -> tuple[int, int]:
+    index = text.index(marker)
+    return text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
+
+
+def with_raw_nul(document: dict, value: str) -> str:
+    """The document as a file with a NUL byte written into `value` (PyYAML would escape it)."""
+    text = dump(document)
+    assert text.count(value) == 1
+    return text.replace(value, value[:5] + "\x00" + value[5:])
+
+
+def test_a_nul_byte_in_the_file_is_refused_naming_field_line_and_column(tmp_path):
+    document = other_scenario_document("nul-raw")
+    document["facts"][2]["text"] = "The plant was inspected in March."
+    text = with_raw_nul(document, "The plant was inspected in March.")
+    path = write(tmp_path, "nul.yaml", text)
+    line, column = _line_and_column(text, "\x00")
+
+    assert refused(path) == [f"{path}: facts[2].text: contains a NUL byte (U+0000) at line "
+                             f"{line}, column {column}; {RULE}"]
+
+
+@pytest.mark.parametrize(("escape", "description"), [
+    ("\\0", "a NUL byte (U+0000)"),
+    ("\\x1b", "a control character (U+001B)"),
+    ("\\x85", "a control character (U+0085)"),
+])
+def test_an_escaped_control_character_is_refused_naming_its_field(tmp_path, escape, description):
+    # Escapes in double-quoted YAML reach the value without passing the file-level scan.
+    text = dump(other_scenario_document("escaped")).replace(
+        "title: Scenario escaped", f'title: "Scenario{escape} escaped"')
+    path = write(tmp_path, "escaped.yaml", text)
+
+    assert refused(path) == [f"{path}: title: contains {description} at character 9; {RULE}"]
+
+
+def test_an_escaped_lone_surrogate_is_refused_with_its_line(tmp_path):
+    # libyaml refuses the escape itself; the schema's rule catches it from any other source.
+    text = dump(other_scenario_document("surrogate")).replace(
+        "title: Scenario surrogate", 'title: "Scenario\\ud800 surrogate"')
+    path = write(tmp_path, "surrogate.yaml", text)
+    line, _ = _line_and_column(text, "\\ud800")
+
+    [problem] = refused(path)
+    assert problem.startswith(f"{path}: malformed YAML at line {line}, column ")
+    assert problem.endswith(": found invalid Unicode character escape code")
+    _, problems = validate_scenario_document(valid_document(title="Green\ud800vale"))
+    assert [problem.line("x.yaml") for problem in problems] == [
+        f"x.yaml: title: contains a lone surrogate (U+D800) at character 6; {RULE}"]
+
+
+def test_tabs_and_newlines_in_a_value_are_allowed(tmp_path):
+    document = other_scenario_document("tabs")
+    document["situation"] = "First line.\n\tIndented second line.\n"
+    code, _, err = run("import_scenarios", write(tmp_path, "tabs.yaml", document))
+
+    assert (code, err) == (0, "")
+    assert "\tIndented" in Scenario.objects.get(slug="tabs").situation
+
+
+def test_a_file_that_is_not_utf8_is_refused_with_the_byte_and_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(dump(valid_document()).replace("Greenvale", "Gr\u00e9envale")
+                     .encode("latin-1"))
+
+    [line] = refused(str(path))
+    assert line.startswith(f"{path}: not UTF-8 text (byte 0xe9 on line ")
+    assert line.endswith("); save the file as UTF-8")
+
+
+# --- canary --------------------------------------------------------------------------------
+
+NEW_CANARY = "BAITBENCH-CANARY-11111111-2222-3333-4444-555555555555"
+
+
+def test_a_re_import_that_changes_a_canary_is_refused(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    old = valid_document()["canary"]
+    path = write(tmp_path, "greenvale.yaml", valid_document(canary=NEW_CANARY))
+
+    [line] = refused(path)
+    assert line == (
+        f"{path}: canary: would change the canary of scenario 'greenvale-listeria' from "
+        f"{old!r} to {NEW_CANARY!r}; the canary traces contamination, so it changes only when "
+        "confirmed (--confirm-canary-change; in the admin upload, tick 'Confirm canary changes')"
+    )
+    assert Scenario.objects.get().canary == old
+
+
+def test_a_confirmed_canary_change_imports_as_a_new_version(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    path = write(tmp_path, "greenvale.yaml", valid_document(canary=NEW_CANARY))
+
+    code, out, err = run("import_scenarios", "--confirm-canary-change", path)
+
+    assert (code, err) == (0, "")
+    assert out.strip() == "imported: 0 created, 1 updated, 0 unchanged"
+    scenario = Scenario.objects.get()
+    assert scenario.canary == NEW_CANARY
+    assert scenario.versions.count() == 2
+
+
+def test_confirming_does_not_allow_taking_another_scenarios_canary(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    run("import_scenarios", write(tmp_path, "other.yaml", other_scenario_document("other")))
+    path = write(tmp_path, "second.yaml", valid_document(slug="other"))
+
+    lines = refused("--confirm-canary-change", path)
+    assert lines == [f"{path}: canary: {valid_document()['canary']!r} is already used by "
+                     "scenario 'greenvale-listeria'"]
+
+
+def test_a_dry_run_reports_a_canary_change_and_writes_nothing(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    path = write(tmp_path, "greenvale.yaml", valid_document(canary=NEW_CANARY, title="New"))
+    assert refused("--dry-run", path)[0].startswith(f"{path}: canary: would change")
+
+    code, out, _ = run("import_scenarios", "--dry-run", "--confirm-canary-change", path)
+
+    assert (code, out.strip()) == (0, "no problems: the files would import (nothing was "
+                                      "written)")
+    assert Scenario.objects.get().title != "New"
+
+
+# --- the admin upload ----------------------------------------------------------------------
+
+def _upload(name: str, content: str | bytes) -> SimpleUploadedFile:
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    return SimpleUploadedFile(name, data, content_type="application/yaml")
+
+
+def _messages(response) -> list[str]:
+    return [str(message) for message in response.context["messages"]]
+
+
+def test_the_upload_refuses_a_canary_change_unless_the_box_is_ticked(curator_client):
+    run("import_scenarios", str(GREENVALE))
+    changed = dump(valid_document(canary=NEW_CANARY))
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("greenvale.yaml", changed)]})
+
+    assert response.status_code == 200
+    assert _messages(response)[0].startswith("greenvale.yaml: canary: would change the canary "
+                                             "of scenario 'greenvale-listeria' from")
+    assert "Confirm canary changes" in response.content.decode()
+    assert Scenario.objects.get().canary != NEW_CANARY
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("greenvale.yaml", changed)],
+                                            "confirm_canary_change": "on"})
+
+    assert response.status_code == 302
+    assert Scenario.objects.get().canary == NEW_CANARY
+
+
+def test_the_upload_refuses_a_file_over_the_limit_as_a_form_error(curator_client):
+    big = padded_to(dump(valid_document()), MAX_FILE_BYTES + 10)
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("big.yaml", big)]})
+
+    assert response.status_code == 200
+    assert (f"big.yaml: too large ({MAX_FILE_BYTES + 10} bytes; the limit is "
+            f"{MAX_FILE_BYTES})") in response.content.decode()
+    assert not Scenario.objects.exists()
+
+
+def test_the_upload_refuses_a_zip_member_over_the_limit(curator_client):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("set/big.yaml", padded_to(dump(valid_document()), MAX_FILE_BYTES + 1))
+    upload = SimpleUploadedFile("set.zip", buffer.getvalue(), content_type="application/zip")
+
+    response = curator_client.post(UPLOAD, {"files": [upload]})
+
+    assert response.status_code == 200
+    assert (f"set.zip/set/big.yaml: too large ({MAX_FILE_BYTES + 1} bytes; the limit is "
+            f"{MAX_FILE_BYTES})") in response.content.decode()
+
+
+def test_the_upload_reports_a_damaged_zip(curator_client):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("greenvale.yaml", dump(valid_document()))
+    damaged = bytearray(buffer.getvalue())
+    damaged[60:70] = b"XXXXXXXXXX"  # inside the member's data: its CRC no longer matches
+    upload = SimpleUploadedFile("set.zip", bytes(damaged), content_type="application/zip")
+
+    response = curator_client.post(UPLOAD, {"files": [upload]})
+
+    assert response.status_code == 200
+    assert "set.zip: a damaged zip" in response.content.decode()
+
+
+def test_the_upload_names_a_nul_byte_by_file_and_field(curator_client):
+    document = other_scenario_document("nul-upload")
+    document["organisation"]["name"] = "Greenvale Dairy Cooperative"
+    text = with_raw_nul(document, "Greenvale Dairy Cooperative")
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("nul.yaml", text)]})
+
+    assert response.status_code == 200
+    [problem, nothing] = _messages(response)
+    assert problem.startswith("nul.yaml: organisation.name: contains a NUL byte (U+0000) at "
+                              "line ")
+    assert nothing == "Nothing was imported."
+
+
+# --- without a database --------------------------------------------------------------------
+
+def _manage(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """manage.py in a subprocess whose DATABASE_URL names a folder that does not exist."""
+    missing = tmp_path / "no-such-folder" / "baitbench.sqlite3"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{missing}"}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_validate_scenarios_needs_no_database(tmp_path):
+    done = _manage("validate_scenarios", str(settings.SCENARIOS_DIR), tmp_path=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("all ")
+    assert done.stderr == ""
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_validate_scenarios_reports_problems_without_a_database(tmp_path):
+    bad = other_scenario_document("bad")
+    bad["knowledge_questions"][2]["correct"] = 5
+    path = write(tmp_path, "bad.yaml", bad)
+
+    done = _manage("validate_scenarios", path, tmp_path=tmp_path)
+
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"{path}: knowledge_questions[2].correct: index 5 is outside the 4 options"]
+
+
+def test_importing_without_a_database_says_so_without_a_traceback(tmp_path):
+    done = _manage("import_scenarios", str(GREENVALE), tmp_path=tmp_path)
+
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0] == ("nothing imported: database error: unable to open "
+                                           "database file")

@@ -1,0 +1,125 @@
+"""Error pages in the site's layout, server errors logged with a reference, and changes
+under a published release refused with a message instead of a 500."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from audits_app.models import OutOfBandAudit
+from audits_app.tests.factories import published_release_create
+from tests.error_urls import INTERNALS
+
+pytestmark = pytest.mark.django_db
+WAYS_BACK = ['href="/"', 'href="/api/v1/docs/"']
+
+
+def assert_site_page_with_ways_back(body: str) -> None:
+    assert "<header>" in body and "BaitBench" in body  # the site's layout
+    for link in WAYS_BACK:
+        assert link in body, link
+
+
+def test_404_says_why_and_offers_the_way_back(client):
+    missing_release = client.get("/releases/no-such.0/")
+    no_page = client.get("/no/such/page/")
+
+    assert missing_release.status_code == 404
+    body = missing_release.content.decode()
+    assert "No published release with this code." in body
+    assert_site_page_with_ways_back(body)
+    assert 'href="/admin/login/?next=/releases/no-such.0/"' in body
+    assert no_page.status_code == 404
+    assert "There is no page at this address." in no_page.content.decode()
+    assert "Resolver404" not in no_page.content.decode()
+    assert "tried" not in no_page.content.decode()
+
+
+def test_403_says_which_role_is_missing(client):
+    user = get_user_model().objects.create_user("reader", password="x", is_staff=True)
+    client.force_login(user)
+
+    response = client.get("/review/")
+
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "the review screens are for auditors" in body
+    assert "You are logged in as reader" in body
+    assert_site_page_with_ways_back(body)
+
+
+def test_a_form_failing_its_csrf_check_gets_the_sites_page():
+    response = Client(enforce_csrf_checks=True).post(
+        "/admin/login/", {"username": "x", "password": "y"})
+
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "Form not accepted" in body and "CSRF cookie not set" in body
+    assert_site_page_with_ways_back(body)
+
+
+@pytest.mark.urls("tests.error_urls")
+def test_a_server_error_is_logged_with_its_traceback_and_shows_the_reference(caplog):
+    client = Client(raise_request_exception=False)
+
+    with caplog.at_level(logging.ERROR, logger="baitbench.errors"):
+        response = client.get("/fails/?token=abc")
+
+    assert response.status_code == 500
+    body = response.content.decode()
+    reference = re.search(r'<code class="reference">([0-9a-f]{8})</code>', body).group(1)
+    assert_site_page_with_ways_back(body)
+    assert INTERNALS not in body and "RuntimeError" not in body
+    [record] = [r for r in caplog.records if r.name == "baitbench.errors"]
+    assert record.getMessage() == f"server error {reference} on GET /fails/"
+    assert record.exc_info[0] is RuntimeError
+    assert "token=abc" not in record.getMessage()
+
+
+@pytest.mark.urls("tests.error_urls")
+def test_a_refused_change_returns_to_the_form_with_the_reason(client):
+    response = client.post("/refuses/?tab=2", follow=False)
+
+    assert response.status_code == 302 and response["Location"] == "/refuses/?tab=2"
+    # The message waits for the next page in the site's layout.
+    page = client.get("/no/such/page/").content.decode()
+    assert "Not saved: release pub.0 is published and cannot change." in page
+
+
+def test_adding_under_a_published_release_in_the_admin_is_a_message_not_a_500(client):
+    world = published_release_create(code="pub.0")
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+    url = "/admin/audits_app/outofbandaudit/add/"
+
+    response = client.post(url, {
+        "release": world.release.pk, "auditor_name": "A. Auditor", "organisation": "Elsewhere",
+        "audited_on": "2026-01-05", "method": "Read every text twice.",
+        "verdicts-TOTAL_FORMS": "0", "verdicts-INITIAL_FORMS": "0",
+    })
+
+    assert response.status_code == 302 and response["Location"] == url
+    page = client.get(url).content.decode()
+    assert "Not saved: out-of-band audit belongs to a published release." in page
+    assert not OutOfBandAudit.objects.exists()
+
+
+def test_deleting_under_a_published_release_in_the_admin_returns_to_the_object(client):
+    world = published_release_create(code="pub.0", publish=False)
+    audit = OutOfBandAudit.objects.create(
+        release=world.release, auditor_name="A. Auditor", organisation="Elsewhere",
+        audited_on="2026-01-05", method="Read every text twice.")
+    type(world.release).objects.filter(pk=world.release.pk).update(status="published")
+    client.force_login(get_user_model().objects.create_superuser("root", password="x"))
+
+    response = client.post(f"/admin/audits_app/outofbandaudit/{audit.pk}/delete/",
+                           {"post": "yes"})
+
+    assert response.status_code == 302
+    assert response["Location"] == f"/admin/audits_app/outofbandaudit/{audit.pk}/change/"
+    page = client.get(response["Location"]).content.decode()
+    assert "Not saved: out-of-band audit belongs to a published release." in page
+    assert OutOfBandAudit.objects.filter(pk=audit.pk).exists()
