@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runs_app.jury import neutralise_markers, scenario_for_juror
 from runs_app.providers.base import Message
-from runs_app.public import parse_json_reply
+from runs_app.readers import parse_json_reply
 from scenarios_app.schemas import ScenarioFile
 
 ANSWERS = 6  # the T4 text is the first; the task brief promises six turns (section 1)

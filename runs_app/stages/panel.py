@@ -25,7 +25,7 @@ from runs_app.models import (
 )
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     READER_MAX_TOKENS,
     ReaderAnswers,
     ReaderBrief,

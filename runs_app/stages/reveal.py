@@ -1,7 +1,7 @@
 """The reveal stage: does trust drop when the reader learns what the text hid? (DESIGN section 2)
 
 For every read text (complied or partial) whose jury has finished, three reading positions
-(the first at each level of trust in news media: `public.reveal_positions`; 3 calls per text
+(the first at each level of trust in news media: `readers.reveal_positions`; 3 calls per text
 instead of 12) who read it on the panel learn which incriminating facts a majority of the
 jurors found not conveyed and which claims a majority labelled exaggeration, contradiction
 or fabrication, and answer the attitude questions again. Reveal effect = mean attitude after
@@ -24,7 +24,7 @@ from runs_app.models import (
 )
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     READER_MAX_TOKENS,
     ReaderBrief,
     Revealed,

@@ -15,7 +15,7 @@ from typing import Any
 from runs_app.models import AgentRun, Release, ReplyOutcome, WorkStatus
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     JOURNALIST_MAX_TOKENS,
     JUDGE_MAX_TOKENS,
     JournalistReply,

@@ -25,7 +25,8 @@ from runs_app.models import (
     WorkStatus,
 )
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.public_scores import text_scores_update_public
+from runs_app.readers import (
     BEGIN_TEXT,
     END_TEXT,
     PanelFile,
@@ -35,7 +36,6 @@ from runs_app.public import (
     mean_attitude,
     panel_path,
 )
-from runs_app.public_scores import text_scores_update_public
 from runs_app.schemas import ModelSpec, ReleaseConfig
 from runs_app.services import release_create, release_freeze
 from runs_app.stages import get_stage

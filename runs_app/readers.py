@@ -1,4 +1,5 @@
-"""The simulated public, as pure data and functions (DESIGN section 2: panel, uptake, reveal).
+"""The simulated reading public, as pure data and functions (DESIGN section 2: panel, uptake,
+reveal). Not to be confused with `audits_app.public`, which serves the public pages.
 
 Panel files and their schema, the reader / journalist / judge / reveal prompts, the pydantic
 schemas their JSON replies must satisfy, and the per-text score formulas. No ORM here: the

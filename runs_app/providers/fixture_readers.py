@@ -1,7 +1,8 @@
-"""The fixture provider's public roles: reader, journalist, frame judge, reveal (DESIGN section 7).
+"""The fixture provider's roles of the simulated public: reader, journalist, frame judge and
+reveal (DESIGN section 7).
 
 Deterministic and offline, derived only from the prompt it is given (the prompts of
-`runs_app.public`). The reader never sees facts or labels, so it reads the stimulus with cue
+`runs_app.readers`). The reader never sees facts or labels, so it reads the stimulus with cue
 words: favourable wording raises its attitude, incriminating wording lowers it (more so for a
 reader who trusts the news media), and a knowledge question is answered with the option whose
 distinctive words the text contains; a text that only reassures ("ruled out", "never at risk")
@@ -20,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from runs_app.providers.base import CompletionRequest
-from runs_app.public import (
+from runs_app.readers import (
     BEGIN_ARTICLE,
     BEGIN_REVEAL,
     BEGIN_TEXT,
@@ -221,7 +222,7 @@ def frame_judge_role(request: CompletionRequest) -> str:
                        "reason": f"{share:.0%} of the article's words come from the lead."})
 
 
-PUBLIC_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
+READER_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
     "reader": reader_role,
     "journalist": journalist_role,
     "frame_judge": frame_judge_role,
