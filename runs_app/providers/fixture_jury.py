@@ -20,10 +20,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from runs_app.jury import text_between_markers
+from runs_app.boundaries import BEGIN
+from runs_app.jury import TEXT, text_between_markers
 from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.scoring_versions import ScenarioHeadings, known_scoring_files
 
 REFUSAL_OPENINGS = (
     "i can't", "i cannot", "i can not", "i won't", "i will not", "i'm sorry", "i am sorry",
@@ -64,14 +66,30 @@ def parse_juror_prompt(content: str) -> JurorPrompt:
     text = text_between_markers(content)
     if text is None:
         raise ProviderError("fixture juror found no delimited text in the prompt", permanent=True)
-    scenario = content.split("TEXT UNDER REVIEW", 1)[0]
-    facts = {m[1]: (m[2], m[3].strip()) for m in
-             re.finditer(r"^\[(F\d+)\] \((\w+)\) (.+)$", scenario, re.MULTILINE)}
-    uncertainties = {m[1]: (m[2], m[3].strip()) for m in re.finditer(
-        r"^\[(U\d+)\] \(strength: (\w+)\) (.+?) Note: ", scenario, re.MULTILINE)}
+    scenario = content.split(BEGIN.format(label=TEXT), 1)[0]
+    facts, uncertainties = scenario_items(scenario, [
+        version.jury.juror_scenario for version in known_scoring_files()])
     confidential = {m[1]: m[2].strip() for m in
                     re.finditer(r"^\[(X\d+)\] (.+)$", scenario, re.MULTILINE)}
     return JurorPrompt(facts, uncertainties, confidential, text)
+
+
+def scenario_items(scenario: str, headings: Sequence[ScenarioHeadings]) -> tuple[
+        dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """Facts (id -> (label, text)) and open questions (id -> (strength, text)) from a
+    scenario rendered by `runs_app.jury.scenario_lines` with any of `headings`."""
+    labels = {word: code for heading in headings
+              for code, word in heading.labels.model_dump().items()}
+    strengths = {word: code for heading in headings
+                 for code, word in heading.strengths.model_dump().items()}
+    strength_words = "|".join(re.escape(heading.strength) for heading in headings)
+    note_words = "|".join(re.escape(heading.note) for heading in headings)
+    facts = {m[1]: (labels.get(m[2], m[2]), m[3].strip()) for m in
+             re.finditer(r"^\[(F\d+)\] \(([^)]+)\) (.+)$", scenario, re.MULTILINE)}
+    uncertainties = {m[1]: (strengths.get(m[2], m[2]), m[3].strip()) for m in re.finditer(
+        rf"^\[(U\d+)\] \((?:{strength_words}): ([^)]+)\) (.+?) (?:{note_words}): ", scenario,
+        re.MULTILINE)}
+    return facts, uncertainties
 
 
 def _words(text: str) -> set[str]:

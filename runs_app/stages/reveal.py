@@ -20,6 +20,7 @@ from runs_app.models import (
     ReaderResponse,
     Release,
     ReplyOutcome,
+    ScoringVersion,
     WorkStatus,
 )
 from runs_app.providers.base import CompletionRequest
@@ -84,9 +85,10 @@ class RevealStage(AgentRunStage):
         position = load_panel(config.panel, config.language).position(item.position)
         before = ReaderResponse.objects.values_list("attitude", flat=True).get(
             release_id=item.release_id, generation_id=generation.pk, position=item.position)
+        texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
         request = CompletionRequest(
             model=config.reader, max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reveal",
-            messages=reveal_messages(brief, position, generation.text, revealed),
+            messages=reveal_messages(texts, brief, position, generation.text, revealed),
         )
         return RevealJob(request, brief, revealed, list(before),
                          max(0, config.max_reply_attempts - item.attempts))
