@@ -1,10 +1,12 @@
 """The simulated reading public, as pure data and functions (DESIGN section 2: panel, uptake,
 reveal). Not to be confused with `audits_app.public`, which serves the public pages.
 
-Panel files and their schema, the reader / journalist / judge / reveal prompts, the pydantic
-schemas their JSON replies must satisfy, and the per-text score formulas. No ORM here: the
-stages (`runs_app/stages/panel.py`, `uptake.py`, `reveal.py`) feed it plain data and the
-service `runs_app/public_scores.py` writes what it returns.
+Panel files and their schema, the reader / journalist / judge / reveal prompt builders (their
+words come from the release's scoring version, `runs_app.scoring_versions.LanguageTexts`, in
+the release's language), the pydantic schemas their JSON replies must satisfy, and the
+per-text score formulas. No ORM here: the stages (`runs_app/stages/panel.py`, `uptake.py`,
+`reveal.py`) feed it plain data and the service `runs_app/public_scores.py` writes what it
+returns.
 """
 
 from __future__ import annotations
