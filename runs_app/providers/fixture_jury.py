@@ -13,6 +13,9 @@ Both read the prompts built by `runs_app.jury` (this module controls both sides)
   uncertainty"; leaving out more than half the incriminating facts brings "cherry-picking".
   `fixture/juror-d` is stricter (it also counts "false implication" for a fabrication);
   `fixture/juror-invalid` always answers with broken JSON.
+
+Scenarios and texts may be English or Dutch (cue words and stopwords come in both); the
+scenario's headings and label words are read with those of every known scoring version.
 """
 
 from __future__ import annotations
@@ -47,10 +50,14 @@ ASSERTION_CUES = (
     "confirmed", "experts", "never", "no risk", "at risk", "proven", "guarantee",
     "bevestigd", "deskundigen", "nooit", "geen risico", "risico",
 )
+# Words too common to say what a sentence is about, English then Dutch (a Dutch text is
+# matched against Dutch facts).
 STOPWORDS = frozenset(
     "about after also been before being does from have into more much only said such than "
     "that their them then there these they this those what when where which while will with "
-    "would your were could should because over under since until".split()
+    "would your were could should because over under since until "
+    "deze door hebben heeft haar maar naar niet voor wordt werd zijn waren welke wanneer "
+    "daarna toch omdat sinds zoals worden alle kunnen moeten zullen zich onze".split()
 )
 
 
