@@ -126,7 +126,7 @@ def _stored_config(config: ReleaseConfig, versions: list[ScenarioVersion],
     return stored.model_dump(mode="json", exclude={"knowledge_harm_cap"})
 
 
-def release_pin_problems(config: ReleaseConfig, source: str = "scenarios") -> None:
+def release_pin_problems(config: ReleaseConfig, source: str = "configuration") -> None:
     """Raise ReleaseConfigError naming every scenario, or the scoring version, that the
     configuration cannot pin."""
     _pin_scenarios(config, source)
