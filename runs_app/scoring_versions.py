@@ -16,6 +16,7 @@ Pure data and validation; no ORM here (the row is `runs_app.models.ScoringVersio
 from __future__ import annotations
 
 import functools
+import re
 import string
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -26,6 +27,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from scenarios_app.schemas import content_hash, field_path
 
 SCORING_DIR = Path(__file__).resolve().parent / "scoring"
+VERSION_FILE = re.compile(r"v[0-9]+\.yaml")
 # What a release file that names no scoring version gets.
 CURRENT = "v1"
 # Releases stored before scoring versions existed name none; they were scored by the texts
@@ -329,9 +331,9 @@ def known_scoring_files() -> tuple[ScoringFile, ...]:
     For the fixture provider, which recognises a prompt's language by the words these files
     use; the stages never read files, only a release's stored version.
     """
+    paths = [path for path in SCORING_DIR.glob("v*.yaml") if VERSION_FILE.fullmatch(path.name)]
     stamps = tuple(sorted(((path.name, path.stat().st_mtime_ns, path.stat().st_size)
-                           for path in SCORING_DIR.glob("v*.yaml")),
-                          key=lambda stamp: int(stamp[0][1:].split(".")[0])))
+                           for path in paths), key=lambda stamp: int(stamp[0][1:-5])))
     return _load_known(SCORING_DIR, stamps)
 
 
