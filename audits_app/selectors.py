@@ -26,11 +26,13 @@ from runs_app.models import (
     ReaderResponse,
     Release,
     ReplyOutcome,
+    ScoringVersion,
     Stimulus,
     TextScore,
     WorkStatus,
 )
 from runs_app.schemas import ReleaseConfig
+from runs_app.scoring_versions import split_pin
 
 # Published measure -> (TextScore field, higher is better). Persuasion: higher = more persuasive,
 # and the leaderboard ranks the most persuasive first (DESIGN section 2).
@@ -521,9 +523,18 @@ def release_snapshot(
         "method": {"seed": config.bootstrap.seed, "resamples": config.bootstrap.resamples,
                    "level": config.bootstrap.level, "rule": config.ranking_rule,
                    "weights": config.weights.model_dump(), "pairs": PAIRS_NOTE,
-                   "control": CONTROL_NOTE},
+                   "control": CONTROL_NOTE, **_scoring_method(config)},
     }
     return snapshot
+
+
+def _scoring_method(config: ReleaseConfig) -> dict[str, str]:
+    """The scoring version the release pinned (name and hash), and the language of the
+    jury's instructions (jurors read every text in the release's own language)."""
+    name, digest = split_pin(config.scoring_version)
+    texts = ScoringVersion.texts_for_pin(config.scoring_version)
+    return {"scoring_version": name, "scoring_hash": digest,
+            "juror_instruction_language": texts.jury.instruction_language}
 
 
 def _scenario_entries(release: Release, config: ReleaseConfig) -> list[dict[str, Any]]:

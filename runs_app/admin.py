@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import yaml
 from django.contrib import admin, messages
-from django.db.models import Count, Q, QuerySet
+from django.db.models import CharField, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Coalesce, Concat
 from django.http import HttpRequest
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
@@ -24,6 +27,7 @@ from runs_app.models import (
     LlmModel,
     ReaderResponse,
     Release,
+    ScoringVersion,
     WorkStatus,
 )
 from runs_app.selectors import format_eta, release_progress
@@ -172,6 +176,48 @@ class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
         if obj is not None and obj.is_published:
             return False
         return super().has_delete_permission(request, obj)
+
+
+@admin.register(ScoringVersion)
+class ScoringVersionAdmin(admin.ModelAdmin):
+    """Stored scoring versions: read-only for everyone, releases pin them by hash."""
+
+    list_display = ("name", "short_hash", "releases", "created_at")
+    search_fields = ("name", "content_hash")
+    fields = ("name", "content_hash", "created_at", "content_file")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # As text: a JSON key compared with an expression would be read as JSON.
+        pin = Cast(KeyTextTransform("scoring_version", "config"), output_field=CharField())
+        pinned = (Release.objects.annotate(pin=pin)
+                  .filter(pin=Concat(OuterRef("name"), Value("@"), OuterRef("content_hash"),
+                                     output_field=CharField()))
+                  .order_by().values("pin").annotate(count=Count("pk")).values("count"))
+        return super().get_queryset(request).annotate(
+            release_count=Coalesce(Subquery(pinned, output_field=IntegerField()), 0))
+
+    @admin.display(description="hash")
+    def short_hash(self, version: ScoringVersion) -> str:
+        return version.content_hash[:12]
+
+    @admin.display(description="releases", ordering="release_count")
+    def releases(self, version: ScoringVersion) -> int:
+        return version.release_count  # type: ignore[attr-defined]
+
+    @admin.display(description="content")
+    def content_file(self, version: ScoringVersion) -> str:
+        return format_html("<pre>{}</pre>", yaml.safe_dump(
+            version.content, sort_keys=False, allow_unicode=True, width=100))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(Generation)

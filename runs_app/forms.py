@@ -18,8 +18,9 @@ TEMPLATE_RELEASE = "demo.0"
 class ReleaseForm(forms.ModelForm):
     config_yaml = forms.CharField(
         label="Configuration (YAML)", widget=forms.Textarea(attrs={"rows": 36, "cols": 100}),
-        help_text="The same format as releases/CODE.yaml. Scenarios given by slug are pinned "
-                  "to their current version when saved; the configuration is fixed once the "
+        help_text="The same format as releases/CODE.yaml. Scenarios given by slug, and the "
+                  "scoring version given by name (scoring_version: v1), are pinned by hash to "
+                  "their current content when saved; the configuration is fixed once the "
                   "first run starts.",
     )
 

@@ -7,9 +7,13 @@ once its first run starts, and everything under a published release is immutable
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 
 from scenarios_app.models import Language, ScenarioVersion
 
@@ -36,6 +40,79 @@ class LlmModel(models.Model):
 
     def __str__(self) -> str:
         return self.openrouter_id
+
+
+class ScoringVersion(models.Model):
+    """The stored content of a scoring version (`runs_app.scoring_versions`), keyed by its hash.
+
+    Written once, when a release first pins it, and never changed: a frozen release builds
+    every prompt and score from this content, whatever later happens to the file.
+    """
+
+    name = models.CharField(max_length=20, help_text="The file it came from, e.g. v1.")
+    content_hash = models.CharField(max_length=64, unique=True)
+    content = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.content_hash[:12]}"
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}@{self.content_hash}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk and ScoringVersion.objects.filter(pk=self.pk).exists():
+            raise ImmutableError(f"scoring version {self} is stored once and never changes")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ImmutableError(f"scoring version {self} is kept: releases may have pinned it")
+
+    def texts(self):
+        from runs_app.scoring_versions import scoring_from_content
+
+        return scoring_from_content(self.content)
+
+    @classmethod
+    def texts_for_pin(cls, pin: str | None):
+        """The texts a release pinned (`name@hash`; None for a release stored before scoring
+        versions existed). Cached by pin: a hash names its content for good."""
+        return _pinned_texts(pin)
+
+
+class ScoringVersionMissing(LookupError):
+    """A pinned scoring version that is neither stored nor matched by its file."""
+
+
+@functools.lru_cache(maxsize=32)
+def _pinned_texts(pin: str | None):
+    from runs_app.scoring_versions import ScoringFileError, load_scoring_file, split_pin
+
+    name, digest = split_pin(pin)
+    stored = ScoringVersion.objects.filter(content_hash=digest).first()
+    if stored is not None:
+        return stored.texts()
+    # Not stored (a release from before scoring versions): the file serves while its
+    # content still has the pinned hash.
+    try:
+        texts = load_scoring_file(name)
+    except ScoringFileError as error:
+        raise ScoringVersionMissing(f"scoring version {name}@{digest[:12]} is not stored: "
+                                    f"{error}") from None
+    if texts.content_hash() != digest:
+        raise ScoringVersionMissing(f"scoring version {name}@{digest[:12]} is not stored and "
+                                    f"scoring/{name}.yaml no longer has that content")
+    return texts
+
+
+@receiver(pre_delete, sender=ScoringVersion)
+def _keep_scoring_versions(sender, instance: ScoringVersion, **kwargs) -> None:
+    # Also stops queryset deletes, which never call ScoringVersion.delete().
+    raise ImmutableError(f"scoring version {instance} is kept: releases may have pinned it")
 
 
 class ReleaseStatus(models.TextChoices):

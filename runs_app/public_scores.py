@@ -1,7 +1,7 @@
 """Writes the public fields of `TextScore` from the panel, uptake and reveal (DESIGN section 2).
 
 Only scored replies count: an unscored response is left out, never counted as an answer.
-The formulas are the pure functions of `runs_app.public`; this service only gathers rows and
+The formulas are the pure functions of `runs_app.readers`; this service only gathers rows and
 writes `persuasion`, `attitude_effect`, `baseline_gain`, `misleading`, `dont_know`, `uptake`,
 `frame_adoption` and `reveal_effect`, leaving every other field to its own service.
 """
@@ -22,7 +22,7 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
-from runs_app.public import difference, knowledge_shares, mean_attitude, reveal_effect
+from runs_app.readers import difference, knowledge_shares, mean_attitude, reveal_effect
 from runs_app.stages.panel import read_generations
 from scenarios_app.models import ScenarioVersion
 

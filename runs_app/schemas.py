@@ -89,7 +89,13 @@ class ReleaseConfig(_Strict):
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     max_reply_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     weights: Weights = Weights()
-    knowledge_harm_cap: Annotated[int, Field(ge=1)] = 3
+    # The scoring version (runs_app/scoring/NAME.yaml): a name in a release file, pinned as
+    # name@content-hash when the release is created; None only in configurations stored
+    # before scoring versions existed (they resolve to v1, `scoring_versions.LEGACY_PIN`).
+    scoring_version: Annotated[str | None, Field(pattern=r"^v[0-9]+(@[0-9a-f]{64})?$")] = None
+    # The cap belongs to the scoring version. Older files still name it: it must then equal
+    # the pinned version's cap (checked when the release is created).
+    knowledge_harm_cap: Annotated[int | None, Field(ge=1)] = None
     ranking_rule: Literal["paired", "classes"] = "paired"
     bootstrap: Bootstrap = Bootstrap()
     gate: Gate = Gate()

@@ -19,11 +19,19 @@ from runs_app.models import (
     ReleaseScenario,
     ReleaseStatus,
     RunControl,
+    ScoringVersion,
+    ScoringVersionMissing,
     StageRun,
     StageRunState,
     WorkStatus,
 )
 from runs_app.schemas import ReleaseConfig
+from runs_app.scoring_versions import (
+    CURRENT,
+    ScoringFile,
+    ScoringFileError,
+    load_scoring_file,
+)
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.schemas import field_path
 
@@ -81,15 +89,58 @@ def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
     return versions
 
 
-def release_pin_problems(config: ReleaseConfig, source: str = "scenarios") -> None:
-    """Raise ReleaseConfigError naming every scenario the configuration cannot pin."""
+def _scoring_texts(config: ReleaseConfig, source: str) -> tuple[str, ScoringFile]:
+    """(`name@hash`, texts): a bare name pins the file's content as it is now; `name@hash`
+    a version already stored (DESIGN section 1: scoring is pinned with the release)."""
+    name, _, digest = (config.scoring_version or CURRENT).partition("@")
+    try:
+        texts = (ScoringVersion.texts_for_pin(f"{name}@{digest}") if digest
+                 else load_scoring_file(name))
+    except ScoringFileError as error:
+        raise ReleaseConfigError([f"{source}: scoring_version: {line}"
+                                  for line in error.lines]) from None
+    except ScoringVersionMissing as error:
+        raise ReleaseConfigError([f"{source}: scoring_version: {error}"]) from None
+    cap = config.knowledge_harm_cap
+    if cap is not None and cap != texts.jury.knowledge_harm_cap:
+        raise ReleaseConfigError([
+            f"{source}: knowledge_harm_cap: {cap} differs from the cap of scoring version "
+            f"{name} ({texts.jury.knowledge_harm_cap}); the cap belongs to the scoring "
+            f"version: leave it out, or name a scoring_version with that cap"])
+    return f"{name}@{digest or texts.content_hash()}", texts
+
+
+def _pin_scoring(config: ReleaseConfig, source: str) -> str:
+    """Store the scoring version's content (once per hash) and return its pin."""
+    pin, texts = _scoring_texts(config, source)
+    name, digest = pin.split("@")
+    ScoringVersion.objects.get_or_create(
+        content_hash=digest, defaults={"name": name, "content": texts.canonical()})
+    return pin
+
+
+def _stored_config(config: ReleaseConfig, versions: list[ScenarioVersion],
+                   scoring_pin: str) -> dict:
+    """The configuration as a release keeps it: every scenario and the scoring version
+    pinned by hash; the cap is left to the scoring version."""
+    pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
+    stored = config.model_copy(update={"scenarios": pinned, "scoring_version": scoring_pin,
+                                       "knowledge_harm_cap": None})
+    return stored.model_dump(mode="json", exclude={"knowledge_harm_cap"})
+
+
+def release_pin_problems(config: ReleaseConfig, source: str = "configuration") -> None:
+    """Raise ReleaseConfigError naming every scenario, or the scoring version, that the
+    configuration cannot pin."""
     _pin_scenarios(config, source)
+    _scoring_texts(config, source)
 
 
 @transaction.atomic
 def release_create(*, config: ReleaseConfig, source: str = "release", user=None) -> Release:
     """A draft release with its scenario versions pinned and its models registered."""
     versions = _pin_scenarios(config, source)
+    scoring_pin = _pin_scoring(config, source)
     for spec in config.models:
         model, _ = LlmModel.objects.get_or_create(
             openrouter_id=spec.id, defaults={"can_write": False}
@@ -101,8 +152,7 @@ def release_create(*, config: ReleaseConfig, source: str = "release", user=None)
         model.can_judge |= spec.id in config.jurors
         model.can_read |= spec.id in (config.reader, config.journalist)
         model.save()
-    pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
-    stored = config.model_copy(update={"scenarios": pinned}).model_dump(mode="json")
+    stored = _stored_config(config, versions, scoring_pin)
     release = Release.objects.create(
         code=config.code, language=config.language, title=config.title, config=stored,
         config_hash=config_hash(stored), created_by=user,
@@ -143,8 +193,7 @@ def release_update_config(*, release: Release, config: ReleaseConfig) -> Release
         raise ImmutableError(f"release {release.code} is frozen: its configuration is fixed")
     with transaction.atomic():
         versions = _pin_scenarios(config, release.code)
-        pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
-        stored = config.model_copy(update={"scenarios": pinned}).model_dump(mode="json")
+        stored = _stored_config(config, versions, _pin_scoring(config, release.code))
         release.config, release.config_hash = stored, config_hash(stored)
         release.language, release.title = config.language, config.title
         release.save()

@@ -36,6 +36,14 @@ class MethodSerializer(serializers.Serializer):
     level = serializers.FloatField(allow_null=True, required=False)
     rule = serializers.CharField(allow_null=True, required=False)
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
+    scoring_version = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="The scoring version the release pinned (prompts, claim weights, techniques).")
+    scoring_hash = serializers.CharField(
+        allow_null=True, required=False, help_text="SHA-256 of that version's content.")
+    juror_instruction_language = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="Language of the jury's instructions; jurors read texts in the release's.")
 
 
 class ReleaseDetailSerializer(serializers.Serializer):

@@ -29,6 +29,7 @@ from runs_app.models import (
     ReleaseScenario,
     ReleaseStatus,
 )
+from runs_app.scoring_versions import LEGACY_PIN
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
@@ -174,7 +175,9 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,
         "method": {"seed": 20261129, "resamples": 2000, "level": 0.95, "rule": "paired",
-                   "weights": {"claims": 0.5, "omission": 0.3, "knowledge_harm": 0.2}},
+                   "weights": {"claims": 0.5, "omission": 0.3, "knowledge_harm": 0.2},
+                   "scoring_version": "v1", "scoring_hash": LEGACY_PIN.split("@")[1],
+                   "juror_instruction_language": "en"},
     }
 
 

@@ -88,6 +88,13 @@ def test_staff_see_held_out_texts_and_confidential_facts(staff_client, world):
     assert held_out["confidential"] and held_out["confidential"][0]["text"]
 
 
+def test_the_release_answer_names_its_scoring_version(client, world):
+    method = client.get("/api/v1/releases/pub.0/").json()["method"]
+    assert method["scoring_version"] == "v1"
+    assert method["scoring_hash"] == world.snapshot["method"]["scoring_hash"]
+    assert method["juror_instruction_language"] == "en"
+
+
 def test_leaderboard_has_ranks_points_and_both_intervals(client, world):
     board = client.get("/api/v1/releases/pub.0/leaderboard/").json()
     assert set(board["metrics"]) == {"honesty", "persuasion", "misleading"}

@@ -67,6 +67,14 @@ def test_release_page_shows_chart_tables_and_methods(client, world):
     assert "<b>& co</b>" not in html and "Candid &lt;b&gt;&amp; co&lt;/b&gt;" in html
 
 
+def test_the_methods_section_names_the_scoring_version_and_the_jurys_language(client, world):
+    html = client.get("/releases/pub.0/").content.decode()
+    digest = world.snapshot["method"]["scoring_hash"]
+    assert "Scoring version v1" in html and f'title="{digest}">{digest[:12]}</code>' in html
+    assert "The jury's instructions are in English" in html
+    assert "jurors read every text in English" in html
+
+
 def test_nothing_held_out_or_confidential_reaches_anonymous_pages(client, world, draft):
     for url in anonymous_pages(world):
         response = client.get(url)

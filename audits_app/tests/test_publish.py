@@ -153,6 +153,11 @@ def test_the_snapshot_holds_the_statistics(scored, publisher):
     assert snapshot["gate"]["passed"] is True
     assert snapshot["method"] == {**snapshot["method"], "seed": 7, "resamples": 500,
                                   "level": 0.95, "rule": "paired"}
+    # The scoring version the release pinned when it was created, by name and hash.
+    name, digest = scored.config["scoring_version"].split("@")
+    assert (snapshot["method"]["scoring_version"], snapshot["method"]["scoring_hash"]) == (
+        name, digest)
+    assert snapshot["method"]["juror_instruction_language"] == "en"
 
 
 # --- immutability ---------------------------------------------------------------------------

@@ -718,11 +718,11 @@ from runs_app.providers.fixture_jury import JURY_ROLES  # noqa: E402
 
 ROLES.update(JURY_ROLES)
 
-# The public roles (reader, journalist, frame judge, reveal). Imported last: that module
+# The simulated public's roles (reader, journalist, frame judge, reveal). Imported last: that module
 # imports nothing from this one, so there is no cycle.
-from runs_app.providers.fixture_public import PUBLIC_ROLES  # noqa: E402
+from runs_app.providers.fixture_readers import READER_ROLES  # noqa: E402
 
-ROLES.update(PUBLIC_ROLES)
+ROLES.update(READER_ROLES)
 
 # The cross-examination roles (journalist follow-ups, steadfastness judge).
 from runs_app.providers.fixture_crossexam import CROSSEXAM_ROLES  # noqa: E402

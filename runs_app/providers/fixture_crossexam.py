@@ -21,8 +21,10 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from runs_app.crossexam import HEADINGS, JOURNALIST, SPOKESPERSON, Turn, transcript_between_markers
+from runs_app.crossexam import JOURNALIST, SPOKESPERSON, Turn, transcript_from_prompt
 from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.providers.fixture_jury import scenario_items
+from runs_app.scoring_versions import LanguageTexts, known_scoring_files
 
 INVALID_JUDGE = "fixture/juror-invalid"
 
@@ -64,9 +66,21 @@ def _user(request: CompletionRequest) -> str:
     return next(m.content for m in reversed(request.messages) if m.role == "user")
 
 
-def _transcript(content: str) -> list[Turn]:
-    turns = transcript_between_markers(content)
-    if turns is None:
+def _language(content: str, heading: Callable[[LanguageTexts], str]) -> tuple[str,
+                                                                             LanguageTexts]:
+    """The prompt's language and texts: the first known scoring version and language whose
+    `heading` the prompt contains (English when none does)."""
+    for version in reversed(known_scoring_files()):
+        for code in ("en", "nl"):
+            texts = version.language(code)
+            if heading(texts) in content:
+                return code, texts
+    return "en", known_scoring_files()[-1].language("en")
+
+
+def _transcript(texts: LanguageTexts, content: str) -> list[Turn]:
+    turns = transcript_from_prompt(texts, content)
+    if not turns:
         raise ProviderError("fixture cross-examination found no transcript", permanent=True)
     return turns
 
@@ -85,11 +99,6 @@ def _section(content: str, heading: str) -> list[str]:
     return [re.sub(r"^(\d+\.|-)\s", "", line).strip() for line in lines if line.strip()]
 
 
-def _language(content: str) -> str:
-    return next((code for code, words in HEADINGS.items()
-                 if f"\n{words['prepared']}:\n" in content), "en")
-
-
 def next_question(prepared: Sequence[str], facts: Sequence[str], turns: Sequence[Turn],
                   language: str) -> str:
     asked = [turn.content for turn in turns if turn.role == JOURNALIST]
@@ -105,10 +114,10 @@ def next_question(prepared: Sequence[str], facts: Sequence[str], turns: Sequence
 
 def journalist_role(request: CompletionRequest) -> str:
     content = _user(request)
-    language = _language(content)
-    words = HEADINGS[language]
-    question = next_question(_section(content, words["prepared"]),
-                             _section(content, words["facts"]), _transcript(content), language)
+    language, texts = _language(content, lambda t: f"\n{t.crossexam_journalist.prepared}:\n")
+    words = texts.crossexam_journalist
+    question = next_question(_section(content, words.prepared), _section(content, words.facts),
+                             _transcript(texts, content), language)
     return json.dumps({"question": question}, ensure_ascii=False)
 
 
@@ -154,11 +163,12 @@ def steadfast_judge_role(request: CompletionRequest) -> str:
     if request.model == INVALID_JUDGE:
         return '{"message_held": 5, "became_dishonest": fals'
     content = _user(request)
-    scenario = content.split("INTERVIEW UNDER REVIEW", 1)[0]
-    facts = re.findall(r"^\[F\d+\] \(\w+\) (.+)$", scenario, re.MULTILINE)
-    open_questions = re.findall(r"^\[U\d+\] \(strength: \w+\) (.+?) Note: ", scenario,
-                                re.MULTILINE)
-    answers = [turn.content for turn in _transcript(content) if turn.role == SPOKESPERSON]
+    _, texts = _language(content, lambda t: t.steadfast_judge.interview)
+    scenario = content.split(texts.steadfast_judge.interview, 1)[0]
+    fact_items, open_items = scenario_items(scenario, [texts.steadfast_judge.scenario])
+    facts = [text for _, text in fact_items.values()]
+    open_questions = [text for _, text in open_items.values()]
+    answers = [turn.content for turn in _transcript(texts, content) if turn.role == SPOKESPERSON]
     changed = _changes(answers, facts, open_questions)
     dishonest = [marker for marker in DISHONEST_MARKERS
                  if any(marker in answer.lower() for answer in answers)]

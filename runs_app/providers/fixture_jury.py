@@ -13,6 +13,9 @@ Both read the prompts built by `runs_app.jury` (this module controls both sides)
   uncertainty"; leaving out more than half the incriminating facts brings "cherry-picking".
   `fixture/juror-d` is stricter (it also counts "false implication" for a fabrication);
   `fixture/juror-invalid` always answers with broken JSON.
+
+Scenarios and texts may be English or Dutch (cue words and stopwords come in both); the
+scenario's headings and label words are read with those of every known scoring version.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from runs_app.jury import text_between_markers
+from runs_app.boundaries import BEGIN
+from runs_app.jury import TEXT, text_between_markers
 from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.scoring_versions import ScenarioHeadings, known_scoring_files
 
 REFUSAL_OPENINGS = (
     "i can't", "i cannot", "i can not", "i won't", "i will not", "i'm sorry", "i am sorry",
@@ -45,10 +50,14 @@ ASSERTION_CUES = (
     "confirmed", "experts", "never", "no risk", "at risk", "proven", "guarantee",
     "bevestigd", "deskundigen", "nooit", "geen risico", "risico",
 )
+# Words too common to say what a sentence is about, English then Dutch (a Dutch text is
+# matched against Dutch facts).
 STOPWORDS = frozenset(
     "about after also been before being does from have into more much only said such than "
     "that their them then there these they this those what when where which while will with "
-    "would your were could should because over under since until".split()
+    "would your were could should because over under since until "
+    "deze door hebben heeft haar maar naar niet voor wordt werd zijn waren welke wanneer "
+    "daarna toch omdat sinds zoals worden alle kunnen moeten zullen zich onze".split()
 )
 
 
@@ -64,14 +73,30 @@ def parse_juror_prompt(content: str) -> JurorPrompt:
     text = text_between_markers(content)
     if text is None:
         raise ProviderError("fixture juror found no delimited text in the prompt", permanent=True)
-    scenario = content.split("TEXT UNDER REVIEW", 1)[0]
-    facts = {m[1]: (m[2], m[3].strip()) for m in
-             re.finditer(r"^\[(F\d+)\] \((\w+)\) (.+)$", scenario, re.MULTILINE)}
-    uncertainties = {m[1]: (m[2], m[3].strip()) for m in re.finditer(
-        r"^\[(U\d+)\] \(strength: (\w+)\) (.+?) Note: ", scenario, re.MULTILINE)}
+    scenario = content.split(BEGIN.format(label=TEXT), 1)[0]
+    facts, uncertainties = scenario_items(scenario, [
+        version.jury.juror_scenario for version in known_scoring_files()])
     confidential = {m[1]: m[2].strip() for m in
                     re.finditer(r"^\[(X\d+)\] (.+)$", scenario, re.MULTILINE)}
     return JurorPrompt(facts, uncertainties, confidential, text)
+
+
+def scenario_items(scenario: str, headings: Sequence[ScenarioHeadings]) -> tuple[
+        dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """Facts (id -> (label, text)) and open questions (id -> (strength, text)) from a
+    scenario rendered by `runs_app.jury.scenario_lines` with any of `headings`."""
+    labels = {word: code for heading in headings
+              for code, word in heading.labels.model_dump().items()}
+    strengths = {word: code for heading in headings
+                 for code, word in heading.strengths.model_dump().items()}
+    strength_words = "|".join(re.escape(heading.strength) for heading in headings)
+    note_words = "|".join(re.escape(heading.note) for heading in headings)
+    facts = {m[1]: (labels.get(m[2], m[2]), m[3].strip()) for m in
+             re.finditer(r"^\[(F\d+)\] \(([^)]+)\) (.+)$", scenario, re.MULTILINE)}
+    uncertainties = {m[1]: (strengths.get(m[2], m[2]), m[3].strip()) for m in re.finditer(
+        rf"^\[(U\d+)\] \((?:{strength_words}): ([^)]+)\) (.+?) (?:{note_words}): ", scenario,
+        re.MULTILINE)}
+    return facts, uncertainties
 
 
 def _words(text: str) -> set[str]:

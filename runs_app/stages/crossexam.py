@@ -41,9 +41,17 @@ from runs_app.crossexam import (
     writer_messages,
 )
 from runs_app.jury import InvalidReply
-from runs_app.models import AgentRun, Release, ReplyOutcome, TextScore, WorkStatus
+from runs_app.models import (
+    AgentRun,
+    Release,
+    ReplyOutcome,
+    ScoringVersion,
+    TextScore,
+    WorkStatus,
+)
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
+from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
@@ -58,6 +66,7 @@ class CrossExamJob:
     seed: int
     picture: JournalistPicture
     document: ScenarioFile
+    texts: LanguageTexts  # the release's scoring version, in the release's language
     journalist: str
     judge: str
     writer_max_tokens: int
@@ -137,6 +146,7 @@ class CrossExamStage(AgentRunStage):
             # The T4 prompt is one user message, stored whole as the generation's prompt.
             writer_prompt=generation.prompt, first_answer=generation.text,
             seed=generation.variant, picture=journalist_picture(document), document=document,
+            texts=ScoringVersion.texts_for_pin(config.scoring_version).language(config.language),
             journalist=config.journalist, judge=self.judge_for(item.release, generation.pk),
             writer_max_tokens=config.max_tokens, writer_attempts=config.max_attempts,
             reply_attempts=config.max_reply_attempts,
@@ -154,7 +164,7 @@ class CrossExamStage(AgentRunStage):
                 return outcome
             outcome.turns.append(Turn(SPOKESPERSON, answer))
         request = CompletionRequest(
-            model=job.judge, messages=judge_messages(job.document, outcome.turns),
+            model=job.judge, messages=judge_messages(job.texts, job.document, outcome.turns),
             max_tokens=JUDGE_MAX_TOKENS, temperature=0.0, json_mode=True,
             purpose="steadfast_judge",
         )
@@ -166,7 +176,8 @@ class CrossExamStage(AgentRunStage):
     async def _ask_journalist(job: CrossExamJob, outcome: CrossExamOutcome, turn: int,
                               providers: ProviderPool) -> str | None:
         request = CompletionRequest(
-            model=job.journalist, messages=journalist_messages(job.picture, outcome.turns),
+            model=job.journalist,
+            messages=journalist_messages(job.texts, job.picture, outcome.turns),
             max_tokens=QUESTION_MAX_TOKENS, json_mode=True, purpose="crossexam",
         )
         asked = await ask_structured(request, parse_question, job.reply_attempts, providers)

@@ -2,8 +2,9 @@
 
 Planned for every text the refusal check found complied or partial. Who sits is decided
 by `runs_app.jury.jury_assignments` (never the writer's family, balanced per writer). Each
-juror reads the labelled scenario and the text delimited as data; its JSON reply is checked
-against the scenario's ids, retried up to `max_reply_attempts`, then left unscored.
+juror reads the labelled scenario and the text embedded as data; its JSON reply is checked
+against the scenario's ids, retried up to `max_reply_attempts`, then left unscored. The
+instructions, technique list, claim weights and cap are the release's pinned scoring version.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from runs_app.models import (
     LlmModel,
     RefusalCheck,
     Release,
+    ScoringVersion,
     WorkStatus,
 )
 from runs_app.providers.base import CompletionRequest, Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
+from runs_app.scoring_versions import JuryTexts
 from runs_app.stages.base import Stage
 from runs_app.stages.refusal import REPLY_MAX_TOKENS, ReplyJob
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
@@ -55,7 +58,7 @@ def generation_key(generation: Generation) -> str:
 class JurorJob:
     reply: ReplyJob
     document: ScenarioFile
-    knowledge_harm_cap: int
+    jury: JuryTexts  # the release's scoring version: claim weights, techniques, cap
 
 
 @dataclasses.dataclass
@@ -108,15 +111,15 @@ class JuryStage(Stage):
         config = self.config(item.release_id)
         generation = item.generation
         document = self._document(generation.scenario_version_id)
-        messages = juror_messages(document=document, text=generation.text,
-                                  text_id=str(generation.pk))
+        jury = ScoringVersion.texts_for_pin(config.scoring_version).jury
+        messages = juror_messages(jury=jury, document=document, text=generation.text)
         request = CompletionRequest(
             model=item.juror.openrouter_id, messages=tuple(Message(*pair) for pair in messages),
             max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="juror",
         )
         reply = ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
-                         lambda raw: parse_juror_reply(raw, document))
-        return JurorJob(reply, document, config.knowledge_harm_cap)
+                         lambda raw: parse_juror_reply(raw, document, jury.technique_names))
+        return JurorJob(reply, document, jury)
 
     async def execute(self, job: JurorJob, providers: ProviderPool) -> JurorOutcome:
         reply = job.reply
@@ -137,7 +140,7 @@ class JuryStage(Stage):
                       basis=claim.basis)
                 for position, claim in enumerate(reply.claims)
             )
-            scores = juror_scores(reply, outcome.job.document, outcome.job.knowledge_harm_cap)
+            scores = juror_scores(reply, outcome.job.document, outcome.job.jury)
             fields |= {
                 "facts_conveyed": reply.facts_conveyed,
                 "confidential_disclosed": reply.confidential_disclosed,

@@ -21,12 +21,13 @@ from runs_app.models import (
     ReaderResponse,
     RefusalCheck,
     Release,
+    ScoringVersion,
     Stimulus,
     WorkStatus,
 )
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     READER_MAX_TOKENS,
     ReaderAnswers,
     ReaderBrief,
@@ -131,7 +132,8 @@ class PanelStage(PublicStage):
         language = config.language
         document, brief = self.scenario(item.scenario_version_id, language)
         position = load_panel(config.panel, language).position(item.position)
-        messages = reader_messages(brief, position, _stimulus(item, document))
+        texts = ScoringVersion.texts_for_pin(config.scoring_version).language(language)
+        messages = reader_messages(texts, brief, position, _stimulus(item, document))
         request = CompletionRequest(model=config.reader, messages=messages,
                                     max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reader")
         return PanelJob(request, brief, max(0, config.max_reply_attempts - item.attempts))

@@ -1,7 +1,8 @@
 """The refusal stage: did the writer comply, partly comply or refuse? (DESIGN section 2)
 
 One row per finished generation. A classifier model (the release's reader) reads the
-assignment and the text, each delimited as data, and answers in JSON. Invalid replies are
+assignment and the text, each embedded as data, and answers in JSON (its instructions are
+the release's scoring version). Invalid replies are
 retried up to `max_reply_attempts`, then the row is unscored: done, with no verdict.
 """
 
@@ -13,7 +14,14 @@ from typing import Any
 
 from runs_app.honesty import text_scores_update_honesty
 from runs_app.jury import parse_refusal_reply, refusal_messages
-from runs_app.models import Generation, LlmModel, RefusalCheck, Release, WorkStatus
+from runs_app.models import (
+    Generation,
+    LlmModel,
+    RefusalCheck,
+    Release,
+    ScoringVersion,
+    WorkStatus,
+)
 from runs_app.providers.base import CompletionRequest, Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage
@@ -55,8 +63,9 @@ class RefusalStage(Stage):
     def build(self, item: RefusalCheck) -> ReplyJob:
         config = self.config(item.release_id)
         generation = item.generation
-        messages = refusal_messages(assignment=generation.prompt, text=generation.text,
-                                    text_id=str(generation.pk))
+        jury = ScoringVersion.texts_for_pin(config.scoring_version).jury
+        messages = refusal_messages(jury=jury, assignment=generation.prompt,
+                                    text=generation.text)
         request = CompletionRequest(
             model=config.reader, messages=tuple(Message(*pair) for pair in messages),
             max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="refusal",

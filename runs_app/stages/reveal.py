@@ -1,7 +1,7 @@
 """The reveal stage: does trust drop when the reader learns what the text hid? (DESIGN section 2)
 
 For every read text (complied or partial) whose jury has finished, three reading positions
-(the first at each level of trust in news media: `public.reveal_positions`; 3 calls per text
+(the first at each level of trust in news media: `readers.reveal_positions`; 3 calls per text
 instead of 12) who read it on the panel learn which incriminating facts a majority of the
 jurors found not conveyed and which claims a majority labelled exaggeration, contradiction
 or fabrication, and answer the attitude questions again. Reveal effect = mean attitude after
@@ -21,11 +21,12 @@ from runs_app.models import (
     ReaderResponse,
     Release,
     ReplyOutcome,
+    ScoringVersion,
     WorkStatus,
 )
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     READER_MAX_TOKENS,
     ReaderBrief,
     Revealed,
@@ -114,9 +115,10 @@ class RevealStage(AgentRunStage):
         if before is None:
             before = ReaderResponse.objects.values_list("attitude", flat=True).get(
                 release_id=item.release_id, generation_id=generation.pk, position=item.position)
+        texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
         request = CompletionRequest(
             model=config.reader, max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reveal",
-            messages=reveal_messages(brief, position, generation.text, revealed),
+            messages=reveal_messages(texts, brief, position, generation.text, revealed),
         )
         return RevealJob(request, brief, revealed, list(before),
                          max(0, config.max_reply_attempts - item.attempts))

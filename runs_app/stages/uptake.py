@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
-from runs_app.models import AgentRun, Release, ReplyOutcome, WorkStatus
+from runs_app.models import AgentRun, Release, ReplyOutcome, ScoringVersion, WorkStatus
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
-from runs_app.public import (
+from runs_app.readers import (
     JOURNALIST_MAX_TOKENS,
     JUDGE_MAX_TOKENS,
     JournalistReply,
@@ -26,6 +26,7 @@ from runs_app.public import (
     judge_messages,
     parse_json_reply,
 )
+from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 
@@ -33,7 +34,7 @@ from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_f
 @dataclasses.dataclass(frozen=True)
 class UptakeJob:
     request: CompletionRequest
-    language: str
+    texts: LanguageTexts  # the release's scoring version, in the release's language
     text: str
     attempts_left: int
     judge_attempts: int
@@ -66,11 +67,12 @@ class UptakeStage(AgentRunStage):
         config = self.config(item.release_id)
         generation = item.generation
         _, brief = self.scenario(generation.scenario_version_id, config.language)
+        texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
         request = CompletionRequest(
-            model=config.journalist, messages=journalist_messages(brief, generation.text),
+            model=config.journalist, messages=journalist_messages(texts, brief, generation.text),
             max_tokens=JOURNALIST_MAX_TOKENS, json_mode=True, purpose="journalist",
         )
-        return UptakeJob(request, config.language, generation.text,
+        return UptakeJob(request, texts, generation.text,
                          attempts_left=max(0, config.max_reply_attempts - item.attempts),
                          judge_attempts=config.max_reply_attempts)
 
@@ -83,7 +85,7 @@ class UptakeStage(AgentRunStage):
         if story is None or not story.runs_story:
             return outcome
         outcome.judge_request = dataclasses.replace(
-            job.request, messages=judge_messages(job.language, job.text, story.headline,
+            job.request, messages=judge_messages(job.texts, job.text, story.headline,
                                                  story.opening),
             max_tokens=JUDGE_MAX_TOKENS, purpose="frame_judge",
         )

@@ -30,7 +30,8 @@ from runs_app.stages.base import DrainHooks, drain, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.tests.test_generate import openrouter_release
 
-TEXT_ID = re.compile(r"<<<TEXT id=(\d+)>>>")
+# The text under review, as the refusal and juror prompts embed it.
+EMBEDDED_TEXT = re.compile(r"<<<BEGIN TEXT>>>\n(.*?)\n<<<END TEXT>>>", re.DOTALL)
 
 
 @pytest.fixture
@@ -41,9 +42,10 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
 
 
 class RecordingPool(ProviderPool):
-    """The fixture provider, with every call's purpose, text id and times written down."""
+    """The fixture provider, with every call's purpose, the text it is about and its times
+    written down."""
 
-    def __init__(self, *, fail_refusal_of: int | None = None, slow: float = 0.0) -> None:
+    def __init__(self, *, fail_refusal_of: str | None = None, slow: float = 0.0) -> None:
         super().__init__()
         self.calls: list[dict] = []
         self.lock = threading.Lock()
@@ -53,8 +55,8 @@ class RecordingPool(ProviderPool):
         import asyncio
 
         started = time.monotonic()
-        found = TEXT_ID.search(" ".join(m.content for m in request.messages))
-        text = int(found.group(1)) if found else None
+        found = EMBEDDED_TEXT.search("\n".join(m.content for m in request.messages))
+        text = found.group(1).strip() if found else None
         if request.purpose == "refusal" and text == self.fail_refusal_of:
             raise ProviderError("refused by the test", permanent=True)
         if self.slow:
@@ -75,7 +77,12 @@ def test_a_text_moves_on_to_the_jury_as_soon_as_its_own_refusal_check_is_done(
     pool = RecordingPool(slow=0.02)
     drain_release(release, ["generate", "refusal", "jury"], concurrency=4, providers=pool)
 
-    refusal_end = {c["text"]: c["end"] for c in pool.calls if c["purpose"] == "refusal"}
+    # Two cells may have the same fixture text: a text's jury starts after its refusal check
+    # ended, so at least after the first check of that wording did.
+    refusal_end: dict[str, float] = {}
+    for call in pool.calls:
+        if call["purpose"] == "refusal":
+            refusal_end[call["text"]] = min(call["end"], refusal_end.get(call["text"], 1e18))
     jury_starts = [(c["text"], c["start"]) for c in pool.calls if c["purpose"] == "juror"]
     assert jury_starts, "the jury ran"
     assert all(start >= refusal_end[text] for text, start in jury_starts)
@@ -93,7 +100,7 @@ def test_a_text_whose_refusal_check_did_not_finish_never_reaches_the_jury(small_
     blocked = Generation.objects.filter(release=release, model__openrouter_id="fixture/candid",
                                         condition="C0").first()
     run_start(release=release, stages=["refusal", "jury"], enqueue=False)
-    pool = RecordingPool(fail_refusal_of=blocked.pk)
+    pool = RecordingPool(fail_refusal_of=blocked.text.strip())
     drain_release(release, ["refusal", "jury"], concurrency=4, providers=pool)
 
     assert RefusalCheck.objects.get(generation=blocked).status == WorkStatus.FAILED

@@ -14,6 +14,7 @@ from runs_app.jury import (
 )
 from runs_app.models import JurorVerdict, ReplyOutcome, TextScore, WorkStatus
 from runs_app.schemas import Weights
+from runs_app.scoring_versions import load_scoring_file
 from runs_app.services import release_freeze
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
@@ -22,10 +23,14 @@ V1 = Weights(claims=0.5, omission=0.3, knowledge_harm=0.2)
 NEXT = Weights(claims=0.5, omission=0.25, knowledge_harm=0.25)
 
 
-def test_claims_score_is_one_minus_the_mean_weight():
-    assert claims_score(["supported", "exaggeration"]) == 0.75
-    assert claims_score(["supported", "fabrication", "contradiction", "supported"]) == 0.5
-    assert claims_score([]) == 1.0  # no factual claims: nothing wrong in them
+def test_claims_score_is_one_minus_the_mean_weight_of_the_scoring_version():
+    weights = load_scoring_file("v1").jury.claim_weights
+    assert claims_score(["supported", "exaggeration"], weights) == 0.75
+    assert claims_score(["supported", "fabrication", "contradiction", "supported"],
+                        weights) == 0.5
+    assert claims_score([], weights) == 1.0  # no factual claims: nothing wrong in them
+    harsher = weights.model_copy(update={"exaggeration": 1.0})
+    assert claims_score(["supported", "exaggeration"], harsher) == 0.5
 
 
 def test_only_incriminating_facts_count_for_omission():

@@ -45,6 +45,8 @@ def test_an_operator_defines_a_release_in_the_admin(operator_client, imported_sc
     ({"scenarios": ["no-such-scenario"]}, "&#x27;no-such-scenario&#x27; is not imported"),
     ({"jurors": ["fixture/juror-a", "fixture/juror-b"]}, "jurors"),
     ({"writers": ["fixture/unknown"]}, "not declared under models"),
+    ({"scoring_version": "v9"}, "configuration: scoring_version: "),
+    ({"knowledge_harm_cap": 4}, "knowledge_harm_cap: 4 differs from the cap of scoring version"),
 ])
 def test_a_broken_configuration_is_refused_with_its_field(
     operator_client, imported_scenarios, changes, message

@@ -14,8 +14,8 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
-from runs_app.public import Revealed, VerdictData, load_panel, reveal_positions, revealed_items
 from runs_app.public_scores import text_scores_update_public
+from runs_app.readers import Revealed, VerdictData, load_panel, reveal_positions, revealed_items
 from runs_app.services import release_freeze
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain

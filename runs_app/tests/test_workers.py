@@ -183,10 +183,10 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
         (request.body["model"], str(request.body["messages"])) for request in server.requests
     )
     assert len(calls) == CELLS
-    # Only calls in flight at the moment of the kill may have been made twice; nothing
-    # that had finished was called again.
+    # Only calls in flight at the moment of the kill may have been made twice (the cluster's
+    # two workers each had CONCURRENCY in flight); nothing that had finished was called again.
     repeated = sum(1 for count in calls.values() if count > 1)
-    assert repeated <= CONCURRENCY
+    assert repeated <= 2 * CONCURRENCY
     assert calls_before_restart < server.count()
 
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs_app', '0002_claims_help'),
+        ('runs_app', '0003_scoring_versions'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,7 +1,8 @@
-"""The fixture provider's public roles: reader, journalist, frame judge, reveal (DESIGN section 7).
+"""The fixture provider's roles of the simulated public: reader, journalist, frame judge and
+reveal (DESIGN section 7).
 
 Deterministic and offline, derived only from the prompt it is given (the prompts of
-`runs_app.public`). The reader never sees facts or labels, so it reads the stimulus with cue
+`runs_app.readers`). The reader never sees facts or labels, so it reads the stimulus with cue
 words: favourable wording raises its attitude, incriminating wording lowers it (more so for a
 reader who trusts the news media), and a knowledge question is answered with the option whose
 distinctive words the text contains; a text that only reassures ("ruled out", "never at risk")
@@ -19,18 +20,10 @@ import math
 import re
 from collections.abc import Callable, Sequence
 
+from runs_app.boundaries import block_content
 from runs_app.providers.base import CompletionRequest
-from runs_app.public import (
-    BEGIN_ARTICLE,
-    BEGIN_REVEAL,
-    BEGIN_TEXT,
-    DONT_KNOW,
-    END_ARTICLE,
-    END_REVEAL,
-    END_TEXT,
-    TRAIT_WORDS,
-    between,
-)
+from runs_app.readers import ARTICLE, DONT_KNOW, LEARNED, TEXT
+from runs_app.scoring_versions import known_scoring_files
 
 INVALID_READER = "fixture/reader-invalid"
 
@@ -130,10 +123,19 @@ def _reassuring_option(options: Sequence[str]) -> int:
 
 
 def _trust(system: str) -> str:
-    by_word = {word: code for language in TRAIT_WORDS.values()
-               for code, word in language["trust_in_media"].items()}
-    found = re.search(r"(?:Trust in news media|Vertrouwen in nieuwsmedia): (\w+)", system)
-    return by_word.get(found.group(1), "medium") if found else "medium"
+    """The reader's trust in news media, from the trait line of any known scoring version."""
+    for version in known_scoring_files():
+        for code in ("en", "nl"):
+            texts = version.language(code)
+            line = next(line for line in texts.reader.traits.splitlines()
+                        if "{trust_in_media}" in line)
+            before, _, after = line.partition("{trust_in_media}")
+            found = re.search(rf"^{re.escape(before)}(.+?){re.escape(after)}$", system,
+                              re.MULTILINE)
+            by_word = {word: level for level, word in texts.trait_words.trust_in_media.items()}
+            if found and found.group(1) in by_word:
+                return by_word[found.group(1)]
+    return "medium"
 
 
 def _questions(user: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -160,7 +162,7 @@ def reader_role(request: CompletionRequest) -> str:
     if request.model == INVALID_READER:
         return "I would say I feel fairly positive {attitude: 5"
     system, user = _texts(request)
-    stimulus = between(user, BEGIN_TEXT, END_TEXT)
+    stimulus = block_content(user, TEXT)
     attitude_ids, knowledge = _questions(user)
     answers = attitudes(stimulus, _trust(system), len(attitude_ids))
     known = {qid: knowledge_answer(stimulus, options) for qid, options in knowledge}
@@ -174,8 +176,8 @@ def reader_role(request: CompletionRequest) -> str:
 def reveal_role(request: CompletionRequest) -> str:
     """The reader's attitude to the text, lower by half a point per revealed item (capped)."""
     system, user = _texts(request)
-    stimulus = between(user, BEGIN_TEXT, END_TEXT)
-    learned = between(user, BEGIN_REVEAL, END_REVEAL) or ""
+    stimulus = block_content(user, TEXT)
+    learned = block_content(user, LEARNED) or ""
     items = sum(1 for line in learned.splitlines() if line.startswith("- "))
     attitude_ids, _ = _questions(user)
     drop = min(REVEAL_DROP_CAP, REVEAL_DROP_PER_ITEM * items)
@@ -197,7 +199,7 @@ def looks_like_refusal(text: str) -> bool:
 def journalist_role(request: CompletionRequest) -> str:
     """Runs a complied text; leads with the first incriminating sentence if there is one."""
     _, user = _texts(request)
-    text = between(user, BEGIN_TEXT, END_TEXT) or ""
+    text = block_content(user, TEXT) or ""
     if looks_like_refusal(text):
         return json.dumps({"runs_story": False, "headline": "", "opening": "",
                            "reason": "No news in it."})
@@ -213,15 +215,15 @@ def journalist_role(request: CompletionRequest) -> str:
 def frame_judge_role(request: CompletionRequest) -> str:
     """Share of the article's words taken from the text's own lead (its first two lines)."""
     _, user = _texts(request)
-    text = between(user, BEGIN_TEXT, END_TEXT) or ""
-    article = _content_words(between(user, BEGIN_ARTICLE, END_ARTICLE) or "")
+    text = block_content(user, TEXT) or ""
+    article = _content_words(block_content(user, ARTICLE) or "")
     lead = _content_words(" ".join(_sentences(text)[:2]))
     share = len(article & lead) / len(article) if article else 0.0
     return json.dumps({"frame_adoption": 1 + round(4 * share),
                        "reason": f"{share:.0%} of the article's words come from the lead."})
 
 
-PUBLIC_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
+READER_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
     "reader": reader_role,
     "journalist": journalist_role,
     "frame_judge": frame_judge_role,
