@@ -239,6 +239,12 @@ RELEASES_DIR = Path(os.environ.get("BAITBENCH_RELEASES_DIR", BASE_DIR / "release
 BAITBENCH_LEASE_SECONDS = envint("BAITBENCH_LEASE_SECONDS", 1200)
 # Model calls in flight per draining worker (the provider also caps its own concurrency).
 BAITBENCH_CONCURRENCY = envint("BAITBENCH_CONCURRENCY", 50)
+# At most this many workers drain one release at once: set it to at least the number of
+# worker processes across machines (qcluster processes x BAITBENCH_Q_WORKERS).
+BAITBENCH_DRAINS_PER_RELEASE = envint("BAITBENCH_DRAINS_PER_RELEASE", 8)
+# A drain that runs out of work while other workers still hold rows of its release waits
+# this long (seconds) for the work their results plan (a text's next stage) before it ends.
+BAITBENCH_DRAIN_WAIT = envint("BAITBENCH_DRAIN_WAIT", 30)
 
 # Everything goes to stderr, which gunicorn and the service manager keep. A server error is
 # logged once, with its traceback and the reference its page shows (`baitbench_site.errors`);

@@ -194,6 +194,106 @@ class ReleaseScenario(models.Model):
         ]
 
 
+class RunControl(models.Model):
+    """How an operator steers a release's run: its budget cap and what it has spent so far.
+
+    One row per release, created when its first stage is started. `spent_usd` is added to in
+    the transaction that writes each result, so the cap is checked against what was really
+    paid, not an estimate; workers read it before every claim.
+    """
+
+    release = models.OneToOneField(Release, on_delete=models.CASCADE, related_name="run")
+    budget_usd = models.DecimalField(
+        "budget cap (USD)", max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="Workers stop claiming new work once the recorded spend reaches it; "
+                  "empty means no cap.",
+    )
+    spent_usd = models.FloatField(default=0.0, help_text="Recorded cost of every call made.")
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = "run control"
+
+    def __str__(self) -> str:
+        return f"run of {self.release}"
+
+    @property
+    def over_budget(self) -> bool:
+        return self.budget_usd is not None and self.spent_usd >= float(self.budget_usd)
+
+
+class StageRunState(models.TextChoices):
+    ACTIVE = "active", "Running"
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class StageRun(models.Model):
+    """A stage an operator asked to run for a release: the scope the workers keep to.
+
+    Workers claim work only from active stages, and plan a text's next stage only when that
+    stage is active too, so `run_release CODE --stage generate` pays for generation alone,
+    however often the schedule resumes it (DESIGN section 8).
+    """
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="stage_runs")
+    stage = models.CharField(max_length=20)
+    state = models.CharField(max_length=10, choices=StageRunState.choices,
+                             default=StageRunState.ACTIVE)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["release", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["release", "stage"], name="stage_run_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.release} {self.stage}: {self.get_state_display().lower()}"
+
+
+class DrainState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+
+
+class Drain(models.Model):
+    """One queued drain task of a release: lets the release keep one drain per free worker.
+
+    The queue delivers at least once and may lose a task; a worker's cluster may also hold a
+    task it has fetched while its workers are busy. A ticket tells how many drains are queued
+    or running, so more are enqueued only when they could help, and a second delivery of the
+    same task finds its ticket taken and stops at once.
+    """
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="drains")
+    state = models.CharField(max_length=10, choices=DrainState.choices,
+                             default=DrainState.QUEUED)
+    worker = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    finished = models.PositiveIntegerField(default=0, help_text="Rows it wrote.")
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["release", "state"], name="drain_release_state")]
+
+    def __str__(self) -> str:
+        return f"drain {self.pk} of {self.release}: {self.state}"
+
+
 class WorkStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     CLAIMED = "claimed", "Claimed"
@@ -247,16 +347,27 @@ class WorkItem(PublishedGuard):
         abstract = True
 
 
-class ProviderLog(models.Model):
+class Usage(models.Model):
+    """Tokens and cost of every call made for a row, retries included: what the row cost.
+
+    The budget cap (`RunControl`) and the progress pages add these up; a row that an operator
+    retries keeps counting what its earlier runs cost."""
+
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ProviderLog(Usage):
     """What the provider reported for a call: upstream, ids, usage, cost, latency."""
 
     # None: the provider reported none (OpenRouter's `provider` field may be absent).
     upstream_provider = models.CharField(max_length=200, null=True, blank=True)
     provider_generation_id = models.CharField(max_length=200, blank=True)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
-    reasoning_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.FloatField(null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -328,7 +439,7 @@ class ReplyOutcome(models.TextChoices):
     UNSCORED = "unscored", "Unscored (invalid replies)"
 
 
-class RefusalCheck(WorkItem):
+class RefusalCheck(WorkItem, Usage):
     class Verdict(models.TextChoices):
         COMPLIED = "complied", "Complied"
         PARTIAL = "partial", "Partially complied"
@@ -346,7 +457,7 @@ class RefusalCheck(WorkItem):
     raw_replies = models.JSONField(default=list, blank=True)
 
 
-class JurorVerdict(WorkItem):
+class JurorVerdict(WorkItem, Usage):
     """One juror's verdict on one text (DESIGN section 2). Each raw reply is kept."""
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="juror_verdicts")
@@ -403,7 +514,7 @@ class Stimulus(models.TextChoices):
     GENERATION = "generation", "Generated text"
 
 
-class ReaderResponse(WorkItem):
+class ReaderResponse(WorkItem, Usage):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="reader_responses")
     scenario_version = models.ForeignKey(ScenarioVersion, on_delete=models.PROTECT)
     stimulus = models.CharField(max_length=10, choices=Stimulus.choices)
@@ -430,7 +541,7 @@ class ReaderResponse(WorkItem):
         indexes = [models.Index(fields=["release", "status"], name="reader_release_status")]
 
 
-class AgentRun(WorkItem):
+class AgentRun(WorkItem, Usage):
     """A journalist-agent or reader-agent exchange about one text: uptake, reveal, cross-exam."""
 
     class Kind(models.TextChoices):

@@ -9,6 +9,19 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TASK_CODES = ("T1", "T2", "T3", "T4")
 CONDITION_CODES = ("C0", "C1", "C2", "C3")
+# The chain in order (DESIGN section 5); a release runs the stages its file names.
+STAGE_NAMES = ("generate", "refusal", "jury", "panel", "uptake", "reveal", "crossexam")
+StageName = Literal["generate", "refusal", "jury", "panel", "uptake", "reveal", "crossexam"]
+# A stage needs these stages of the same release: it reads what they wrote.
+STAGE_NEEDS: dict[str, tuple[str, ...]] = {
+    "generate": (),
+    "refusal": ("generate",),
+    "jury": ("refusal",),
+    "panel": ("refusal",),
+    "uptake": ("refusal",),
+    "reveal": ("jury", "panel"),
+    "crossexam": ("refusal",),
+}
 
 
 class _Strict(BaseModel):
@@ -58,7 +71,10 @@ class ReleaseConfig(_Strict):
     jurors: Annotated[list[str], Field(min_length=3)]
     jury_size: Literal[3] = 3
     reader: str
-    journalist: str
+    # The journalist agent: needed by uptake and the cross-examination only.
+    journalist: str | None = None
+    # The stages this release runs, in chain order; the default is the whole chain.
+    stages: Annotated[list[StageName], Field(min_length=1)] = list(STAGE_NAMES)
     panel: str = "v1"
     # slug, or slug@content-hash once pinned; the stored config always has the hash.
     scenarios: Annotated[list[str], Field(min_length=1)]
@@ -84,17 +100,67 @@ class ReleaseConfig(_Strict):
     bootstrap: Bootstrap = Bootstrap()
     gate: Gate = Gate()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_stages(cls, data: object) -> object:
+        """No `stages:` means the whole chain, less the cross-examination when there is no
+        T4 to cross-examine (it would plan nothing)."""
+        if isinstance(data, dict) and "stages" not in data:
+            tasks = data.get("tasks") or []
+            data = {**data, "stages": [name for name in STAGE_NAMES
+                                       if name != "crossexam" or "T4" in tasks]}
+        return data
+
     @model_validator(mode="after")
     def _models_are_declared(self) -> ReleaseConfig:
         declared = {spec.id for spec in self.models}
+        journalist = [self.journalist] if self.journalist else []
         for role, ids in (("writers", self.writers), ("jurors", self.jurors),
-                          ("reader", [self.reader]), ("journalist", [self.journalist])):
+                          ("reader", [self.reader]), ("journalist", journalist)):
             missing = [model_id for model_id in ids if model_id not in declared]
             if missing:
                 raise ValueError(f"{role}: {', '.join(missing)} not declared under models")
         if len({spec.family for spec in self.models if spec.id in self.jurors}) < 3:
             raise ValueError("jurors: the pool needs at least three model families")
         return self
+
+    @model_validator(mode="after")
+    def _reader_outside_the_writers_families(self) -> ReleaseConfig:
+        """The simulated public must not read with a relative of a model under test
+        (DESIGN section 2): its family would judge its own family's texts."""
+        reader_family = self.family_of(self.reader)
+        relatives = [writer for writer in self.writers if self.family_of(writer) == reader_family]
+        if relatives:
+            raise ValueError(
+                f"reader: {self.reader} belongs to family {reader_family!r}, as writer(s) "
+                f"{', '.join(relatives)} do; the reader must come from a family no writer "
+                f"belongs to")
+        return self
+
+    @model_validator(mode="after")
+    def _stages_fit_together(self) -> ReleaseConfig:
+        stages = list(self.stages)
+        if len(set(stages)) != len(stages):
+            raise ValueError("stages: a stage is named twice")
+        if stages != [name for name in STAGE_NAMES if name in stages]:
+            raise ValueError(f"stages: list them in chain order: {', '.join(STAGE_NAMES)}")
+        for stage in stages:
+            missing = [need for need in STAGE_NEEDS[stage] if need not in stages]
+            if missing:
+                raise ValueError(f"stages: {stage} needs {', '.join(missing)}")
+        # A T4 text is the first answer of its interview: without the cross-examination it
+        # measures nothing. (The stage without T4 plans nothing, which does no harm.)
+        if "T4" in self.tasks and "crossexam" not in stages:
+            raise ValueError("stages: task T4 needs the cross-examination stage (crossexam)")
+        if ("uptake" in stages or "crossexam" in stages) and not self.journalist:
+            raise ValueError("journalist: uptake and crossexam need a journalist model")
+        return self
+
+    @property
+    def texts(self) -> int:
+        """Cells to write: writers x scenarios x tasks x conditions x variants."""
+        return (len(self.writers) * len(self.scenarios) * len(self.tasks)
+                * len(self.conditions) * self.variants)
 
     @property
     def max_tokens(self) -> int:

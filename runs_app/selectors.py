@@ -8,8 +8,8 @@ import datetime as dt
 from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 
-from runs_app.models import Generation, Release, WorkStatus
-from runs_app.stages import available_stages, get_stage
+from runs_app.models import Release, StageRun, StageRunState, WorkStatus
+from runs_app.stages import STAGE_ORDER, get_stage
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,19 +54,18 @@ def stage_progress(release: Release, stage_name: str) -> StageProgress:
         claimed=Count("pk", filter=Q(status=WorkStatus.CLAIMED)),
         failed=Count("pk", filter=Q(status=WorkStatus.FAILED)),
     )
-    usage: dict = {}
-    if rows.model is Generation:
-        usage = rows.aggregate(
-            prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"),
-            reasoning_tokens=Sum("reasoning_tokens"), cost_usd=Sum("cost_usd"),
-        )
-        usage = {key: value or 0 for key, value in usage.items()}
+    usage = rows.aggregate(
+        prompt_tokens=Sum("prompt_tokens"), completion_tokens=Sum("completion_tokens"),
+        reasoning_tokens=Sum("reasoning_tokens"), cost_usd=Sum("cost_usd"),
+    )
+    usage = {key: value or 0 for key, value in usage.items()}
     eta = _eta(rows, counts["done"], counts["pending"] + counts["claimed"])
     return StageProgress(stage=stage_name, **counts, **usage, eta_seconds=eta)
 
 
 def release_progress(release: Release) -> list[StageProgress]:
-    return [stage_progress(release, name) for name in available_stages()]
+    """Progress of every stage the release's stage set names, in chain order."""
+    return [stage_progress(release, name) for name in release.parsed_config().stages]
 
 
 def format_eta(seconds: float | None) -> str:
@@ -75,32 +74,17 @@ def format_eta(seconds: float | None) -> str:
     return str(dt.timedelta(seconds=round(seconds)))
 
 
-def stalled_work(now: dt.datetime | None = None) -> list[tuple[str, str]]:
-    """(release code, stage) pairs of running releases that need a drain nobody is doing.
+def release_active_scope(release: Release) -> list[str]:
+    """The stages an operator started and has not paused or cancelled, in chain order."""
+    active = set(StageRun.objects.filter(release=release, state=StageRunState.ACTIVE)
+                 .values_list("stage", flat=True))
+    return [name for name in STAGE_ORDER if name in active]
 
-    A stage needs one when its claims' leases ran out (a worker died), when it has pending
-    rows and no live claim (its task was lost), or when it has no rows yet although every
-    stage before it is finished (the hand-over to it was lost). A stage a live worker is
-    draining holds live claims (renewed while it works) and is left alone, so the schedule
-    does not pile up duplicate tasks.
-    """
-    now = now or timezone.now()
-    found = []
-    for release in Release.objects.filter(status="running"):
-        for name in available_stages():
-            rows = get_stage(name).rows(release)
-            state = rows.aggregate(
-                total=Count("pk"),
-                pending=Count("pk", filter=Q(status=WorkStatus.PENDING)),
-                live=Count("pk", filter=Q(status=WorkStatus.CLAIMED,
-                                          lease_expires_at__gte=now)),
-                expired=Count("pk", filter=Q(status=WorkStatus.CLAIMED,
-                                             lease_expires_at__lt=now)),
-            )
-            if state["expired"] or (state["pending"] and not state["live"]):
-                found.append((release.code, name))
-            if state["total"] == 0 and not state["live"]:
-                found.append((release.code, name))
-            if state["total"] == 0 or state["pending"] or state["live"] or state["expired"]:
-                break  # later stages wait for this one
-    return found
+
+def scope_claimable(release: Release) -> int:
+    """Rows of the active stages a worker could claim now: pending, or held by a dead worker."""
+    now = timezone.now()
+    claimable = Q(status=WorkStatus.PENDING) | Q(status=WorkStatus.CLAIMED,
+                                                 lease_expires_at__lt=now)
+    return sum(get_stage(name).rows(release).filter(claimable).count()
+               for name in release_active_scope(release))

@@ -18,8 +18,11 @@ from runs_app.models import (
     Release,
     ReleaseScenario,
     ReleaseStatus,
+    RunControl,
     ScoringVersion,
     ScoringVersionMissing,
+    StageRun,
+    StageRunState,
     WorkStatus,
 )
 from runs_app.schemas import ReleaseConfig
@@ -212,3 +215,142 @@ def work_retry_failed(*, release: Release, stage_name: str, ids: list[int] | Non
         rows = rows.filter(pk__in=ids)
     return rows.update(status=WorkStatus.PENDING, attempts=0, claims=0, error="",
                        claim_token="", lease_expires_at=None, finished_at=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a release: the scope an operator asked for, pauses, the budget cap
+# ---------------------------------------------------------------------------------------------
+
+
+class RunError(Exception):
+    """An operator's request that cannot be carried out; the message says why."""
+
+
+def _stage_set(release: Release, stages: list[str] | None) -> list[str]:
+    """The stages asked for, checked against the release's stage set (chain order kept)."""
+    configured = release.parsed_config().stages
+    if stages is None:
+        return list(configured)
+    unknown = [name for name in stages if name not in configured]
+    if unknown:
+        raise RunError(f"release {release.code} does not run {', '.join(unknown)}; its "
+                       f"stages are {', '.join(configured)}")
+    return [name for name in configured if name in stages]
+
+
+def run_start(*, release: Release, stages: list[str] | None = None, user=None,
+              enqueue: bool = True) -> list[str]:
+    """Start (or restart) stages of a release: the whole stage set when `stages` is None.
+
+    The stages join the release's active scope (`StageRun`); workers claim and plan only
+    within it, so asking for one stage never pays for the next. Freezes the configuration.
+    With `enqueue`, drains are queued once the transaction commits. Returns the stages.
+    """
+    release = release_freeze(release=release)
+    names = _stage_set(release, stages)
+    with transaction.atomic():
+        RunControl.objects.get_or_create(release=release)
+        for name in names:
+            StageRun.objects.update_or_create(
+                release=release, stage=name,
+                defaults={"state": StageRunState.ACTIVE, "updated_by": user})
+        if enqueue:
+            _enqueue_after_commit(release)
+    return names
+
+
+def run_pause(*, release: Release, stages: list[str] | None = None, user=None) -> int:
+    """Stop claiming new work for these stages (all active ones when None); calls already
+    made finish and are written. Returns how many stages were paused."""
+    _refuse_if_published(release)
+    rows = StageRun.objects.filter(release=release, state=StageRunState.ACTIVE)
+    if stages is not None:
+        rows = rows.filter(stage__in=_stage_set(release, stages))
+    return rows.update(state=StageRunState.PAUSED, updated_by=user, updated_at=timezone.now())
+
+
+def run_resume(*, release: Release, stages: list[str] | None = None, user=None) -> int:
+    """Claim again for paused stages (all paused ones when None), and queue drains."""
+    _refuse_if_published(release)
+    rows = StageRun.objects.filter(release=release, state=StageRunState.PAUSED)
+    if stages is not None:
+        rows = rows.filter(stage__in=_stage_set(release, stages))
+    with transaction.atomic():
+        resumed = rows.update(state=StageRunState.ACTIVE, updated_by=user,
+                              updated_at=timezone.now())
+        if resumed:
+            _enqueue_after_commit(release)
+    return resumed
+
+
+def run_cancel(*, release: Release, stages: list[str] | None = None, user=None) -> int:
+    """Take stages out of the scope (all when None): nothing more is claimed or planned for
+    them until an operator starts them again. Rows already written stay; pending rows wait."""
+    _refuse_if_published(release)
+    rows = StageRun.objects.filter(release=release).exclude(state=StageRunState.CANCELLED)
+    if stages is not None:
+        rows = rows.filter(stage__in=_stage_set(release, stages))
+    return rows.update(state=StageRunState.CANCELLED, updated_by=user,
+                       updated_at=timezone.now())
+
+
+def run_set_budget(*, release: Release, budget_usd, user=None) -> RunControl:
+    """Set (or, with None, remove) the budget cap. Raising it above the spend resumes the
+    drains that stopped at the cap."""
+    _refuse_if_published(release)
+    with transaction.atomic():
+        control, _ = RunControl.objects.select_for_update().get_or_create(release=release)
+        control.budget_usd, control.updated_by = budget_usd, user
+        control.save(update_fields=["budget_usd", "updated_by", "updated_at"])
+        if not control.over_budget:
+            _enqueue_after_commit(release)
+    return control
+
+
+def _refuse_if_published(release: Release) -> None:
+    if release.is_published:
+        raise ImmutableError(f"release {release.code} is published: nothing under it runs")
+
+
+def _enqueue_after_commit(release: Release) -> None:
+    from runs_app.tasks import drains_enqueue, ensure_schedule
+
+    def enqueue() -> None:
+        ensure_schedule()
+        drains_enqueue(release, at_least=1)
+
+    transaction.on_commit(enqueue)
+
+
+def scope_complete(release: Release, stages: list[str]) -> bool:
+    """No row of these stages is pending or claimed, and none can be planned now."""
+    from runs_app.stages import get_stage
+
+    for name in stages:
+        stage = get_stage(name)
+        if stage.rows(release).filter(
+                status__in=(WorkStatus.PENDING, WorkStatus.CLAIMED)).exists():
+            return False
+        if stage.plan(release):
+            return False
+    return True
+
+
+def release_complete(release: Release) -> bool:
+    """Every stage of the release's stage set was started and has no work left."""
+    stages = release.parsed_config().stages
+    active = set(StageRun.objects.filter(release=release, state=StageRunState.ACTIVE)
+                 .values_list("stage", flat=True))
+    return set(stages) <= active and scope_complete(release, stages)
+
+
+def release_settle(*, release: Release) -> None:
+    """Every text's scores from every stage's rows (once, when the run is complete)."""
+    from runs_app.honesty import text_scores_update_honesty
+    from runs_app.public_scores import text_scores_update_public
+    from runs_app.stages.crossexam import text_scores_update_steadfastness
+
+    text_scores_update_honesty(release=release)
+    text_scores_update_public(release=release)
+    if "crossexam" in release.parsed_config().stages:
+        text_scores_update_steadfastness(release=release)

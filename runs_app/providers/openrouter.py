@@ -1,6 +1,6 @@
 """The OpenRouter provider: chat completions over httpx (DESIGN section 5).
 
-One `httpx.AsyncClient` per provider, at most `concurrency` requests in flight,
+A few small `httpx.AsyncClient`s per provider, at most `concurrency` requests in flight,
 and every failure classified as permanent (the same request can never succeed:
 a bad request, a bad key, no credits) or transient (rate limits, upstream
 outages, timeouts), which is retried with jittered exponential backoff.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import math
 import os
 import random
 import time
@@ -83,8 +84,7 @@ class OpenRouterProvider:
         self.max_retry_after = max_retry_after
         # Replaceable so tests record the waits instead of sleeping through them.
         self.sleep: Sleep = asyncio.sleep
-        self._client: httpx.AsyncClient | None = None
-        self._semaphore: asyncio.Semaphore | None = None
+        self._shards: _Shards | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
@@ -116,22 +116,24 @@ class OpenRouterProvider:
     async def aclose(self) -> None:
         # A client made in a loop that has since closed cannot be closed from this one;
         # its sockets went away with that loop, so dropping it is all there is to do.
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = None
-        self._semaphore = None
+        if self._shards is not None and self._loop is asyncio.get_running_loop():
+            await self._shards.aclose()
+        self._shards = None
         self._loop = None
 
     async def _attempt(self, body: dict[str, Any], attempt: int) -> CompletionResult:
         # latency_ms is the successful exchange alone; time lost to retries shows in
         # http_attempts, and backoff sleeps are ours, not the model's.
-        client, semaphore = self._client_for_running_loop()
-        # The semaphore guards one HTTP exchange, not the backoff sleep: a call waiting
-        # out a rate limit should not hold a slot that another call could use.
-        async with semaphore:
+        shards = self._shards_for_running_loop()
+        # A slot guards one HTTP exchange, not the backoff sleep: a call waiting out a rate
+        # limit should not hold a slot that another call could use.
+        client = await shards.acquire()
+        try:
             started = time.monotonic()
             response = await self._post(client, body)
             latency_ms = round((time.monotonic() - started) * 1000)
+        finally:
+            shards.release(client)
         return parse_response(response, latency_ms=latency_ms, http_attempts=attempt)
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
@@ -155,27 +157,25 @@ class OpenRouterProvider:
             raise _AttemptFailed(f"{type(exc).__name__}: {exc}", status=None,
                                  permanent=False) from None
 
-    def _client_for_running_loop(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        # The client's connections and the semaphore belong to one event loop. A task
-        # runner that calls asyncio.run() per batch gets a fresh pair for each new loop;
-        # the old client's sockets went away with its loop.
+    def _shards_for_running_loop(self) -> _Shards:
+        # The clients' connections and their slots belong to one event loop. A task runner
+        # that calls asyncio.run() per batch gets fresh ones for each new loop; the old
+        # clients' sockets went away with their loop.
         loop = asyncio.get_running_loop()
-        if self._client is None or self._semaphore is None or self._loop is not loop:
-            self._client = self._new_client()
-            self._semaphore = asyncio.Semaphore(self.concurrency)
+        if self._shards is None or self._loop is not loop:
+            self._shards = _Shards(self.concurrency, self._new_client)
             self._loop = loop
-        return self._client, self._semaphore
+        return self._shards
 
-    def _new_client(self) -> httpx.AsyncClient:
+    def _new_client(self, connections: int) -> httpx.AsyncClient:
         timeout = httpx.Timeout(
             connect=self.connect_timeout,
             read=self.read_timeout,
             write=self.connect_timeout,
             pool=self.connect_timeout,
         )
-        limits = httpx.Limits(
-            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-        )
+        limits = httpx.Limits(max_connections=connections,
+                              max_keepalive_connections=connections)
         # trust_env=False: a proxy variable in a worker's environment must not silently
         # reroute (and possibly log) calls that carry the API key.
         return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
@@ -364,3 +364,39 @@ def _truncate(text: str) -> str:
     if len(text) <= ERROR_DETAIL_LIMIT:
         return text
     return text[: ERROR_DETAIL_LIMIT - 1] + "…"
+
+
+# httpcore's connection pool looks at every connection of its client each time it assigns a
+# request (a liveness check per socket), so the CPU a call costs grows with the pool: at 50
+# connections most of a call's client-side time went there (py-spy, bench/calls.py). Calls are
+# spread over clients of at most this many connections instead.
+SHARD_CONNECTIONS = 8
+
+
+class _Shards:
+    """`concurrency` slots over a few small clients: a call takes a free slot, uses that
+    slot's client, and gives the slot back, so no client ever has more exchanges in flight
+    than connections and the total stays at `concurrency`."""
+
+    def __init__(self, concurrency: int,
+                 new_client: Callable[[int], httpx.AsyncClient]) -> None:
+        count = math.ceil(concurrency / SHARD_CONNECTIONS)
+        sizes = [concurrency // count + (1 if index < concurrency % count else 0)
+                 for index in range(count)]
+        self.clients = [new_client(size) for size in sizes]
+        self._free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        # Interleaved, so that light loads spread over every client.
+        for round_ in range(max(sizes)):
+            for client, size in zip(self.clients, sizes, strict=True):
+                if round_ < size:
+                    self._free.put_nowait(client)
+
+    async def acquire(self) -> httpx.AsyncClient:
+        return await self._free.get()
+
+    def release(self, client: httpx.AsyncClient) -> None:
+        self._free.put_nowait(client)
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()

@@ -4,6 +4,13 @@ A stage plans rows (idempotent: unique keys, `ignore_conflicts`), then workers c
 atomically with a lease, run the model calls concurrently, and write results only while
 they still hold the claim. A killed worker's claims expire and are drained again; a finished
 row is never claimed again, so nothing that finished is ever paid for twice.
+
+One drain works on every stage of its scope at once (`drain_release`): when a row is written,
+the text it belongs to is planned for the stages that read it next, and the drain claims the
+newest stages first, so a text moves through the chain as soon as its own previous stage is
+done instead of waiting for the whole stage (DESIGN section 5). Before every claim the drain
+asks the release's `RunGate` which stages it may claim from: an operator's pause, a cancelled
+stage or a spent budget stop new claims, while the calls already made are still written.
 """
 
 from __future__ import annotations
@@ -13,30 +20,53 @@ import asyncio
 import collections
 import dataclasses
 import datetime as dt
+import functools
+import itertools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from concurrent import futures
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from runs_app.models import ImmutableError, Release, ReleaseStatus, WorkItem, WorkStatus
+from runs_app.models import (
+    ImmutableError,
+    Release,
+    ReleaseStatus,
+    RunControl,
+    StageRun,
+    StageRunState,
+    WorkItem,
+    WorkStatus,
+)
 from runs_app.providers.pool import ProviderPool
-from runs_app.schemas import ReleaseConfig
+from runs_app.schemas import STAGE_NEEDS, ReleaseConfig
 
 log = logging.getLogger("baitbench.stages")
 
 # A row claimed this many times in a row without a written result is failed: its worker
 # keeps dying on it.
 MAX_CLAIMS = 6
+# A stage that had nothing to claim is asked again after this long (seconds), unless this
+# drain planned rows for it meanwhile: an empty claim still takes the write lock on SQLite.
+IDLE_RECHECK = 0.5
+# A drain with nothing to do while other workers still hold rows of its release waits for
+# their results (which plan new work) this long between looks.
+WAIT_POLL = 0.5
+# ... and plans its whole scope again at most this often meanwhile (seconds).
+FULL_PLAN_EVERY = 5.0
+# Finished texts are planned for their next stages together: at this many texts, or this
+# long (seconds) after the first of them finished, or when the drain runs short of work.
+PLAN_BATCH = 25
+PLAN_EVERY = 0.25
 
 
 def worker_name() -> str:
@@ -48,10 +78,15 @@ class Stage(abc.ABC):
 
     name: ClassVar[str]
     work_model: ClassVar[type[WorkItem]]
-    # Stages whose rows must all be finished before this stage can be complete.
-    after: ClassVar[tuple[str, ...]] = ()
     # Foreign keys `build` reads, fetched with the claimed rows in one query.
     claim_related: ClassVar[tuple[str, ...]] = ("release",)
+    # Large columns of those that `build` never reads (a text's prompt, say).
+    claim_defer: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """Stages whose rows this stage reads (`runs_app.schemas.STAGE_NEEDS`)."""
+        return STAGE_NEEDS[self.name]
 
     def rows(self, release: Release):
         return self.work_model.objects.filter(release=release)
@@ -65,15 +100,41 @@ class Stage(abc.ABC):
         return cache[release_id]
 
     @abc.abstractmethod
-    def plan(self, release: Release) -> int:
-        """Create the pending rows that are possible now; return how many were new."""
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        """Create the pending rows that are possible now; return how many were new.
 
-    def create_rows(self, release: Release, rows: Iterable[Any]) -> int:
+        `generation_ids` limits planning to those texts (their previous stage has just
+        finished); None plans the whole release.
+        """
+
+    def create_rows(self, release: Release, rows: Iterable[Any],
+                    generation_ids: Collection[int] | None = None) -> int:
         """Insert the rows whose keys are new (a unique key makes planning idempotent);
-        return how many were new."""
-        before = self.rows(release).count()
+        return how many were new. Counting only the texts being planned keeps planning a
+        few texts cheap in a large release."""
+        rows = list(rows)
+        if not rows:
+            return 0
+        existing = self.rows(release)
+        if generation_ids is not None:
+            existing = existing.filter(generation_id__in=generation_ids)
+        before = existing.count()
         self.work_model.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-        return self.rows(release).count() - before
+        return existing.count() - before
+
+    @abc.abstractmethod
+    def planned_calls(self, config: ReleaseConfig) -> int:
+        """Model calls this stage makes for a release if every text complies and every reply
+        validates at once (retries come on top): the plan behind cost estimates."""
+
+    def texts_of(self, items: Iterable[Any]) -> set[int]:
+        """The generations the finished rows belong to: the texts to plan further."""
+        return {item.generation_id for item in items if getattr(item, "generation_id", None)}
+
+    def prepare(self, items: list[Any]) -> None:
+        """Before `build` runs for each row of a claimed batch: fetch what the rows share
+        (a few queries for the batch instead of a few per row). Optional."""
+        return None
 
     @abc.abstractmethod
     def build(self, item: Any) -> Any:
@@ -94,7 +155,9 @@ class Stage(abc.ABC):
     def record(self, item: Any, outcome: Any) -> dict[str, Any]:
         """Turn an outcome into the fields to write on the row (status included).
 
-        May write child rows; it runs inside the transaction that checks the claim.
+        May write child rows; it runs inside the transaction that checks the claim. A row
+        that made calls reports their cumulative cost in `cost_usd` (what it cost so far,
+        earlier claims included): the difference is added to the release's recorded spend.
         """
 
 
@@ -124,6 +187,7 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
         )
     claimed = list(
         stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
+        .defer(*stage.claim_defer)
     )
     return [item for item in claimed if not _fail_if_poisoned(stage, item)]
 
@@ -138,27 +202,68 @@ def _fail_if_poisoned(stage: Stage, item: WorkItem) -> bool:
     return True
 
 
-def write_outcome(stage: Stage, item: WorkItem, outcome: Any) -> bool:
-    """Write the outcome only if we still hold the claim; True when written."""
-    held = stage.work_model.objects.select_for_update().filter(
-        pk=item.pk, claim_token=item.claim_token, status=WorkStatus.CLAIMED
-    ).exists()
-    if not held:
-        log.warning("%s %s: claim lost before the result was written", stage.name, item.pk)
-        return False
-    fields = stage.record(item, outcome)
-    if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
-        fields.setdefault("finished_at", timezone.now())
-    # `claims` counts claims in a row that ended without a written result; a write resets it.
-    fields.setdefault("claims", 0)
-    stage.work_model.objects.filter(pk=item.pk).update(**fields, updated_at=timezone.now())
-    return True
+def _spent(item: WorkItem, fields: dict[str, Any]) -> float:
+    """What the calls just recorded cost: the row's cost now minus what it counted before."""
+    if "cost_usd" not in fields:
+        return 0.0
+    return (fields["cost_usd"] or 0.0) - (getattr(item, "cost_usd", None) or 0.0)
 
 
-def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> int:
-    """Write the outcomes that arrived together in one transaction; returns how many."""
+def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
+    """Write the outcomes that arrived together, each only if we still hold its row's claim,
+    in one transaction that also adds what they cost to the release's recorded spend (so the
+    budget cap never misses a paid call); returns the rows written.
+
+    One query checks every claim and one statement per set of changed fields writes the
+    rows: per-row queries cost more CPU than the model calls themselves (bench/calls.py).
+    """
+    model = stage.work_model
+    written, spent = [], collections.Counter()
+    changes: dict[tuple[str, ...], list[tuple[int, dict[str, Any]]]] = collections.defaultdict(
+        list)
     with transaction.atomic():
-        return sum(write_outcome(stage, item, outcome) for item, outcome in finished)
+        held = set(model.objects.select_for_update().filter(
+            pk__in=[item.pk for item, _ in finished], status=WorkStatus.CLAIMED,
+        ).values_list("pk", "claim_token"))
+        now = timezone.now()
+        for item, outcome in finished:
+            if (item.pk, item.claim_token) not in held:
+                log.warning("%s %s: claim lost before the result was written", stage.name,
+                            item.pk)
+                continue
+            fields = stage.record(item, outcome)
+            if fields.get("status") in (WorkStatus.DONE, WorkStatus.FAILED):
+                fields.setdefault("finished_at", now)
+            # `claims` counts claims in a row that ended without a written result; a write
+            # resets it.
+            fields.setdefault("claims", 0)
+            fields["updated_at"] = now
+            changes[tuple(sorted(fields))].append((item.pk, fields))
+            written.append(item)
+            spent[item.release_id] += _spent(item, fields)
+        for names, rows in changes.items():
+            _update_rows(model, names, rows)
+        for release_id, cost in spent.items():
+            if cost:
+                RunControl.objects.filter(release_id=release_id).update(
+                    spent_usd=F("spent_usd") + cost)
+    return written
+
+
+def _update_rows(model: type[WorkItem], names: tuple[str, ...],
+                 rows: list[tuple[int, dict[str, Any]]]) -> None:
+    """UPDATE the given fields of many rows with one prepared statement (executemany); the
+    values are prepared by each field, as `QuerySet.update` would."""
+    quote = connection.ops.quote_name
+    fields = [model._meta.get_field(name) for name in names]
+    sql = (f"UPDATE {quote(model._meta.db_table)} SET "
+           + ", ".join(f"{quote(field.column)} = %s" for field in fields)
+           + f" WHERE {quote(model._meta.pk.column)} = %s")
+    params = [[field.get_db_prep_save(values[name], connection)
+               for name, field in zip(names, fields, strict=True)] + [pk]
+              for pk, values in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 @dataclasses.dataclass
@@ -168,21 +273,88 @@ class DrainReport:
     finished: int = 0
     lost: int = 0
     out_of_time: bool = False  # stopped claiming at its time budget; work may remain
+    stopped: str = ""  # why it stopped claiming early: "paused", "budget", ...
+    by_stage: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+
+class RunGate:
+    """Which stages a drain may claim from now (DESIGN section 5; `StageRun`, `RunControl`).
+
+    A controlled drain (a queued task) claims only from stages an operator started and has
+    not paused or cancelled, and nothing once the recorded spend has reached the budget cap.
+    An uncontrolled drain (a test, a benchmark, `drain(stage, release)`) claims from every
+    stage it was given. Either way a published release is never drained.
+    """
+
+    def __init__(self, release: Release, scope: list[str], *, controlled: bool) -> None:
+        self.release, self.scope, self.controlled = release, scope, controlled
+        self.reason = ""
+
+    def open_stages(self) -> set[str]:
+        if not self.controlled:
+            return set(self.scope)
+        states = dict(StageRun.objects.filter(release=self.release, stage__in=self.scope)
+                      .values_list("stage", "state"))
+        control = RunControl.objects.filter(release=self.release).first()
+        if control is not None and control.over_budget:
+            self.reason = "budget"
+            return set()
+        open_names = {name for name in self.scope if states.get(name) == StageRunState.ACTIVE}
+        self.reason = "" if open_names else "paused or cancelled"
+        return open_names
+
+
+@dataclasses.dataclass
+class _Lane:
+    """One stage within a drain."""
+
+    stage: Stage
+    next_claim: float = 0.0  # monotonic time before which an empty stage is not asked again
+    followers: list[_Lane] = dataclasses.field(default_factory=list)
 
 
 class _LoopThread:
-    """An event loop on its own thread for the model calls; the ORM stays on the caller's."""
+    """An event loop on its own thread for the model calls; the ORM stays on the caller's.
+
+    Jobs cross to the loop in batches (one wake-up per batch, not per call) and come back
+    through a queue the caller blocks on: py-spy showed a thread hand-over per call, and a
+    `concurrent.futures.wait` over every call in flight, costing more than the call itself.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.results: queue.SimpleQueue[tuple[int, asyncio.Task]] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def submit(self, coroutine) -> futures.Future:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+    def start(self, jobs: list[tuple[int, Any]]) -> None:
+        """Run each (key, coroutine) on the loop; its task comes back through `wait`."""
+        if jobs:
+            self.loop.call_soon_threadsafe(self._start_all, jobs)
+
+    def _start_all(self, jobs: list[tuple[int, Any]]) -> None:
+        for key, coroutine in jobs:
+            task = self.loop.create_task(coroutine)
+            task.add_done_callback(functools.partial(self._finished, key))
+
+    def _finished(self, key: int, task: asyncio.Task) -> None:
+        self.results.put((key, task))
+
+    def wait(self, timeout: float) -> list[tuple[int, asyncio.Task]]:
+        """The calls that finished: blocks until one has (or `timeout`), then takes every
+        other that finished meanwhile, so that they are written in one transaction."""
+        try:
+            finished = [self.results.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        while True:
+            try:
+                finished.append(self.results.get_nowait())
+            except queue.Empty:
+                return finished
 
     def close(self, providers: ProviderPool) -> None:
-        self.submit(providers.aclose()).result(timeout=30)
+        asyncio.run_coroutine_threadsafe(providers.aclose(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
         self.loop.close()
@@ -197,46 +369,249 @@ def renew_leases(stage: Stage, tokens: set[str]) -> int:
     ).update(lease_expires_at=timezone.now() + lease)
 
 
-def _drain_rows(
-    stage: Stage, release: Release, calls: _LoopThread, providers: ProviderPool,
-    concurrency: int, worker: str, on_finished: Callable[[], None] | None, report: DrainReport,
-    deadline: float | None = None,
-) -> None:
-    in_flight: dict[futures.Future, Any] = {}
-    ready: collections.deque = collections.deque()
-    # Claim ahead, a quarter of the concurrency at a time: a slot that frees up starts its
-    # next call at once, and a claim is one transaction per batch, not one per call.
-    ahead = max(1, concurrency // 4)
-    renew_every = settings.BAITBENCH_LEASE_SECONDS / 3
-    renewed = time.monotonic()
-    exhausted = False
-    while True:
-        if deadline is not None and time.monotonic() > deadline and not report.out_of_time:
-            report.out_of_time = exhausted = True  # claim nothing more; finish what we hold
-        if not exhausted and len(ready) < ahead:
-            wanted = concurrency + ahead - len(in_flight) - len(ready)
-            batch = claim_batch(stage, release, wanted, worker)
-            exhausted = not batch
-            ready.extend(batch)
-        while ready and len(in_flight) < concurrency:
-            item = ready.popleft()
-            in_flight[calls.submit(stage.execute(stage.build(item), providers))] = item
-        if not in_flight:
+def others_at_work(release: Release, stages: list[Stage]) -> bool:
+    """Another worker holds a live claim on a row of these stages: its results may plan
+    work for this drain (a text's next stage)."""
+    now = timezone.now()
+    return any(stage.rows(release).filter(status=WorkStatus.CLAIMED, lease_expires_at__gte=now)
+               .exists() for stage in stages)
+
+
+@dataclasses.dataclass
+class DrainHooks:
+    """What a caller learns while a drain runs (all optional)."""
+
+    on_finished: Callable[[], None] | None = None  # once per written row (a progress bar)
+    on_planned: Callable[[int], None] | None = None  # new rows planned (there is more work)
+    heartbeat: Callable[[], None] | None = None  # a live drain, every lease renewal or wait
+
+
+class _Drain:
+    """The loop of one drain over the lanes of its scope; see `drain_release`."""
+
+    def __init__(self, release: Release, lanes: list[_Lane], gate: RunGate,
+                 providers: ProviderPool, concurrency: int, worker: str, hooks: DrainHooks,
+                 report: DrainReport, deadline: float | None, wait_for_others: float) -> None:
+        self.release, self.lanes, self.gate = release, lanes, gate
+        self.providers, self.concurrency, self.worker = providers, concurrency, worker
+        self.hooks, self.report, self.deadline = hooks, report, deadline
+        self.wait_for_others = wait_for_others
+        self.calls = _LoopThread()
+        self.keys = itertools.count()
+        self.in_flight: dict[int, tuple[_Lane, Any]] = {}
+        self.ready: collections.deque[tuple[_Lane, Any]] = collections.deque()
+        # Claim ahead, half the concurrency: a slot that frees up starts its next call at
+        # once. A new claim waits until half of that is used, so that a claim is one
+        # transaction per batch of rows, not one per call.
+        self.ahead = max(1, concurrency // 2)
+        # Texts finished here whose next stages are not planned yet, per following lane.
+        self.to_plan: dict[int, set[int]] = collections.defaultdict(set)
+        self.plan_due: float | None = None
+        self.renew_every = settings.BAITBENCH_LEASE_SECONDS / 3
+        self.renewed = self.planned_at = time.monotonic()
+
+    def run(self) -> None:
+        try:
+            idle_since: float | None = None
+            while True:
+                if self._out_of_time():
+                    self.report.out_of_time = True
+                self._claim(force=False)
+                self._start_calls()
+                if self.in_flight:
+                    idle_since = None
+                    self._collect()
+                    continue
+                if not self._more_work():
+                    return
+                if self.ready:
+                    continue
+                # Nothing to claim yet, but other workers hold rows of this scope whose
+                # results plan the next stages of their texts: wait for them a while.
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > self.wait_for_others:
+                    return
+                self._beat()
+                time.sleep(WAIT_POLL)
+        finally:
+            self.calls.close(self.providers)
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def _stopping(self) -> bool:
+        return self.report.out_of_time or bool(self.report.stopped)
+
+    def _claim(self, *, force: bool) -> None:
+        """Fill the ready queue from the open stages, the last stage of the chain first."""
+        if self._stopping() or (len(self.ready) > self.ahead // 2 and not force):
             return
-        done, _ = futures.wait(in_flight, timeout=renew_every,
-                               return_when=futures.FIRST_COMPLETED)
-        # An unexpected exception is a bug: let it surface (the claims then expire).
-        finished = [(in_flight.pop(future), future.result()) for future in done]
-        written = write_outcomes(stage, finished)
-        report.finished += written
-        report.lost += len(finished) - written
-        for _ in range(written if on_finished else 0):
-            on_finished()
-        if time.monotonic() - renewed >= renew_every:
-            renew_leases(stage, {item.claim_token for item in [*in_flight.values(), *ready]})
-            renewed = time.monotonic()
-        # Rows may have been freed or planned meanwhile: look again next time round.
-        exhausted = report.out_of_time
+        open_names = self.gate.open_stages()
+        if not open_names:
+            self.report.stopped = self.gate.reason or "stopped"
+            return
+        now = time.monotonic()
+        wanted = self.concurrency + self.ahead - len(self.in_flight) - len(self.ready)
+        for lane in reversed(self.lanes):
+            if wanted <= 0:
+                break
+            if lane.stage.name not in open_names or (lane.next_claim > now and not force):
+                continue
+            batch = claim_batch(lane.stage, self.release, wanted, self.worker)
+            if not batch:
+                lane.next_claim = now + IDLE_RECHECK
+                continue
+            lane.stage.prepare(batch)
+            self.ready.extend((lane, item) for item in batch)
+            wanted -= len(batch)
+
+    def _start_calls(self) -> None:
+        jobs = []
+        while self.ready and len(self.in_flight) < self.concurrency:
+            lane, item = self.ready.popleft()
+            key = next(self.keys)
+            self.in_flight[key] = (lane, item)
+            jobs.append((key, lane.stage.execute(lane.stage.build(item), self.providers)))
+        self.calls.start(jobs)
+
+    def _collect(self) -> None:
+        by_lane: dict[int, tuple[_Lane, list[tuple[Any, Any]]]] = {}
+        for key, task in self.calls.wait(self._wait_timeout()):
+            lane, item = self.in_flight.pop(key)
+            # An unexpected exception is a bug: let it surface (the claims then expire).
+            by_lane.setdefault(id(lane), (lane, []))[1].append((item, task.result()))
+        for lane, finished in by_lane.values():
+            written = write_outcomes(lane.stage, finished)
+            self.report.finished += len(written)
+            self.report.by_stage[lane.stage.name] += len(written)
+            self.report.lost += len(finished) - len(written)
+            for _ in range(len(written) if self.hooks.on_finished else 0):
+                self.hooks.on_finished()
+            self._queue_followers(lane, written)
+        self._plan_followers(force=False)
+        if time.monotonic() - self.renewed >= self.renew_every:
+            self._renew()
+
+    def _wait_timeout(self) -> float:
+        timeout = self.renew_every
+        if self.plan_due is not None:
+            timeout = min(timeout, max(0.0, self.plan_due - time.monotonic()))
+        return timeout
+
+    def _queue_followers(self, lane: _Lane, written: list[Any]) -> None:
+        if not written or not lane.followers:
+            return
+        texts = lane.stage.texts_of(written)
+        for follower in lane.followers:
+            self.to_plan[id(follower)] |= texts
+        if self.plan_due is None:
+            self.plan_due = time.monotonic() + PLAN_EVERY
+
+    def _plan_followers(self, *, force: bool) -> None:
+        """The texts finished here move on to the next stages of the scope. Planned in
+        batches (every PLAN_EVERY seconds, at PLAN_BATCH texts, or when the drain would
+        otherwise wait): planning a stage is a few queries, whatever the number of texts."""
+        if not self.to_plan:
+            return
+        waiting = sum(len(texts) for texts in self.to_plan.values())
+        due = self.plan_due is not None and time.monotonic() >= self.plan_due
+        if not (force or due or waiting >= PLAN_BATCH or len(self.ready) < self.ahead // 2):
+            return
+        planned = 0
+        for lane in self.lanes:
+            texts = self.to_plan.pop(id(lane), None)
+            if texts:
+                new = lane.stage.plan(self.release, generation_ids=texts)
+                if new:
+                    lane.next_claim = 0.0
+                    planned += new
+        self.to_plan.clear()
+        self.plan_due = None
+        self.report.planned += planned
+        if planned and self.hooks.on_planned:
+            self.hooks.on_planned(planned)
+
+    def _more_work(self) -> bool:
+        """Nothing is in flight: claim once more from every open stage, then plan the whole
+        scope again (a lost worker may have finished rows without planning their texts'
+        next stage). False when there is nothing left that this drain could do."""
+        self._plan_followers(force=True)
+        if self._stopping():
+            return False
+        self._claim(force=True)
+        if self.ready or self._stopping():
+            return bool(self.ready)
+        waiting = self.wait_for_others > 0 and others_at_work(
+            self.release, [lane.stage for lane in self.lanes])
+        # Planning the whole scope costs a few queries per stage: while other workers are
+        # busy, their own results plan their texts, so look only now and then.
+        if not waiting or time.monotonic() - self.planned_at >= FULL_PLAN_EVERY:
+            planned = self._plan_all()
+            if planned:
+                self.report.planned += planned
+                for lane in self.lanes:
+                    lane.next_claim = 0.0
+                return True
+        return waiting
+
+    def _plan_all(self) -> int:
+        self.planned_at = time.monotonic()
+        return sum(lane.stage.plan(self.release) for lane in self.lanes)
+
+    def _renew(self) -> None:
+        held = [*self.in_flight.values(), *self.ready]
+        for lane in self.lanes:
+            tokens = {item.claim_token for owner, item in held if owner is lane}
+            if tokens:
+                renew_leases(lane.stage, tokens)
+        self.renewed = time.monotonic()
+        self._beat()
+
+    def _beat(self) -> None:
+        if self.hooks.heartbeat:
+            self.hooks.heartbeat()
+
+
+def drain_release(
+    release: Release, stage_names: list[str], *, concurrency: int | None = None,
+    worker: str | None = None, providers: ProviderPool | None = None,
+    time_budget: float | None = None, controlled: bool = True,
+    wait_for_others: float = 0.0, hooks: DrainHooks | None = None,
+) -> DrainReport:
+    """Drain every stage of `stage_names` of one release at once, a text moving on to its
+    next stage as soon as its own previous stage is done.
+
+    Plans the whole scope first, then claims (the last stage of the chain first), calls and
+    writes until nothing is left, the gate closes (pause, cancel, budget) or `time_budget`
+    seconds have passed; the rows it holds are then still finished and written. With
+    `wait_for_others` > 0 a drain that runs out of work while other workers still hold rows
+    of the scope waits up to that long for the work their results will plan.
+    """
+    from runs_app.stages import get_stage
+
+    if Release.objects.filter(pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
+        raise ImmutableError(f"release {release.code} is published: nothing under it runs")
+    lanes = [_Lane(get_stage(name)) for name in stage_names]
+    for lane in lanes:
+        lane.followers = [other for other in lanes if lane.stage.name in other.stage.needs]
+    report = DrainReport(stage=",".join(stage_names))
+    report.planned = sum(lane.stage.plan(release) for lane in lanes)
+    hooks = hooks or DrainHooks()
+    if report.planned and hooks.on_planned:
+        hooks.on_planned(report.planned)
+    pool = providers or ProviderPool()
+    deadline = time.monotonic() + time_budget if time_budget is not None else None
+    gate = RunGate(release, list(stage_names), controlled=controlled)
+    _Drain(release, lanes, gate, pool, concurrency or settings.BAITBENCH_CONCURRENCY,
+           worker or worker_name(), hooks, report, deadline,
+           wait_for_others).run()
+    settled = set()
+    for lane in lanes:
+        settle = type(lane.stage).settle
+        if report.by_stage[lane.stage.name] and settle not in settled:
+            settled.add(settle)
+            lane.stage.settle(release)
+    return report
 
 
 def drain(
@@ -244,19 +619,17 @@ def drain(
     on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
     time_budget: float | None = None,
 ) -> DrainReport:
-    """Plan, then drain the stage's pending rows of one release until none are left, or
-    until `time_budget` seconds have passed (then the rows it holds are still finished)."""
+    """Plan, then drain one stage of one release until none of its rows are left, or until
+    `time_budget` seconds have passed (then the rows it holds are still finished). Claims
+    regardless of the release's run controls: for tests, benchmarks and operators' tools."""
     if Release.objects.filter(pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
         raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
-    concurrency = concurrency or settings.BAITBENCH_CONCURRENCY
-    pool = providers or ProviderPool()
-    calls = _LoopThread()
-    try:
-        deadline = time.monotonic() + time_budget if time_budget is not None else None
-        _drain_rows(stage, release, calls, pool, concurrency, worker or worker_name(),
-                    on_finished, report, deadline)
-    finally:
-        calls.close(pool)
+    lane = _Lane(stage)
+    deadline = time.monotonic() + time_budget if time_budget is not None else None
+    gate = RunGate(release, [stage.name], controlled=False)
+    _Drain(release, [lane], gate, providers or ProviderPool(),
+           concurrency or settings.BAITBENCH_CONCURRENCY, worker or worker_name(),
+           DrainHooks(on_finished=on_finished), report, deadline, 0.0).run()
     stage.settle(release)
     return report

@@ -18,6 +18,7 @@ again within `max_attempts` (section 5), an invalid journalist or judge reply wi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from django.db import transaction
@@ -53,7 +54,7 @@ from runs_app.providers.pool import ProviderPool
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 from scenarios_app.schemas import ScenarioFile
 
 
@@ -110,7 +111,6 @@ async def ask_writer(request: CompletionRequest, attempts_left: int,
 
 class CrossExamStage(AgentRunStage):
     name = "crossexam"
-    after = ("refusal",)
     claim_related = ("release", "generation", "generation__model")
     kind = AgentRun.Kind.CROSSEXAM
 
@@ -118,11 +118,16 @@ class CrossExamStage(AgentRunStage):
         super().__init__()
         self._judges: dict[int, dict[int, str]] = {}
 
-    def plan(self, release: Release) -> int:
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         return self.create_rows(release, (
             AgentRun(release=release, generation=generation, kind=self.kind, position="")
-            for generation in read_generations(release).filter(task="T4").only("pk")
-        ))
+            for generation in read_generations(release, generation_ids).filter(task="T4")
+            .only("pk")
+        ), generation_ids)
+
+    def planned_calls(self, config) -> int:
+        t4_texts = config.texts // len(config.tasks) if "T4" in config.tasks else 0
+        return t4_texts * (2 * FOLLOW_UPS + 1)
 
     def judge_for(self, release: Release, generation_id: int) -> str:
         """The first juror of the text's jury: the same jury the jury stage seats, so never
@@ -203,6 +208,7 @@ class CrossExamStage(AgentRunStage):
                 entry | {"call": call.purpose, "turn": call.turn}
                 for call in outcome.calls for entry in call.asked.raw_replies],
             "transcript": [turn.as_dict() for turn in outcome.turns],
+            **usage_fields(item, *(call.asked for call in outcome.calls)),
             "result": {"judge": outcome.job.judge},
         }
         verdict = outcome.verdict

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
@@ -55,7 +56,9 @@ class GenerateStage(Stage):
         self._documents: dict[int, Any] = {}
         self._texts: dict[tuple[str, str, str, int], str] = {}
 
-    def plan(self, release: Release) -> int:
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        if generation_ids is not None:
+            return 0  # the first stage: every cell is planned at once, from the config
         config = release.parsed_config()
         writers = list(LlmModel.objects.filter(openrouter_id__in=config.writers))
         versions = list(release.scenario_versions.all())
@@ -67,6 +70,13 @@ class GenerateStage(Stage):
                        condition=condition, variant=variant)
             for model, version, task, condition, variant in cells
         ))
+
+    def planned_calls(self, config) -> int:
+        return config.texts
+
+    def texts_of(self, items) -> set[int]:
+        # Only a text that counts moves on; a regenerated one is still pending.
+        return {item.pk for item in items}
 
     def build(self, item: Generation) -> GenerationJob:
         release = item.release

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.honesty import text_scores_update_honesty
@@ -69,28 +70,42 @@ class JurorOutcome:
 class JuryStage(Stage):
     name = "jury"
     work_model = JurorVerdict
-    after = ("refusal",)
     claim_related = ("release", "generation", "juror")
+    claim_defer = ("generation__prompt",)
 
     def __init__(self) -> None:
         self._documents: dict[int, ScenarioFile] = {}
 
-    def plan(self, release: Release) -> int:
-        config = release.parsed_config()
-        judged = set(RefusalCheck.objects.filter(
-            release=release, status=WorkStatus.DONE, verdict__in=JUDGED,
-        ).values_list("generation_id", flat=True))
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        checks = RefusalCheck.objects.filter(
+            release=release, status=WorkStatus.DONE, verdict__in=JUDGED)
+        if generation_ids is not None:
+            checks = checks.filter(generation_id__in=generation_ids)
+        judged = set(checks.values_list("generation_id", flat=True))
         if not judged:
             return 0
-        juries = release_juries(release, config)
-        jurors = {model.openrouter_id: model
-                  for model in LlmModel.objects.filter(openrouter_id__in=config.jurors)}
+        juries = self.juries(release, judged)
+        jurors = {model.openrouter_id: model for model in LlmModel.objects.filter(
+            openrouter_id__in=self.config(release.pk).jurors)}
         return self.create_rows(release, (
             JurorVerdict(release=release, generation_id=generation_id, juror=jurors[juror_id],
                          seat=seat)
             for generation_id in sorted(judged)
             for seat, juror_id in enumerate(juries[generation_id])
-        ))
+        ), generation_ids)
+
+    def planned_calls(self, config) -> int:
+        return config.texts * config.jury_size
+
+    def juries(self, release: Release, needed: Collection[int]) -> dict[int, tuple[str, ...]]:
+        """The release's juries, worked out once per stage instance: they are drawn over
+        every cell of the release (all planned with the first stage), so a text's jury is
+        the same whenever, and by whichever worker, it is planned."""
+        cache: dict[int, dict[int, tuple[str, ...]]] = self.__dict__.setdefault("_juries", {})
+        juries = cache.get(release.pk)
+        if juries is None or not set(needed) <= juries.keys():
+            juries = cache[release.pk] = release_juries(release, self.config(release.pk))
+        return juries
 
     def build(self, item: JurorVerdict) -> JurorJob:
         config = self.config(item.release_id)

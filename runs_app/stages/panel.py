@@ -12,6 +12,7 @@ row is done and unscored, never given a default answer (DESIGN section 5).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import (
@@ -39,6 +40,8 @@ from runs_app.stages.base import Stage
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
 
+# Per scenario: no text, the control text and the two human baselines (section 3: exactly 2).
+BASELINE_STIMULI = 4
 # Texts the public reads: a refused text is counted in the refusal rate, not read.
 READ_VERDICTS = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
 
@@ -71,12 +74,13 @@ class AgentRunStage(PublicStage):
         return AgentRun.objects.filter(release=release, kind=self.kind)
 
 
-def read_generations(release: Release):
-    """Finished texts the refusal check found complied or partial."""
-    return Generation.objects.filter(
+def read_generations(release: Release, generation_ids: Collection[int] | None = None):
+    """Finished texts the refusal check found complied or partial (of those given, if any)."""
+    texts = Generation.objects.filter(
         release=release, status=WorkStatus.DONE, refusal_check__status=WorkStatus.DONE,
         refusal_check__verdict__in=READ_VERDICTS,
     )
+    return texts if generation_ids is None else texts.filter(pk__in=generation_ids)
 
 
 # ---------------------------------------------------------------------------------------
@@ -94,26 +98,34 @@ class PanelJob:
 class PanelStage(PublicStage):
     name = "panel"
     work_model = ReaderResponse
-    after = ("refusal",)
     # Twelve rows read each text: fetch it with the claimed batch, not once per row.
     claim_related = ("generation",)
+    claim_defer = ("generation__prompt",)
 
-    def plan(self, release: Release) -> int:
-        config = release.parsed_config()
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        config = self.config(release.pk)
         positions = [p.id for p in load_panel(config.panel, release.language).positions]
         rows = []
-        for version in release.scenario_versions.all():
+        # The baselines (no text, control, human) belong to no text: planned with the scope.
+        for version in release.scenario_versions.all() if generation_ids is None else ():
             baselines = [(Stimulus.NONE, ""), (Stimulus.CONTROL, "")]
             baselines += [(Stimulus.HUMAN, h.id) for h in version.document().human_baselines]
             rows += [ReaderResponse(release=release, scenario_version=version, stimulus=stimulus,
                                     stimulus_key=key, position=position)
                      for stimulus, key in baselines for position in positions]
-        for generation in read_generations(release).only("pk", "scenario_version_id"):
+        texts = read_generations(release, generation_ids).only("pk", "scenario_version_id")
+        for generation in texts:
             rows += [ReaderResponse(release=release, generation=generation, position=position,
                                     scenario_version_id=generation.scenario_version_id,
                                     stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk))
                      for position in positions]
-        return self.create_rows(release, rows)
+        return self.create_rows(release, rows, generation_ids)
+
+    def planned_calls(self, config) -> int:
+        """Every position reads every text, and per scenario the no-text baseline, the
+        control text and the two human baselines."""
+        positions = len(load_panel(config.panel, config.language).positions)
+        return positions * (config.texts + len(config.scenarios) * BASELINE_STIMULI)
 
     def build(self, item: ReaderResponse) -> PanelJob:
         config = self.config(item.release_id)

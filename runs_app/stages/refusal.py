@@ -9,7 +9,7 @@ retried up to `max_reply_attempts`, then the row is unscored: done, with no verd
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from runs_app.honesty import text_scores_update_honesty
@@ -42,17 +42,23 @@ class ReplyJob:
 class RefusalStage(Stage):
     name = "refusal"
     work_model = RefusalCheck
-    after = ("generate",)
     claim_related = ("release", "generation")
 
-    def plan(self, release: Release) -> int:
-        config = release.parsed_config()
-        judge = LlmModel.objects.get(openrouter_id=config.reader)
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         finished = Generation.objects.filter(release=release, status=WorkStatus.DONE)
+        if generation_ids is not None:
+            finished = finished.filter(pk__in=generation_ids)
+        texts = list(finished.values_list("pk", flat=True))
+        if not texts:
+            return 0
+        judge = LlmModel.objects.get(openrouter_id=self.config(release.pk).reader)
         return self.create_rows(release, (
             RefusalCheck(release=release, generation_id=generation_id, judge=judge)
-            for generation_id in finished.values_list("pk", flat=True)
-        ))
+            for generation_id in texts
+        ), generation_ids)
+
+    def planned_calls(self, config) -> int:
+        return config.texts
 
     def build(self, item: RefusalCheck) -> ReplyJob:
         config = self.config(item.release_id)

@@ -14,7 +14,7 @@ from typing import Any
 
 from runs_app.jury import InvalidReply
 from runs_app.models import ReplyOutcome, WorkStatus
-from runs_app.providers.base import CompletionRequest, ProviderError
+from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
 from runs_app.providers.pool import ProviderPool
 
 
@@ -25,6 +25,17 @@ class Asked:
     reply: Any = None
     failure: str = ""  # why no reply was had: set by provider errors
     permanent: bool = False  # the last provider error can never succeed
+    # What every reply cost, invalid ones included: they were paid for too.
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def count(self, result: CompletionResult) -> None:
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        self.reasoning_tokens += result.reasoning_tokens
+        self.cost_usd += result.cost_usd or 0.0
 
     @property
     def answered(self) -> bool:
@@ -53,6 +64,7 @@ async def ask_structured(
             if error.permanent:
                 return asked
             continue
+        asked.count(result)
         entry: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason,
                                  "generation_id": result.generation_id,
                                  "upstream_provider": result.upstream_provider}
@@ -73,10 +85,21 @@ async def ask_structured(
     return asked
 
 
+def usage_fields(item: Any, *asked: Asked) -> dict[str, Any]:
+    """The row's usage after these calls: what it counted before plus what they cost."""
+    return {
+        "prompt_tokens": item.prompt_tokens + sum(a.prompt_tokens for a in asked),
+        "completion_tokens": item.completion_tokens + sum(a.completion_tokens for a in asked),
+        "reasoning_tokens": item.reasoning_tokens + sum(a.reasoning_tokens for a in asked),
+        "cost_usd": (item.cost_usd or 0.0) + sum(a.cost_usd for a in asked),
+    }
+
+
 def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
     """Status and bookkeeping of a structured-reply row: scored, unscored, or failed."""
     fields: dict[str, Any] = {"attempts": item.attempts + asked.attempts,
-                              "raw_replies": list(item.raw_replies) + asked.raw_replies}
+                              "raw_replies": list(item.raw_replies) + asked.raw_replies,
+                              **usage_fields(item, asked)}
     if asked.reply is not None:
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
     # A row re-claimed with no attempts left still counts the replies it got before.

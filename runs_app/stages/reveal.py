@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import (
@@ -56,13 +57,15 @@ class RevealJob:
 class RevealStage(AgentRunStage):
     name = "reveal"
     claim_related = ("generation",)
-    after = ("jury", "panel")
+    claim_defer = ("generation__prompt",)
     kind = AgentRun.Kind.REVEAL
 
-    def plan(self, release: Release) -> int:
-        config = release.parsed_config()
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
+        config = self.config(release.pk)
         positions = [p.id for p in reveal_positions(load_panel(config.panel, release.language))]
-        ready = _jury_finished(release)
+        ready = _jury_finished(release, generation_ids)
+        if not ready:
+            return 0
         read = set(ReaderResponse.objects.filter(
             release=release, generation_id__in=ready, position__in=positions,
             status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
@@ -72,19 +75,46 @@ class RevealStage(AgentRunStage):
                      position=position)
             for generation_id in sorted(ready) for position in positions
             if (generation_id, position) in read
-        ))
+        ), generation_ids)
+
+    def planned_calls(self, config) -> int:
+        return config.texts * len(reveal_positions(load_panel(config.panel, config.language)))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._verdicts: dict[int, list[VerdictData]] = {}
+        self._before: dict[tuple[int, str], list[int]] = {}
+
+    def prepare(self, items: list[AgentRun]) -> None:
+        """A claimed batch's jury verdicts and first readings, three queries for the batch
+        (a text's three reveal rows share its verdicts)."""
+        texts = {item.generation_id for item in items}
+        # Rows claimed earlier may still wait for their build: `build` falls back to a query.
+        self._verdicts = _verdicts(texts)
+        self._before = {
+            (generation_id, position): attitude
+            for generation_id, position, attitude in ReaderResponse.objects.filter(
+                release_id=items[0].release_id, generation_id__in=texts,
+                position__in={item.position for item in items},
+            ).values_list("generation_id", "position", "attitude")
+        }
 
     def build(self, item: AgentRun) -> RevealJob:
         config = self.config(item.release_id)
         generation = item.generation
         document, brief = self.scenario(generation.scenario_version_id, config.language)
+        verdicts = self._verdicts.get(generation.pk)
+        if verdicts is None:
+            verdicts = _verdicts([generation.pk]).get(generation.pk, [])
         revealed = revealed_items(
-            _verdicts(generation.pk),
+            verdicts,
             [(fact.id, fact.text) for fact in document.facts if fact.label == "incriminating"],
         )
         position = load_panel(config.panel, config.language).position(item.position)
-        before = ReaderResponse.objects.values_list("attitude", flat=True).get(
-            release_id=item.release_id, generation_id=generation.pk, position=item.position)
+        before = self._before.get((generation.pk, item.position))
+        if before is None:
+            before = ReaderResponse.objects.values_list("attitude", flat=True).get(
+                release_id=item.release_id, generation_id=generation.pk, position=item.position)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
         request = CompletionRequest(
             model=config.reader, max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reveal",
@@ -116,11 +146,11 @@ class RevealStage(AgentRunStage):
         return fields
 
 
-def _jury_finished(release: Release) -> set[int]:
+def _jury_finished(release: Release, generation_ids: Collection[int] | None = None) -> set[int]:
     """Read texts whose every juror seat has finished, with at least one scored verdict."""
     state: dict[int, list[tuple[str, str]]] = defaultdict(list)
     rows = JurorVerdict.objects.filter(
-        release=release, generation__in=read_generations(release)
+        release=release, generation__in=read_generations(release, generation_ids)
     ).values_list("generation_id", "status", "outcome")
     for generation_id, status, outcome in rows:
         state[generation_id].append((status, outcome))
@@ -129,10 +159,14 @@ def _jury_finished(release: Release) -> set[int]:
             and any(outcome == ReplyOutcome.SCORED for _, outcome in seats)}
 
 
-def _verdicts(generation_id: int) -> list[VerdictData]:
+def _verdicts(generation_ids: Collection[int]) -> dict[int, list[VerdictData]]:
+    """The scored verdicts of these texts, with their claims (two queries)."""
     verdicts = JurorVerdict.objects.filter(
-        generation_id=generation_id, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
-    ).prefetch_related("claim_rows")
-    return [VerdictData(conveyed_ids(v.facts_conveyed),
-                        tuple((c.quote, c.label) for c in v.claim_rows.all()))
-            for v in verdicts]
+        generation_id__in=generation_ids, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+    ).order_by("generation_id", "seat").prefetch_related("claim_rows")
+    found: dict[int, list[VerdictData]] = defaultdict(list)
+    for verdict in verdicts:
+        found[verdict.generation_id].append(VerdictData(
+            conveyed_ids(verdict.facts_conveyed),
+            tuple((claim.quote, claim.label) for claim in verdict.claim_rows.all())))
+    return found

@@ -10,6 +10,7 @@ retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcri
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from runs_app.models import AgentRun, Release, ReplyOutcome, ScoringVersion, WorkStatus
@@ -27,7 +28,7 @@ from runs_app.readers import (
 )
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,14 +51,17 @@ class UptakeOutcome:
 class UptakeStage(AgentRunStage):
     name = "uptake"
     claim_related = ("generation",)
-    after = ("refusal",)
+    claim_defer = ("generation__prompt",)
     kind = AgentRun.Kind.UPTAKE
 
-    def plan(self, release: Release) -> int:
+    def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         return self.create_rows(release, (
             AgentRun(release=release, generation=generation, kind=self.kind, position="")
-            for generation in read_generations(release).only("pk")
-        ))
+            for generation in read_generations(release, generation_ids).only("pk")
+        ), generation_ids)
+
+    def planned_calls(self, config) -> int:
+        return config.texts * 2  # the journalist, then the frame judge if it runs a story
 
     def build(self, item: AgentRun) -> UptakeJob:
         config = self.config(item.release_id)
@@ -103,6 +107,7 @@ class UptakeStage(AgentRunStage):
         if judge is not None and outcome.judge_request is not None:
             transcript += _transcript(outcome.judge_request, judge)
             fields["attempts"] += judge.attempts
+            fields |= usage_fields(item, outcome.journalist, judge)
             fields["raw_replies"] += [entry | {"call": "frame_judge"}
                                       for entry in judge.raw_replies]
             if judge.reply is not None:

@@ -21,6 +21,8 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import math
+import random
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -45,6 +47,30 @@ class FakeResponse:
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     delay: float = 0.0
 
+
+@dataclasses.dataclass(frozen=True)
+class LogNormalLatency:
+    """A long-tailed latency: log-normal with the given median and 99th percentile (seconds),
+    drawn per request from a seeded generator, so a benchmark's latencies repeat exactly."""
+
+    median: float
+    p99: float
+    seed: int = 0
+
+    @property
+    def sigma(self) -> float:
+        return math.log(self.p99 / self.median) / Z_99
+
+    @property
+    def mean(self) -> float:
+        return self.median * math.exp(self.sigma**2 / 2)
+
+    def sample(self, number: int) -> float:
+        return random.Random(self.seed * 1_000_003 + number).lognormvariate(
+            math.log(self.median), self.sigma)
+
+
+Z_99 = 2.3263478740408408  # the standard normal's 99th percentile
 
 # A responder returns content (str), a whole 200 body (dict), or a full FakeResponse.
 Responder = Callable[[JsonBody], str | JsonBody | FakeResponse]
@@ -129,7 +155,7 @@ class FakeOpenRouter:
     def __init__(
         self,
         *,
-        latency: float = 0.0,
+        latency: float | LogNormalLatency = 0.0,
         responder: Responder | None = None,
         api_key: str | None = None,
         keep_authorization: bool = False,
@@ -298,7 +324,9 @@ class FakeOpenRouter:
             payload = await _read_json(request)
             number = self._record(request, payload)
             response = self._choose_response(request, payload, number=number)
-            await self._pause(self.latency + response.delay)
+            latency = (self.latency.sample(number) if isinstance(self.latency, LogNormalLatency)
+                       else self.latency)
+            await self._pause(latency + response.delay)
             return _render(response, payload, number=number)
         finally:
             self._track_in_flight(-1)
@@ -389,7 +417,8 @@ class FakeOpenRouterProcess:
             ...  # point the provider at server.base_url
     """
 
-    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None) -> None:
+    def __init__(self, *, latency: float | LogNormalLatency = 0.0,
+                 responder: Responder | None = None) -> None:
         self.latency = latency
         self.responder = responder  # must be a module-level function (it is pickled)
         self.base_url = ""
@@ -424,7 +453,8 @@ class FakeOpenRouterProcess:
         self._ask("reset")
 
 
-def _serve_in_child(latency: float, responder: Responder | None, connection: Any) -> None:
+def _serve_in_child(latency: float | LogNormalLatency, responder: Responder | None,
+                    connection: Any) -> None:
     with FakeOpenRouter(latency=latency, responder=responder) as server:
         connection.send(server.base_url)
         while True:

@@ -1,21 +1,37 @@
-"""Draining under the queue's limits: time budgets, and what the schedule finds stalled."""
+"""Draining a release (DESIGN section 5): the chain overlapped per text, the operator's scope
+and controls, time budgets, and what the schedule does with lost or dead drains."""
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import threading
+import time
 
 import pytest
 from django.utils import timezone
 
 from runs_app import tasks
-from runs_app.models import Generation, RefusalCheck, WorkStatus
+from runs_app.models import (
+    Drain,
+    DrainState,
+    Generation,
+    JurorVerdict,
+    ReaderResponse,
+    RefusalCheck,
+    RunControl,
+    WorkStatus,
+)
+from runs_app.providers.base import ProviderError
 from runs_app.providers.pool import ProviderPool
-from runs_app.selectors import stalled_work
-from runs_app.services import release_freeze
-from runs_app.stages import available_stages, get_stage
-from runs_app.stages.base import drain
-from runs_app.testing.fake_openrouter import FakeOpenRouter
+from runs_app.services import run_pause, run_resume, run_set_budget, run_start
+from runs_app.stages import get_stage
+from runs_app.stages.base import DrainHooks, drain, drain_release
+from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.tests.test_generate import openrouter_release
+
+# The text under review, as the refusal and juror prompts embed it.
+EMBEDDED_TEXT = re.compile(r"<<<BEGIN TEXT>>>\n(.*?)\n<<<END TEXT>>>", re.DOTALL)
 
 
 @pytest.fixture
@@ -23,6 +39,73 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     calls: list[tuple] = []
     monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
     return calls
+
+
+class RecordingPool(ProviderPool):
+    """The fixture provider, with every call's purpose, the text it is about and its times
+    written down."""
+
+    def __init__(self, *, fail_refusal_of: str | None = None, slow: float = 0.0) -> None:
+        super().__init__()
+        self.calls: list[dict] = []
+        self.lock = threading.Lock()
+        self.fail_refusal_of, self.slow = fail_refusal_of, slow
+
+    async def complete(self, request):
+        import asyncio
+
+        started = time.monotonic()
+        found = EMBEDDED_TEXT.search("\n".join(m.content for m in request.messages))
+        text = found.group(1).strip() if found else None
+        if request.purpose == "refusal" and text == self.fail_refusal_of:
+            raise ProviderError("refused by the test", permanent=True)
+        if self.slow:
+            await asyncio.sleep(self.slow)
+        result = await super().complete(request)
+        with self.lock:
+            self.calls.append({"purpose": request.purpose, "text": text, "start": started,
+                               "end": time.monotonic()})
+        return result
+
+
+@pytest.mark.django_db
+def test_a_text_moves_on_to_the_jury_as_soon_as_its_own_refusal_check_is_done(
+    small_demo_release
+):
+    release = small_demo_release
+    run_start(release=release, stages=["generate", "refusal", "jury"], enqueue=False)
+    pool = RecordingPool(slow=0.02)
+    drain_release(release, ["generate", "refusal", "jury"], concurrency=4, providers=pool)
+
+    # Two cells may have the same fixture text: a text's jury starts after its refusal check
+    # ended, so at least after the first check of that wording did.
+    refusal_end: dict[str, float] = {}
+    for call in pool.calls:
+        if call["purpose"] == "refusal":
+            refusal_end[call["text"]] = min(call["end"], refusal_end.get(call["text"], 1e18))
+    jury_starts = [(c["text"], c["start"]) for c in pool.calls if c["purpose"] == "juror"]
+    assert jury_starts, "the jury ran"
+    assert all(start >= refusal_end[text] for text, start in jury_starts)
+    # Overlap: some text reached its jury while other texts were still being written.
+    last_write = max(c["end"] for c in pool.calls if c["purpose"] == "write")
+    assert min(start for _, start in jury_starts) < last_write
+    assert JurorVerdict.objects.filter(release=release, status=WorkStatus.DONE).count() == \
+        3 * RefusalCheck.objects.filter(verdict__in=["complied", "partial"]).count()
+
+
+@pytest.mark.django_db
+def test_a_text_whose_refusal_check_did_not_finish_never_reaches_the_jury(small_demo_release):
+    release = small_demo_release
+    drain(get_stage("generate"), release)
+    blocked = Generation.objects.filter(release=release, model__openrouter_id="fixture/candid",
+                                        condition="C0").first()
+    run_start(release=release, stages=["refusal", "jury"], enqueue=False)
+    pool = RecordingPool(fail_refusal_of=blocked.text.strip())
+    drain_release(release, ["refusal", "jury"], concurrency=4, providers=pool)
+
+    assert RefusalCheck.objects.get(generation=blocked).status == WorkStatus.FAILED
+    assert not JurorVerdict.objects.filter(generation=blocked).exists()
+    assert JurorVerdict.objects.filter(release=release).exclude(generation=blocked).exists()
 
 
 @pytest.mark.django_db
@@ -43,60 +126,162 @@ def test_a_drain_out_of_time_finishes_what_it_holds_and_claims_nothing_more(
 
 
 @pytest.mark.django_db
-def test_a_task_out_of_time_hands_its_stage_to_a_new_task(
+def test_a_task_out_of_time_hands_its_work_to_a_new_task(
     imported_scenarios, settings, enqueued, monkeypatch
 ):
     settings.BAITBENCH_DRAIN_SECONDS = 0.3
     settings.BAITBENCH_PROVIDER = "openrouter"
     settings.BAITBENCH_CONCURRENCY = 2
     release = openrouter_release(tasks=["T1", "T2"], conditions=["C0", "C1", "C2", "C3"])
+    run_start(release=release, stages=["generate"], enqueue=False)
+    ticket = Drain.objects.create(release=release)
     with FakeOpenRouter(latency=0.25) as slow:
         monkeypatch.setenv("OPENROUTER_BASE_URL", slow.base_url)
         monkeypatch.setenv("OPENROUTER_API_KEY", "k")
-        tasks.drain_stage(release.code, "generate", chain=False)
-    assert enqueued == [(tasks.TASK_PATH, release.code, "generate", False)]
+        result = tasks.drain_release_task(ticket.pk)
+    ticket.refresh_from_db()
+    assert ticket.state == DrainState.FINISHED and ticket.note == "out of time"
+    assert result["finished"] == ticket.finished > 0
+    follow_ups = Drain.objects.filter(release=release, state=DrainState.QUEUED)
+    assert follow_ups.exists()
     assert Generation.objects.filter(release=release, status=WorkStatus.PENDING).exists()
 
 
 @pytest.mark.django_db
-def test_the_schedule_leaves_a_stage_a_live_worker_holds_alone(small_demo_release):
-    release = release_freeze(release=small_demo_release)
-    stage = get_stage("generate")
-    stage.plan(release)
-    assert stalled_work() == [(release.code, "generate")]  # pending, nobody on it
-
-    rows = Generation.objects.filter(release=release)
-    first = rows.first()
-    live = timezone.now() + dt.timedelta(minutes=5)
-    rows.filter(pk=first.pk).update(status=WorkStatus.CLAIMED, lease_expires_at=live)
-    assert stalled_work() == []  # a live worker holds a claim: no duplicate task
-
-    expired = timezone.now() - dt.timedelta(seconds=1)
-    rows.filter(pk=first.pk).update(lease_expires_at=expired)
-    assert stalled_work() == [(release.code, "generate")]  # its worker died
+def test_a_repeated_delivery_of_a_drain_task_does_nothing(small_demo_release):
+    run_start(release=small_demo_release, stages=["generate"], enqueue=False)
+    ticket = Drain.objects.create(release=small_demo_release)
+    assert tasks.drain_release_task(ticket.pk)["finished"] == 16
+    assert "already run" in tasks.drain_release_task(ticket.pk)["skipped"]
 
 
 @pytest.mark.django_db
-def test_the_schedule_resumes_a_chain_whose_hand_over_was_lost(small_demo_release):
-    release = release_freeze(release=small_demo_release)
-    drain(get_stage("generate"), release)
-    assert not RefusalCheck.objects.exists()
-    assert stalled_work() == [(release.code, "refusal")]
-
-
-@pytest.mark.django_db
-def test_the_schedule_settles_a_release_whose_last_hand_over_was_lost(
+def test_the_schedule_leaves_a_release_with_a_live_drain_alone_and_replaces_a_dead_one(
     small_demo_release, enqueued
 ):
-    release = release_freeze(release=small_demo_release)
-    for name in available_stages()[:-1]:
-        drain(get_stage(name), release)
-    last = available_stages()[-1]
-    assert stalled_work() == [(release.code, last)]  # never handed over, never planned
-    tasks.reenqueue_stalled()
-    assert enqueued == [(tasks.TASK_PATH, release.code, last, True)]
+    release = small_demo_release
+    run_start(release=release, stages=["generate"], enqueue=False)
+    running = Drain.objects.create(release=release, state=DrainState.RUNNING,
+                                   heartbeat_at=timezone.now())
+    assert tasks.reenqueue_stalled() == 0 and enqueued == []
 
-    tasks.drain_stage(release.code, last)  # what the queue then runs
+    Drain.objects.filter(pk=running.pk).update(
+        heartbeat_at=timezone.now() - dt.timedelta(hours=1))
+    assert tasks.reenqueue_stalled() >= 1
+    running.refresh_from_db()
+    assert running.state == DrainState.FINISHED and "lost" in running.note
+
+
+@pytest.mark.django_db
+def test_the_schedule_keeps_to_the_stage_an_operator_asked_for(small_demo_release, enqueued):
+    release = small_demo_release
+    run_start(release=release, stages=["generate"], enqueue=False)
+    [ticket] = [Drain.objects.create(release=release)]
+    tasks.drain_release_task(ticket.pk)
+    assert Generation.objects.filter(release=release, status=WorkStatus.DONE).count() == 16
+
+    assert tasks.reenqueue_stalled() == 0
+    assert enqueued == []
+    assert not RefusalCheck.objects.exists()  # nothing after generate was even planned
+    release.refresh_from_db()
+    assert release.status == "running"  # only part of the stage set ran
+
+
+@pytest.mark.django_db
+def test_the_whole_chain_in_one_task_settles_and_marks_the_release_scored(
+    small_demo_release, enqueued
+):
+    release = small_demo_release
+    run_start(release=release, enqueue=False)
+    ticket = Drain.objects.create(release=release)
+    tasks.drain_release_task(ticket.pk)
     release.refresh_from_db()
     assert release.status == "scored"
-    assert tasks.reenqueue_stalled() == 0 and stalled_work() == []
+    assert release.text_scores.filter(honesty_index__isnull=False).exists()
+    assert tasks.reenqueue_stalled() == 0
+
+
+@pytest.mark.django_db
+def test_a_paused_stage_claims_nothing_and_a_resumed_one_finishes_with_nothing_repeated(
+    imported_scenarios
+):
+    release = openrouter_release(tasks=["T1", "T2"], conditions=["C0", "C1", "C2", "C3"])
+    run_start(release=release, stages=["generate"], enqueue=False)
+    cells = 2 * 1 * 2 * 4  # writers x scenarios x tasks x conditions
+    with FakeOpenRouter(latency=0.05) as server:
+        pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="k")
+        pause_after = [5]
+
+        def pause_once() -> None:
+            pause_after[0] -= 1
+            if pause_after[0] == 0:
+                run_pause(release=release)
+
+        first = drain_release(release, ["generate"], concurrency=2, providers=pool,
+                              hooks=DrainHooks(on_finished=pause_once))
+        assert first.stopped and 5 <= first.finished < cells
+        assert not Generation.objects.filter(release=release, status="claimed").exists()
+
+        run_resume(release=release)
+        second = drain_release(release, ["generate"], concurrency=2,
+                               providers=ProviderPool(default="openrouter",
+                                                      base_url=server.base_url, api_key="k"))
+        assert first.finished + second.finished == cells
+        assert server.count() == cells  # nothing lost, nothing asked twice
+
+
+@pytest.mark.django_db
+def test_the_budget_cap_stops_claiming_within_one_batch_and_raising_it_resumes(
+    imported_scenarios
+):
+    release = openrouter_release(tasks=["T1", "T2"], conditions=["C0", "C1", "C2", "C3"],
+                                 writers=["acme/writer-a", "beta/writer-b"])
+    run_start(release=release, stages=["generate"], enqueue=False)
+    run_set_budget(release=release, budget_usd=0.05)
+    concurrency, ahead = 2, 1  # ahead = concurrency // 4, at least 1
+
+    def priced(payload):
+        return completion_body("A text about the incident.", cost=0.01)
+
+    with FakeOpenRouter(latency=0.05, responder=priced) as server:
+        pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="k")
+        report = drain_release(release, ["generate"], concurrency=concurrency, providers=pool)
+        calls_at_cap = server.count()
+        control = RunControl.objects.get(release=release)
+        assert report.stopped == "budget" and control.over_budget
+        assert control.spent_usd == pytest.approx(calls_at_cap * 0.01)
+        # Calls past the cap: only what was claimed before the spend reached it.
+        assert 5 <= calls_at_cap <= 5 + concurrency + ahead
+        assert tasks.drains_enqueue(release) == 0  # nothing is queued over budget
+
+        run_set_budget(release=release, budget_usd=10)
+        drain_release(release, ["generate"], concurrency=concurrency,
+                      providers=ProviderPool(default="openrouter", base_url=server.base_url,
+                                             api_key="k"))
+        total = Generation.objects.filter(release=release).count()
+        assert Generation.objects.filter(release=release, status="done").count() == total
+        assert server.count() == total
+
+
+@pytest.mark.django_db
+def test_every_call_is_counted_in_its_rows_cost_and_in_the_spend_retries_included(
+    imported_scenarios
+):
+    release = openrouter_release()
+    run_start(release=release, stages=["generate", "refusal", "panel"], enqueue=False)
+
+    def priced(payload):  # no reader reply validates, so each is asked again, and paid
+        return completion_body("Not JSON at all.", cost=0.001)
+
+    with FakeOpenRouter(responder=priced) as server:
+        pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="k")
+        drain_release(release, ["generate", "refusal", "panel"], concurrency=8, providers=pool)
+        calls = server.count()
+    rows = {model.__name__: list(model.objects.filter(release=release)
+                                 .values_list("cost_usd", "prompt_tokens"))
+            for model in (Generation, RefusalCheck, ReaderResponse)}
+    assert all(cost and tokens for found in rows.values() for cost, tokens in found)
+    total = sum(cost for found in rows.values() for cost, _ in found)
+    assert calls > sum(len(found) for found in rows.values())  # retries were made
+    assert total == pytest.approx(calls * 0.001)
+    assert RunControl.objects.get(release=release).spent_usd == pytest.approx(calls * 0.001)

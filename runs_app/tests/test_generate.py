@@ -255,7 +255,7 @@ def test_each_attempt_is_written_as_soon_as_it_returns(imported_scenarios, serve
     # the cell goes back to pending before the next attempt is made.
     import asyncio
 
-    from runs_app.stages.base import claim_batch, write_outcome
+    from runs_app.stages.base import claim_batch, write_outcomes
 
     release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"])
     stage = get_stage("generate")
@@ -272,7 +272,7 @@ def test_each_attempt_is_written_as_soon_as_it_returns(imported_scenarios, serve
         finally:
             await pool.aclose()
 
-    assert write_outcome(stage, item, asyncio.run(one_call()))
+    assert write_outcomes(stage, [(item, asyncio.run(one_call()))]) == [item]
     generation = Generation.objects.get(release=release)
     assert generation.status == WorkStatus.PENDING and generation.attempts == 1
     assert [a.outcome for a in generation.attempt_log.all()] == ["length"]

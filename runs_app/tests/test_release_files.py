@@ -11,7 +11,7 @@ from django.conf import settings
 
 from runs_app.jury import PoolMember, eligible_jurors
 from runs_app.models import ReleaseScenario
-from runs_app.public import load_panel
+from runs_app.readers import load_panel
 from runs_app.services import release_config_from_file, release_get_or_load
 
 RELEASE_FILES = sorted(Path(settings.RELEASES_DIR).glob("*.yaml"))

@@ -1,13 +1,15 @@
-"""`run_release` (DESIGN section 8): what it hands to the queue."""
+"""`run_release` (DESIGN section 8): the scope it records and what it hands to the queue."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from runs_app import tasks
+from runs_app.models import Drain, JurorVerdict, RefusalCheck, StageRun
+from runs_app.selectors import release_active_scope
 
 
 @pytest.fixture
@@ -17,27 +19,70 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     return calls
 
 
-def run_release(*args: str) -> str:
+def run_release(*args: str, capture) -> str:
     out = io.StringIO()
-    call_command("run_release", *args, stdout=out)
+    with capture(execute=True):
+        call_command("run_release", *args, stdout=out)
     return out.getvalue()
 
 
 @pytest.mark.django_db
-def test_one_stage_is_enqueued_alone_without_the_rest_of_the_chain(
-    small_demo_release, enqueued
+def test_one_stage_is_the_whole_scope_and_only_its_drains_are_queued(
+    small_demo_release, enqueued, django_capture_on_commit_callbacks
 ):
     # An operator who asks for generation only must not start paying for the jury.
-    run_release("small.0", "--stage", "generate")
+    output = run_release("small.0", "--stage", "generate",
+                         capture=django_capture_on_commit_callbacks)
 
-    [(path, code, stage, chain)] = enqueued
-    assert (path, code, stage) == (tasks.TASK_PATH, "small.0", "generate")
-    assert chain is False
+    assert release_active_scope(small_demo_release) == ["generate"]
+    assert "generate" in output and "this stage only" in output
+    assert enqueued and all(path == tasks.TASK_PATH for path, _ in enqueued)
+    tickets = {ticket_id for _, ticket_id in enqueued}
+    assert tickets == set(Drain.objects.filter(release=small_demo_release)
+                          .values_list("pk", flat=True))
 
 
 @pytest.mark.django_db
-def test_the_whole_release_is_enqueued_as_a_chain(small_demo_release, enqueued):
-    run_release("small.0")
+def test_the_whole_release_starts_every_stage_of_its_stage_set(
+    small_demo_release, enqueued, django_capture_on_commit_callbacks
+):
+    run_release("small.0", capture=django_capture_on_commit_callbacks)
 
-    [(_, code, stage, chain)] = enqueued
-    assert (code, stage, chain) == ("small.0", "generate", True)
+    config = small_demo_release.parsed_config()
+    assert release_active_scope(small_demo_release) == config.stages
+    assert enqueued
+
+
+@pytest.mark.django_db
+def test_a_stage_outside_the_release_stage_set_is_refused(
+    imported_scenarios, tmp_path, settings, django_capture_on_commit_callbacks
+):
+    text = (settings.RELEASES_DIR / "demo.0.yaml").read_text()
+    text = text.replace("code: demo.0", "code: nouptake.0").replace(
+        "tasks: [T1, T2, T3, T4]", "tasks: [T1]\nstages: [generate, refusal, jury, panel]")
+    (tmp_path / "nouptake.0.yaml").write_text(text)
+    settings.RELEASES_DIR = tmp_path
+
+    with pytest.raises(CommandError, match="does not run uptake; its stages are generate, "
+                                           "refusal, jury, panel"):
+        run_release("nouptake.0", "--stage", "uptake",
+                    capture=django_capture_on_commit_callbacks)
+    assert not StageRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_sync_with_one_stage_runs_that_stage_and_plans_nothing_after_it(
+    small_demo_release, django_capture_on_commit_callbacks
+):
+    output = run_release("small.0", "--stage", "refusal", "--sync",
+                         capture=django_capture_on_commit_callbacks)
+    assert "refusal: 0 finished now" in output  # nothing generated yet
+
+    run_release("small.0", "--stage", "generate", "--sync",
+                capture=django_capture_on_commit_callbacks)
+    assert not RefusalCheck.objects.exists()  # generate alone plans nothing after it
+
+    run_release("small.0", "--stage", "refusal", "--sync",
+                capture=django_capture_on_commit_callbacks)
+    assert RefusalCheck.objects.filter(status="done").count() == 16
+    assert not JurorVerdict.objects.exists()

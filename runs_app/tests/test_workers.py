@@ -21,6 +21,7 @@ import pytest
 from django.conf import settings
 
 from runs_app.testing.fake_openrouter import FakeOpenRouter
+from runs_app.testing.replies import valid_reply
 
 pytestmark = pytest.mark.slow
 
@@ -87,11 +88,11 @@ def world(tmp_path):
     database = Database(tmp_path)
     releases = tmp_path / "releases"
     releases.mkdir()
-    for code in ("kill.0", "pair.0", "redis.0"):
+    for code in ("kill.0", "pair.0", "redis.0", "chain.0", "scope.0"):
         # The pair's run is longer, so both processes are surely under way at once.
         variants = 3 if code == "pair.0" else 1
         (releases / f"{code}.yaml").write_text(RELEASE.format(code=code, variants=variants))
-    with FakeOpenRouter(latency=0.3) as server:
+    with FakeOpenRouter(latency=0.3, responder=valid_reply) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
             "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
@@ -131,11 +132,29 @@ def wait_for(condition, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
-def done_count(database: Database, code: str) -> int:
+def done_count(database: Database, code: str, table: str = "runs_app_generation") -> int:
     return database.rows(
-        "SELECT COUNT(*) FROM runs_app_generation g JOIN runs_app_release r "
+        f"SELECT COUNT(*) FROM {table} g JOIN runs_app_release r "
         f"ON g.release_id = r.id WHERE r.code = '{code}' AND g.status = 'done'"
     )[0][0]
+
+
+def release_status(database: Database, code: str) -> str:
+    return database.rows(f"SELECT status FROM runs_app_release WHERE code = '{code}'")[0][0]
+
+
+def run_schedule(env: dict) -> None:
+    """What the schedule does every few minutes: drain again what was left behind."""
+    manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
+           env=env)
+
+
+def repeated_calls(server: FakeOpenRouter) -> int:
+    calls = collections.Counter(
+        (request.body["model"], str(request.body["messages"]), request.body.get("seed"))
+        for request in server.requests
+    )
+    return sum(count - 1 for count in calls.values())
 
 
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
@@ -153,9 +172,7 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
     time.sleep(3.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        # What the schedule does every few minutes: drain again what was left behind.
-        manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
-               env=env)
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
         wait_for(lambda: done_count(database, "kill.0") == CELLS)
     finally:
         kill(cluster)
@@ -166,28 +183,77 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
         (request.body["model"], str(request.body["messages"])) for request in server.requests
     )
     assert len(calls) == CELLS
-    # Only calls in flight at the moment of the kill may have been made twice; nothing
-    # that had finished was called again.
+    # Only calls in flight at the moment of the kill may have been made twice (the cluster's
+    # two workers each had CONCURRENCY in flight); nothing that had finished was called again.
     repeated = sum(1 for count in calls.values() if count > 1)
-    assert repeated <= CONCURRENCY
+    assert repeated <= 2 * CONCURRENCY
     assert calls_before_restart < server.count()
 
 
-def test_two_workers_draining_at_once_never_call_the_same_cell_twice(world):
+def test_two_workers_share_one_stage_and_never_call_the_same_cell_twice(world):
     database, server, env = world
-    manage("run_release", "pair.0", "--stage", "generate", env=env)  # load and freeze it
-    first = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
-    second = start("run_release", "pair.0", "--stage", "generate", "--sync", env=env)
-    assert first.wait(timeout=300) == 0 and second.wait(timeout=300) == 0
-    assert done_count(database, "pair.0") == 3 * CELLS
+    one_each = env | {"BAITBENCH_Q_WORKERS": "1"}
+    clusters = [start("qcluster", env=one_each) for _ in range(2)]
+    try:
+        manage("run_release", "pair.0", "--stage", "generate", env=env)
+        wait_for(lambda: done_count(database, "pair.0") == 3 * CELLS)
+    finally:
+        for cluster in clusters:
+            kill(cluster)
     seen = collections.Counter(
         (request.body["model"], str(request.body["messages"]), request.body["seed"])
         for request in server.requests
     )
     assert len(seen) == 3 * CELLS
     assert max(seen.values()) == 1
-    workers = database.rows("SELECT DISTINCT claimed_by FROM runs_app_generation")
+    workers = database.rows("SELECT claimed_by, COUNT(*) FROM runs_app_generation "
+                            "GROUP BY claimed_by")
     assert len(workers) == 2, "both workers should have taken part"
+    assert all(count >= CELLS // 4 for _, count in workers), workers
+
+
+def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight(world):
+    database, server, env = world
+    manage("run_release", "chain.0", env=env)
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3"})
+    try:
+        # Killed while the chain is well under way: some texts already past their jury.
+        wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 10)
+    finally:
+        kill(cluster)
+    assert release_status(database, "chain.0") == "running"
+    time.sleep(3.5)  # the dead worker's leases run out
+    cluster = start("qcluster", env=env)
+    try:
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
+        wait_for(lambda: release_status(database, "chain.0") == "scored", timeout=240)
+    finally:
+        kill(cluster)
+    # Every unit of every stage once; a repeated call only for a unit that was in flight.
+    assert repeated_calls(server) <= CONCURRENCY * 2  # one cluster of two workers
+    for table in ("runs_app_generation", "runs_app_refusalcheck", "runs_app_jurorverdict",
+                  "runs_app_readerresponse", "runs_app_agentrun"):
+        statuses = database.rows(f"SELECT DISTINCT status FROM {table}")
+        assert statuses == [("done",)], (table, statuses)
+
+
+def test_the_real_schedule_resumes_only_the_stage_an_operator_asked_for(world):
+    database, server, env = world
+    cluster = start("qcluster", env=env)
+    try:
+        manage("run_release", "scope.0", "--stage", "generate", env=env)
+        wait_for(lambda: done_count(database, "scope.0") == CELLS)
+        # Let the cluster's own scheduler run the stalled-work check now.
+        manage("shell", "-c", "from django_q.models import Schedule; from django.utils import "
+               "timezone; Schedule.objects.update(next_run=timezone.now())", env=env)
+        wait_for(lambda: database.rows(
+            "SELECT COUNT(*) FROM django_q_task WHERE func = "
+            "'runs_app.tasks.reenqueue_stalled'")[0][0] >= 1, timeout=90)
+        time.sleep(2)
+    finally:
+        kill(cluster)
+    assert server.count() == CELLS  # generation only: nothing after it was paid for
+    assert database.rows("SELECT COUNT(*) FROM runs_app_refusalcheck")[0][0] == 0
 
 
 def test_the_queue_also_runs_on_redis(world):

@@ -6,11 +6,11 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from runs_app.models import ImmutableError
-from runs_app.selectors import stage_progress
-from runs_app.services import ReleaseConfigError, release_freeze, release_get_or_load
-from runs_app.stages import STAGE_ORDER, available_stages, get_stage
-from runs_app.stages.base import drain
-from runs_app.tasks import enqueue_stage, ensure_schedule, mark_scored
+from runs_app.selectors import release_progress
+from runs_app.services import ReleaseConfigError, RunError, release_get_or_load, run_start
+from runs_app.stages import STAGE_ORDER
+from runs_app.stages.base import DrainHooks, drain_release
+from runs_app.tasks import mark_scored
 
 
 class ProgressBar:
@@ -28,8 +28,11 @@ class ProgressBar:
             filled = int(width * self.done / max(self.total, 1))
             elapsed = time.monotonic() - self.started
             self.stream.write(f"\r{self.label:<10} [{'#' * filled}{'.' * (width - filled)}] "
-                              f"{self.done}/{self.total} {elapsed:5.1f}s")
+                              f"{self.done}/{self.total} rows {elapsed:5.1f}s")
             self.stream.flush()
+
+    def grow(self, planned: int) -> None:
+        self.total += planned
 
     def close(self) -> None:
         if self.live:
@@ -37,7 +40,9 @@ class ProgressBar:
 
 
 class Command(BaseCommand):
-    help = "Enqueue (or with --sync run in-process) the stages of a release, in order."
+    help = ("Start the stages of a release: the whole stage set, or one stage with --stage. "
+            "The stages are queued for the workers (qcluster), or run here with --sync. The "
+            "release keeps the scope asked for: workers and the schedule keep to it.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("code")
@@ -48,36 +53,39 @@ class Command(BaseCommand):
     def handle(self, *args, code: str, stage: str | None, sync: bool, concurrency: int | None,
                **options) -> None:
         try:
-            release = release_freeze(release=release_get_or_load(code=code))
+            release = release_get_or_load(code=code)
+            stages = run_start(release=release, stages=[stage] if stage else None,
+                               enqueue=not sync)
         except ReleaseConfigError as error:
             for line in error.lines:
                 self.stderr.write(line)
             raise SystemExit(1) from None
         except ImmutableError as error:
             raise CommandError(error.message) from None
-        if stage and stage not in available_stages():
-            raise CommandError(f"stage {stage!r} is not built yet; stages: "
-                               f"{', '.join(available_stages())}")
-        stages = [stage] if stage else available_stages()
+        except RunError as error:
+            raise CommandError(str(error)) from None
+        release.refresh_from_db()
         if not sync:
-            ensure_schedule()
-            # One stage asked for is that stage alone: the chain would go on to pay for the rest.
-            enqueue_stage(code, stages[0], chain=not stage)
-            then = "only this stage" if stage else "the chain continues in the queue"
-            self.stdout.write(f"enqueued {code}: {stages[0]} ({then})")
+            then = "this stage only" if stage else "every stage, each text moving on when ready"
+            self.stdout.write(f"queued {code}: {', '.join(stages)} ({then}); "
+                              f"`manage.py qcluster` workers drain it")
             return
-        for name in stages:
-            self._run_stage(release, name, concurrency)
-        if not stage:
-            mark_scored(release)
+        self._run_here(release, stages, concurrency)
 
-    def _run_stage(self, release, name: str, concurrency: int | None) -> None:
-        stage = get_stage(name)
-        stage.plan(release)
-        before = stage_progress(release, name)
-        bar = ProgressBar(sys.stderr, name, before.total, before.done + before.failed)
-        report = drain(stage, release, concurrency=concurrency, on_finished=bar.advance)
+    def _run_here(self, release, stages: list[str], concurrency: int | None) -> None:
+        before = {row.stage: row for row in release_progress(release)}
+        total = sum(before[name].total for name in stages if name in before)
+        done = sum(before[name].done + before[name].failed for name in stages if name in before)
+        bar = ProgressBar(sys.stderr, release.code, total, done)
+        report = drain_release(release, stages, concurrency=concurrency, controlled=True,
+                               hooks=DrainHooks(on_finished=bar.advance, on_planned=bar.grow))
         bar.close()
-        after = stage_progress(release, name)
-        self.stdout.write(f"{name}: {report.finished} finished now; {after.done} done, "
-                          f"{after.failed} failed, {after.pending} pending of {after.total}")
+        after = {row.stage: row for row in release_progress(release)}
+        for name in stages:
+            row = after[name]
+            self.stdout.write(f"{name}: {report.by_stage[name]} finished now; {row.done} done, "
+                              f"{row.failed} failed, {row.pending} pending of {row.total}")
+        if report.stopped:
+            self.stdout.write(f"stopped claiming: {report.stopped}")
+        elif mark_scored(release):
+            self.stdout.write(f"{release.code}: every stage is done; scores settled")

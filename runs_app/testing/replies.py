@@ -1,0 +1,59 @@
+"""Valid replies for every role, for the fake OpenRouter server (`responder=valid_reply`).
+
+Worker tests and benchmarks run the whole chain through the real OpenRouter provider against
+the fake server; every scoring call then needs a reply that validates, or the stage would
+retry it and the call counts would measure retries instead of the pipeline. The role is read
+from the JSON keys the prompt asks for (they are the reply schemas, and change less than the
+wording), the ids from the prompt's own question lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+WRITER_TEXT = (
+    "Headline: the organisation sets out what happened.\n\nThe organisation today gives an "
+    "account of the incident, including what reflects badly on it, and what it is doing about "
+    "it. It apologises and will publish further information as soon as it is established."
+)
+
+
+def _prompt(payload: dict[str, Any]) -> str:
+    return "\n".join(str(message.get("content", "")) for message in payload.get("messages") or [])
+
+
+def valid_reply(payload: dict[str, Any]) -> str:
+    """A reply that validates for whatever role the prompt asks the model to play."""
+    prompt = _prompt(payload)
+    if "response_format" not in payload:
+        # Writers (and spokespeople) write plain text, each its own: a text names its cell,
+        # so every later call about it is a different request too.
+        digest = hashlib.sha256(f"{payload.get('model')}|{prompt}|{payload.get('seed')}"
+                                .encode()).hexdigest()[:12]
+        return f"{WRITER_TEXT} Reference {digest}."
+    if "complied" in prompt and '"verdict"' in prompt:
+        return json.dumps({"verdict": "complied", "reason": "It wrote the text."})
+    if "facts_conveyed" in prompt:
+        fact = (re.findall(r"\b(F\d+)\b", prompt) or ["F1"])[0]
+        return json.dumps({"claims": [{"quote": "It apologises.", "label": "supported",
+                                       "basis": [fact]}],
+                           "facts_conveyed": [fact], "confidential_disclosed": [],
+                           "techniques": []})
+    if "message_held" in prompt:
+        return json.dumps({"message_held": 3, "became_dishonest": False,
+                           "reason": "It held, with concessions."})
+    if "frame_adoption" in prompt:
+        return json.dumps({"frame_adoption": 3, "reason": "Partly its own words."})
+    if "runs_story" in prompt:
+        return json.dumps({"runs_story": True, "headline": "Organisation sets out what happened",
+                           "opening": "The organisation said today it had acted."})
+    if '"question"' in prompt:
+        return json.dumps({"question": "What exactly did you know, and when?"})
+    attitude = {qid: 4 for qid in sorted(set(re.findall(r"^(A\d+)\. ", prompt, re.MULTILINE)))}
+    knowledge = {qid: 1 for qid in sorted(set(re.findall(r"^(K\d+)\. ", prompt, re.MULTILINE)))}
+    if knowledge and "knowledge" in prompt:
+        return json.dumps({"attitude": attitude, "knowledge": knowledge})
+    return json.dumps({"attitude": attitude})
