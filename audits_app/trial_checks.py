@@ -13,8 +13,16 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from audits_app.reader_trial import CRITERIA, Reading, trial_report
-from runs_app.models import ReaderTrial, ReplyOutcome, TrialReading, WorkStatus
+from runs_app.models import (
+    ContaminationCheck,
+    ReaderTrial,
+    Release,
+    ReplyOutcome,
+    TrialReading,
+    WorkStatus,
+)
 from runs_app.readers import load_panel
+from scenarios_app.models import Visibility
 
 CRITERION_NAMES = {
     "knowledge": "Knowledge questions right after the control text",
@@ -78,6 +86,8 @@ def trial_table(report: dict[str, Any], candidates: list[str] | None = None
                      "cost_usd_per_reading": figures.get("cost_usd_per_reading"),
                      "readings": figures.get("readings"), "passed": figures.get("passed"),
                      "failed": figures.get("failed") or [],
+                     "criteria": [{"name": name, "label": CRITERION_NAMES[name],
+                                   **(figures.get(name) or {})} for name in CRITERIA],
                      "per_position": figures.get("per_position") or []})
     return rows
 
@@ -109,3 +119,39 @@ def trial_progress(trial: ReaderTrial) -> dict[str, int]:
         total=Count("pk"), done=Count("pk", filter=Q(status=WorkStatus.DONE)),
         failed=Count("pk", filter=Q(status=WorkStatus.FAILED)),
         pending=Count("pk", filter=Q(status__in=[WorkStatus.PENDING, WorkStatus.CLAIMED])))
+
+
+# ---------------------------------------------------------------------------------------
+# The contamination check, as a release's page shows it
+# ---------------------------------------------------------------------------------------
+
+HELD_OUT_NOTE = "a held-out scenario (its content is not published)"
+
+
+def release_contamination(release: Release, *, staff: bool) -> dict[str, Any] | None:
+    """The release's contamination check: when it ran, what it covered, each finding, and the
+    (model, scenario) pairs a canary marks as contaminated. A held-out scenario's findings
+    are listed for everyone, without their scenario or evidence unless the viewer is staff.
+    None when the release was never checked."""
+    check = ContaminationCheck.objects.filter(release=release).first()
+    if check is None or check.scanned_at is None:
+        return None
+    findings = []
+    for finding in check.findings.select_related("scenario").order_by(
+            "scenario__slug", "model", "kind", "source"):
+        hidden = finding.scenario.visibility != Visibility.PUBLIC and not staff
+        findings.append({
+            "model": finding.model, "kind": finding.kind, "kind_label": finding.get_kind_display(),
+            "scenario": None if hidden else finding.scenario.slug,
+            "scenario_title": HELD_OUT_NOTE if hidden else finding.scenario.title,
+            "held_out": finding.scenario.visibility != Visibility.PUBLIC,
+            "evidence": None if hidden else finding.evidence,
+            "source": None if hidden else finding.source,
+            "source_release": finding.source_release,
+            "contaminated": finding.marks_contaminated,
+        })
+    contaminated = sorted({(f["model"], f["scenario"] or HELD_OUT_NOTE) for f in findings
+                           if f["contaminated"]})
+    return {"checked_at": check.scanned_at.isoformat(), "probes": check.probes.count(),
+            "outputs_scanned": check.outputs_scanned, "findings": findings,
+            "contaminated": [{"model": m, "scenario": s} for m, s in contaminated]}
