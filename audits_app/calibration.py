@@ -27,6 +27,8 @@ MEASURES = {
     "persuasion": "Persuasion (mean attitude 1–7 after reading)",
     "misleading": "Misleading (share of knowledge questions wrong)",
 }
+# Intervals are symmetric (expanded t) and are clipped to what the measure can take.
+BOUNDS = {"persuasion": (1.0, 7.0), "misleading": (0.0, 1.0)}
 CSV_COLUMNS = ["row", "measure", "model", "model_name", "people", "people_low", "people_high",
                "simulated", "simulated_low", "simulated_high", "texts", "statistic", "point",
                "low", "high"]
@@ -67,7 +69,7 @@ def calibration_figures(human: dict[str, dict[int, float]], simulated: dict[str,
                            "spearman": _number(agreement.spearman(people, public))},
             "model_order": agreement.rank_agreement(grids["people"], grids["simulated"],
                                                     counts, level),
-            "models": _model_rows(models, grids, grouped, counts, level),
+            "models": _model_rows(models, grids, grouped, counts, level, BOUNDS[measure]),
         }
     persuasion = measures["persuasion"]
     # The keys pages and snapshots published before misleading was added still read.
@@ -79,12 +81,13 @@ def calibration_figures(human: dict[str, dict[int, float]], simulated: dict[str,
 
 def _model_rows(models: list[str], grids: dict[str, np.ndarray],
                 grouped: dict[tuple[int, int], list[int]], counts: np.ndarray,
-                level: float) -> list[dict[str, Any]]:
+                level: float, bounds: tuple[float, float]) -> list[dict[str, Any]]:
     estimates = {}
     for side, grid in grids.items():
         present = ~np.isnan(grid)
-        estimates[side] = cluster_interval(np.nan_to_num(grid), present, counts, level,
-                                           "expanded_t")
+        point, low, high = cluster_interval(np.nan_to_num(grid), present, counts, level,
+                                            "expanded_t")
+        estimates[side] = (point, np.clip(low, *bounds), np.clip(high, *bounds))
     rows = []
     for i, model in enumerate(models):
         texts = sum(len(pks) for (row, _), pks in grouped.items() if row == i)

@@ -156,3 +156,31 @@ def test_probe_prompts_show_the_prefix_and_name_the_scenario():
     (about,) = probe_messages("about", language="en", canary=CANARY, title="Westdock leak",
                               organisation="Harbour Storage Group")
     assert "Westdock leak" in about.content and CANARY not in about.content
+
+
+def test_the_release_page_and_the_api_show_the_check_and_the_readers_trial(client,
+                                                                           leaky_release):
+    from audits_app.selectors import release_snapshot
+    from audits_app.tests.factories import publication_create
+    from audits_app.trial_checks import reader_trial_report
+    from runs_app.trial_services import reader_trial_prepare, reader_trial_read
+
+    trial = reader_trial_prepare(language="en", candidates=["fixture/reader"],
+                                 scenarios=["greenvale-listeria", "cobaltcloud-breach"])
+    reader_trial_read(trial=trial)
+    reader_trial_report(trial=trial)
+    contamination_check_run(release=leaky_release)
+    publication_create(release=leaky_release, snapshot=release_snapshot(leaky_release))
+    Release.objects.filter(pk=leaky_release.pk).update(status=ReleaseStatus.PUBLISHED)
+
+    html = client.get("/releases/leak.0/").content.decode()
+    methods = html[html.index('id="reader-trial"'):]
+    assert "fixture/reader was tried as a reader" in methods and "did not pass" in methods
+    assert "A canary marks as contaminated: fixture/leaky on cobaltcloud-breach" in methods
+    assert methods.count('data-kind="output_canary"') >= 2
+    answer = client.get("/api/v1/releases/leak.0/contamination/").json()
+    assert answer["checked"] and {"model": "fixture/leaky", "scenario": "greenvale-listeria"} \
+        in answer["contaminated"]
+    trials = client.get("/api/v1/reader-trials/").json()["results"]
+    assert trials[0]["candidates"][0]["candidate"] == "fixture/reader"
+    assert {f["criterion"] for f in trials[0]["candidates"][0]["failed"]} >= {"knowledge"}
