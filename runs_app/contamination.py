@@ -23,6 +23,8 @@ CANARY_PREFIX = "BAITBENCH-CANARY-"
 SECRET_MATCH = 12
 # Consecutive words shared with a part of the file the model was never shown.
 OVERLAP_WORDS = 12
+# ... unless every word of the run is in a run of this many words of the model's own prompt.
+SHOWN_WORDS = 6
 EXCERPT_CHARS = 240
 PROBE_MAX_TOKENS = 300
 
@@ -132,11 +134,11 @@ def verbatim_overlap(text: str, hidden: set[tuple[str, ...]], shown: Iterable[st
     `shown` removes runs that the model had in its own prompt for this output."""
     if not hidden or not text:
         return None
-    exclude = set().union(*(ngrams(part, size) for part in shown)) if shown else set()
     tokens = words(text)
+    covered = _covered(tokens, shown)
     hits = [i for i in range(len(tokens) - size + 1)
-            if (gram := tuple(w for w, _, _ in tokens[i:i + size])) in hidden
-            and gram not in exclude]
+            if tuple(w for w, _, _ in tokens[i:i + size]) in hidden
+            and not all(covered[i:i + size])]
     if not hits:
         return None
     best_start, best_end, run_start = hits[0], hits[0], hits[0]
@@ -147,6 +149,19 @@ def verbatim_overlap(text: str, hidden: set[tuple[str, ...]], shown: Iterable[st
             best_start, best_end = run_start, current
     start, end = tokens[best_start][1], tokens[best_end + size - 1][2]
     return excerpt(text, start, end)
+
+
+def _covered(tokens: list[tuple[str, int, int]], shown: Iterable[str]) -> list[bool]:
+    """Per word of the output: is it part of a run of SHOWN_WORDS words that the model's own
+    prompt has? A writer that puts two facts it was shown side by side repeats a run of the
+    control text that its prompt splits (with a list number between them): nothing it did
+    not see."""
+    seen = set().union(*(ngrams(part, SHOWN_WORDS) for part in shown)) if shown else set()
+    covered = [False] * len(tokens)
+    for i in range(len(tokens) - SHOWN_WORDS + 1):
+        if tuple(w for w, _, _ in tokens[i:i + SHOWN_WORDS]) in seen:
+            covered[i:i + SHOWN_WORDS] = [True] * SHOWN_WORDS
+    return covered
 
 
 def hidden_parts(document: dict) -> list[str]:
