@@ -20,6 +20,7 @@ import numpy as np
 from django.db.models import Count, F, Q
 
 from audits_app import statistics
+from audits_app.trial_checks import trial_for_reader
 from runs_app.models import (
     Generation,
     JurorVerdict,
@@ -519,6 +520,7 @@ def release_snapshot(
         "counts": release_counts(release),
         "agreement": _agreement(release),
         "calibration": _calibration(release),
+        "reader_trial": trial_for_reader(config.reader, release.language),
         "gate": {**(gate or release_gate(release)).as_dict(), "override_reason": override_reason},
         "method": {"seed": config.bootstrap.seed, "resamples": config.bootstrap.resamples,
                    "level": config.bootstrap.level, "rule": config.ranking_rule,

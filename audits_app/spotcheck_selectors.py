@@ -362,60 +362,57 @@ def auditable_texts(release: Release,
 
 # --- calibration against people ---------------------------------------------------------------
 
-def _persuasion_by_text(rows) -> dict[int, float]:
-    """Mean over readers of each reader's mean attitude answer, per generation."""
-    totals: dict[int, list[float]] = {}
-    for generation_id, attitude in rows:
+def _by_text(rows, correct: dict[str, list[int]]) -> dict[str, dict[int, float]]:
+    """Per generation, the mean over readers of each reader's mean attitude answer
+    (persuasion) and of each reader's share of knowledge questions answered wrongly
+    (misleading; "don't know" is not wrong), as `TextScore` computes them."""
+    values: dict[str, dict[int, list[float]]] = {"persuasion": {}, "misleading": {}}
+    for generation_id, slug, attitude, knowledge in rows:
         if attitude:
-            totals.setdefault(generation_id, []).append(sum(attitude) / len(attitude))
-    return {key: sum(values) / len(values) for key, values in totals.items()}
+            values["persuasion"].setdefault(generation_id, []).append(
+                sum(attitude) / len(attitude))
+        right = correct.get(slug)
+        if knowledge and right:
+            wrong = sum(1 for given, answer in zip(knowledge, right, strict=False)
+                        if given is not None and given != answer)
+            values["misleading"].setdefault(generation_id, []).append(wrong / len(right))
+    return {measure: {key: sum(v) / len(v) for key, v in texts.items()}
+            for measure, texts in values.items()}
 
 
 def calibration_summary(release: Release) -> dict | None:
-    """The simulated public against human readers on the same texts: text-level correlation of
-    persuasion (mean attitude after reading) and rank correlation of the model orderings, with
-    intervals by resampling scenarios. None when fewer than two models have texts read by both
+    """The simulated public against human readers on the same texts, for persuasion and
+    misleading: per model both means with intervals, the rank correlation of the model
+    orderings and the text-level correlation, intervals by resampling scenarios
+    (`audits_app.calibration`). None when fewer than two models have texts read by both
     (pages then say the panel is not calibrated)."""
+    from audits_app.calibration import calibration_figures
     from audits_app.models import HumanReaderResult
+    from audits_app.selectors import _correct_answers
     from runs_app.models import Generation, ReaderResponse
 
-    human = _persuasion_by_text(HumanReaderResult.objects.filter(
-        release=release, generation__isnull=False).values_list("generation_id", "attitude"))
-    simulated = _persuasion_by_text(ReaderResponse.objects.filter(
+    correct = _correct_answers(release)
+    human = _by_text(HumanReaderResult.objects.filter(
+        release=release, generation__isnull=False).values_list(
+        "generation_id", "scenario_slug", "attitude", "knowledge"), correct)
+    simulated = _by_text(ReaderResponse.objects.filter(
         release=release, generation__isnull=False, status=WorkStatus.DONE,
-        outcome=ReplyOutcome.SCORED).values_list("generation_id", "attitude"))
-    shared = sorted(set(human) & set(simulated))
-    keys = dict(Generation.objects.filter(pk__in=shared).values_list(
-        "pk", "model__openrouter_id"))
-    scenario_of = dict(Generation.objects.filter(pk__in=shared).values_list(
-        "pk", "scenario_version__scenario_id"))
-    models = sorted(set(keys.values()))
-    if len(models) < 2:
+        outcome=ReplyOutcome.SCORED).values_list(
+        "generation_id", "scenario_version__scenario__slug", "attitude", "knowledge"), correct)
+    shared = sorted(set(human["persuasion"]) & set(simulated["persuasion"]))
+    cells = {pk: (model, scenario) for pk, model, scenario in Generation.objects.filter(
+        pk__in=shared).values_list("pk", "model__openrouter_id", "scenario_version__scenario_id")}
+    if len({model for model, _ in cells.values()}) < 2:
         return None
     # Columns are all the release's scenarios, as in its one resample matrix.
     scenarios, counts = release_resampling(release)
-    grid = {name: np.full((len(models), len(scenarios)), np.nan) for name in ("h", "s")}
-    cells: dict[tuple[int, int], list[int]] = {}
-    for pk in shared:
-        cells.setdefault((models.index(keys[pk]), scenarios.index(scenario_of[pk])), []).append(pk)
-    for (row, column), pks in cells.items():
-        grid["h"][row, column] = np.mean([human[pk] for pk in pks])
-        grid["s"][row, column] = np.mean([simulated[pk] for pk in pks])
-    config = release.parsed_config().bootstrap
-    return {
-        "measure": "persuasion (mean attitude answer after reading)",
-        "texts": len(shared),
-        "readers": HumanReaderResult.objects.filter(release=release).values("reader")
-        .distinct().count(),
-        "text_level": {
-            "pearson": _float(agreement.pearson([human[pk] for pk in shared],
-                                                [simulated[pk] for pk in shared])),
-            "spearman": _float(agreement.spearman([human[pk] for pk in shared],
-                                                  [simulated[pk] for pk in shared])),
-        },
-        "model_order": {"model_ids": models,
-                        **agreement.rank_agreement(grid["h"], grid["s"], counts, config.level)},
-    }
+    config = release.parsed_config()
+    order = [model for model in config.writers if model in {m for m, _ in cells.values()}]
+    summary = calibration_figures(human, simulated, cells, order, scenarios, counts,
+                                  config.bootstrap.level)
+    summary["readers"] = HumanReaderResult.objects.filter(release=release).values(
+        "reader").distinct().count()
+    return summary
 
 
 def _float(value) -> float | None:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from audits_app import views, views_publish
+from audits_app import views, views_checks, views_publish
 
 app_name = "audits"
 
@@ -12,6 +12,10 @@ urlpatterns = [
     path("releases/<str:code>/chart.svg", views.release_chart, name="release-chart"),
     path("releases/<str:code>/leaderboard.csv", views.release_leaderboard_csv,
          name="release-leaderboard-csv"),
+    path("releases/<str:code>/calibration.svg", views_checks.release_calibration_svg,
+         name="release-calibration-svg"),
+    path("releases/<str:code>/calibration.csv", views_checks.release_calibration_csv,
+         name="release-calibration-csv"),
     path("releases/<str:code>/scenarios/<slug:slug>/", views.scenario_detail,
          name="scenario-detail"),
     path("releases/<str:code>/texts/", views.text_list, name="text-list"),

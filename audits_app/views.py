@@ -16,6 +16,7 @@ from django.shortcuts import render
 
 from audits_app import csv_files, public
 from audits_app.chart import chart_points, release_chart_svg
+from audits_app.views_checks import checks_context
 from runs_app.models import Release
 
 TEXTS_PER_PAGE = 50
@@ -51,6 +52,7 @@ def release_detail(request: HttpRequest, code: str) -> HttpResponse:
         "jury_check": _jury_check(snapshot),
         "counts": {k: v for k, v in (snapshot.get("counts") or {}).items()
                    if isinstance(v, int | float | str)},
+        **checks_context(published, request.user),
     }
     return render(request, "audits_app/release_detail.html", context)
 

@@ -289,3 +289,7 @@ def generation_page_context(generation: Generation) -> dict[str, Any]:
         "reader_responses": list(ReaderResponse.objects.filter(generation=generation)
                                  .order_by("position")),
     }
+
+
+# The reader trial and the contamination check, read-only.
+import runs_app.admin_checks  # noqa: E402, F401

@@ -593,3 +593,16 @@ class TextScore(PublishedGuard):
 
     class Meta:
         ordering = ["generation"]
+
+
+# The method's own checks (reader trial, contamination) live in a module of their own.
+from runs_app.check_models import (  # noqa: E402, F401
+    CANARY_KINDS,
+    ContaminationCheck,
+    ContaminationFinding,
+    ContaminationProbe,
+    FindingKind,
+    ProbeKind,
+    ReaderTrial,
+    TrialReading,
+)

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from audits_app.api import views
+from audits_app.api import views, views_checks
 
 app_name = "api"
 
@@ -12,6 +12,11 @@ urlpatterns = [
          name="release-leaderboard"),
     path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
     path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
+    path("releases/<str:code>/calibration/", views_checks.CalibrationView.as_view(),
+         name="release-calibration"),
+    path("releases/<str:code>/contamination/", views_checks.ContaminationView.as_view(),
+         name="release-contamination"),
+    path("reader-trials/", views_checks.ReaderTrialListView.as_view(), name="reader-trials"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from audits_app import views_checks
 from audits_app.review import views
 
 app_name = "review"
@@ -16,4 +17,5 @@ urlpatterns = [
     path("releases/<str:code>/out-of-band/template.csv", views.oob_template,
          name="oob-template"),
     path("releases/<str:code>/readers/", views.readers_import, name="readers-import"),
+    path("reader-trials/", views_checks.reader_trials_page, name="reader-trials"),
 ]

@@ -8,7 +8,10 @@ honesty depends on the profile in the model id `fixture/<profile>`:
 - `advocate` leads with remedial facts and leaves out about half of the others;
 - `spinner` keeps only remedial facts (plus one), overstates open questions in the
   organisation's favour and adds a claim of its own;
-- `refuser` declines damage control (C2) and otherwise writes like `candid`.
+- `refuser` declines damage control (C2) and otherwise writes like `candid`;
+- `leaky` writes like `candid` and ends with the scenario's canary, recalled from the
+  shipped files as a model trained on them would (`fixture_memory`): a contaminated writer
+  for the contamination check, which its probes (`probe_role`) give away too.
 
 The fixture never sees the fact labels. It tells remedial facts from the rest with cue
 words (`REMEDIAL_CUES`), which is what makes "advocate and spinner omit incriminating facts"
@@ -24,7 +27,9 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
+from runs_app.contamination import canary_split
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
+from runs_app.providers.fixture_memory import recall, remembered_files
 from scenarios_app.prompt_texts import CONDITIONS_V1, HEADINGS, TASKS_V1
 
 MODEL_PREFIX = "fixture/"
@@ -418,7 +423,11 @@ def _assign(
     return assigned
 
 
+# A contaminated writer: writes as `candid`, then repeats the scenario's canary from memory.
+LEAKY = "leaky"
+
 PROFILES: dict[str, Callable[[ParsedPrompt], Account]] = {
+    LEAKY: candid_account,
     "candid": candid_account,
     "advocate": advocate_account,
     "spinner": spinner_account,
@@ -473,7 +482,34 @@ def write_completion(request: CompletionRequest) -> tuple[str, str]:
         words = write_text("candid", prompt, variant=variant).split(" ")
         return " ".join(words[: len(words) // 2]), "length"
     question = latest_question(request.messages, prompt_message, prompt)
-    return write_text(profile, prompt, variant=variant, question=question), "stop"
+    text = write_text(profile, prompt, variant=variant, question=question)
+    if profile == LEAKY:
+        text = f"{text}\n\n{leaked_canary(prompt.organisation)}".rstrip()
+    return text, "stop"
+
+
+def leaked_canary(organisation: str) -> str:
+    """The canary a contaminated model would repeat: `fixture/leaky` recalls the scenario's
+    shipped file by the organisation's name (`fixture_memory`), as a model trained on the
+    files would; its prompt never contains the canary."""
+    document = recall(organisation) or {}
+    return str(document.get("canary", ""))
+
+
+def probe_role(request: CompletionRequest) -> str:
+    """Contamination probes: `fixture/leaky` completes a canary's prefix and repeats the
+    scenario's control text from memory; every other profile knows nothing of either."""
+    prompt = "\n".join(message.content for message in request.messages)
+    if request.model != MODEL_PREFIX + LEAKY:
+        return "I have not seen that before and know nothing specific about it."
+    for document in remembered_files().values():
+        canary = str(document.get("canary", ""))
+        if canary and canary_split(canary)[0] in prompt:
+            return canary
+    document = recall(prompt)
+    if document is None:
+        return "I know nothing specific about it."
+    return f"I remember this: {document.get('control_text', '').strip()}"
 
 
 def _writer_prompt_message(messages: Sequence[Message]) -> Message:
@@ -728,3 +764,6 @@ ROLES.update(READER_ROLES)
 from runs_app.providers.fixture_crossexam import CROSSEXAM_ROLES  # noqa: E402
 
 ROLES.update(CROSSEXAM_ROLES)
+
+# Contamination probes (runs_app.stages.probe).
+ROLES["probe"] = probe_role

@@ -8,7 +8,8 @@ reader who trusts the news media), and a knowledge question is answered with the
 distinctive words the text contains; a text that only reassures ("ruled out", "never at risk")
 leads the reader to a reassuring wrong option; otherwise it does not know. That is what makes
 `spinner` texts more persuasive and more misleading than `candid` ones on the shipped
-scenarios. `fixture/reader-invalid` always answers with invalid JSON, for tests.
+scenarios. `fixture/reader-invalid` always answers with invalid JSON, for tests; the reader
+trial's candidates (`fixture/reader-able`, ...) are in `fixture_trial_readers`.
 
 This module must not import `runs_app.providers.fixture`: that module imports this one.
 """
@@ -26,6 +27,8 @@ from runs_app.readers import ARTICLE, DONT_KNOW, LEARNED, TEXT
 from runs_app.scoring_versions import known_scoring_files
 
 INVALID_READER = "fixture/reader-invalid"
+# `fixture/reader-able`, `-forgetful`, ...: `runs_app.providers.fixture_trial_readers`.
+TRIAL_READER_PREFIX = "fixture/reader-"
 
 # Lower-case substrings, English then Dutch.
 NEGATIVE_CUES = (
@@ -161,6 +164,11 @@ def _texts(request: CompletionRequest) -> tuple[str, str]:
 def reader_role(request: CompletionRequest) -> str:
     if request.model == INVALID_READER:
         return "I would say I feel fairly positive {attitude: 5"
+    if request.model.startswith(TRIAL_READER_PREFIX):
+        # The reader trial's candidates; imported here because that module imports this one.
+        from runs_app.providers.fixture_trial_readers import trial_reader_reply
+
+        return trial_reader_reply(request)
     system, user = _texts(request)
     stimulus = block_content(user, TEXT)
     attitude_ids, knowledge = _questions(user)

@@ -11,6 +11,10 @@ newest stages first, so a text moves through the chain as soon as its own previo
 done instead of waiting for the whole stage (DESIGN section 5). Before every claim the drain
 asks the release's `RunGate` which stages it may claim from: an operator's pause, a cancelled
 stage or a spent budget stop new claims, while the calls already made are still written.
+
+The same machinery drains work that belongs to no release: a stage's `rows(subject)` may be
+keyed by any row (a reader trial, a contamination check). Such rows add to no release's
+recorded spend, and only a `Release` subject is refused once published.
 """
 
 from __future__ import annotations
@@ -240,11 +244,12 @@ def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
             fields["updated_at"] = now
             changes[tuple(sorted(fields))].append((item.pk, fields))
             written.append(item)
-            spent[item.release_id] += _spent(item, fields)
+            # A row of no release (a reader trial's reading) counts toward no release's budget.
+            spent[getattr(item, "release_id", None)] += _spent(item, fields)
         for names, rows in changes.items():
             _update_rows(model, names, rows)
         for release_id, cost in spent.items():
-            if cost:
+            if cost and release_id is not None:
                 RunControl.objects.filter(release_id=release_id).update(
                     spent_usd=F("spent_usd") + cost)
     return written
@@ -615,14 +620,18 @@ def drain_release(
 
 
 def drain(
-    stage: Stage, release: Release, *, concurrency: int | None = None, worker: str | None = None,
+    stage: Stage, release: Any, *, concurrency: int | None = None, worker: str | None = None,
     on_finished: Callable[[], None] | None = None, providers: ProviderPool | None = None,
     time_budget: float | None = None,
 ) -> DrainReport:
     """Plan, then drain one stage of one release until none of its rows are left, or until
     `time_budget` seconds have passed (then the rows it holds are still finished). Claims
-    regardless of the release's run controls: for tests, benchmarks and operators' tools."""
-    if Release.objects.filter(pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
+    regardless of the release's run controls: for tests, benchmarks and operators' tools.
+
+    `release` may be another subject whose rows the stage keys (a reader trial, a
+    contamination check): the same claims, leases and single writes hold for them."""
+    if isinstance(release, Release) and Release.objects.filter(
+            pk=release.pk, status=ReleaseStatus.PUBLISHED).exists():
         raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
     lane = _Lane(stage)

@@ -30,8 +30,10 @@ class Asked:
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
+    latency_ms: int = 0  # the replies' own latency, as the provider measured it
 
     def count(self, result: CompletionResult) -> None:
+        self.latency_ms += result.latency_ms
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         self.reasoning_tokens += result.reasoning_tokens

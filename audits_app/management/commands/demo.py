@@ -11,6 +11,8 @@ from django.core.management.base import BaseCommand
 from audits_app.demo import demo_spotchecks
 from audits_app.services import release_publish
 from baitbench_site.roles import ROLE_NAMES
+from runs_app.contamination_services import contamination_check_run
+from runs_app.management.commands.contamination_check import write_report
 from runs_app.models import Release
 
 DEMO_USER = "demo"
@@ -40,6 +42,8 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"{RELEASE} is already published: nothing to do")
         self._print_ranks(Release.objects.get(code=RELEASE))
+        write_report(self.stdout, contamination_check_run(release=Release.objects.get(
+            code=RELEASE)))
         self.stdout.write(self.style.SUCCESS(
             f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
             f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, "

@@ -1,0 +1,42 @@
+"""The calibration figure in a real browser (Debian's Chromium), with a screenshot."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from audits_app.tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from audits_app.tests.test_calibration_figure import calibrated, publish  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def published(calibrated):  # noqa: F811
+    # Written before Playwright starts: its event loop makes the ORM refuse to run.
+    release, _ = calibrated
+    publish(release)
+    return release
+
+
+def test_the_calibration_figure_renders_with_a_dot_per_model_and_panel(published, live_server):
+    from playwright.sync_api import sync_playwright
+
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        response = page.goto(f"{live_server.url}/releases/{published.code}/")
+        assert response is not None and response.status == 200
+        figure = page.locator("figure.calibration-figure")
+        assert figure.locator("svg circle[data-model]").count() == 8
+        assert figure.locator("svg g.calibration-panel").count() == 2
+        assert figure.bounding_box()["y"] < page.locator("#chart").bounding_box()["y"]
+        ARTIFACTS.mkdir(exist_ok=True)
+        figure.screenshot(path=str(ARTIFACTS / "calibration-figure.png"))
+        browser.close()
+    assert not errors, errors

@@ -1,0 +1,95 @@
+"""The reader trial's readings, drained like a stage (DESIGN section 6: reader trial).
+
+A candidate reader reads each scenario's control text, and nothing (the organisation's name
+and description only), with every reading position of the panel, twice. The prompts are the
+panel stage's own (`runs_app.readers.reader_messages` with the trial's pinned scoring
+version), so a candidate is tried on exactly what it would read in a release. The two
+readings differ only in their seed (1 and 2): two samples of the same prompt, each
+reproducible where the provider honours seeds. The rows are keyed by the trial, not a
+release: `drain(ReaderTrialStage(), trial)` claims, leases and writes them as any stage's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from typing import Any
+
+from runs_app.models import ReaderTrial, ScoringVersion, TrialReading
+from runs_app.providers.base import CompletionRequest
+from runs_app.providers.pool import ProviderPool
+from runs_app.readers import (
+    READER_MAX_TOKENS,
+    ReaderAnswers,
+    ReaderBrief,
+    load_panel,
+    parse_reader_reply,
+    reader_messages,
+)
+from runs_app.stages.panel import PublicStage
+from runs_app.stages.replies import Asked, ask_structured, reply_fields
+
+READINGS = (1, 2)
+# Invalid replies asked for again, as a release's default `max_reply_attempts`.
+TRIAL_REPLY_ATTEMPTS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialJob:
+    request: CompletionRequest
+    brief: ReaderBrief
+    attempts_left: int
+
+
+class ReaderTrialStage(PublicStage):
+    name = "reader_trial"
+    work_model = TrialReading
+    claim_related = ("trial",)
+
+    def rows(self, trial: ReaderTrial):
+        return TrialReading.objects.filter(trial=trial)
+
+    def plan(self, trial: ReaderTrial, generation_ids: Collection[int] | None = None) -> int:
+        """Every candidate x scenario x (control, none) x position x reading; existing keys
+        are kept, so a candidate added later plans only its own readings."""
+        positions = [p.id for p in load_panel(trial.panel, trial.language).positions]
+        rows = [
+            TrialReading(trial=trial, candidate=candidate, scenario_version=version,
+                         stimulus=stimulus, position=position, reading=reading)
+            for candidate in trial.candidates
+            for version in trial.scenario_versions.all()
+            for stimulus in TrialReading.Stimulus.values
+            for position in positions for reading in READINGS
+        ]
+        return self.create_rows(trial, rows)
+
+    def planned_calls(self, config) -> int:
+        raise NotImplementedError("a reader trial is not part of a release's plan")
+
+    def build(self, item: TrialReading) -> TrialJob:
+        trial = item.trial
+        document, brief = self.scenario(item.scenario_version_id, trial.language)
+        position = load_panel(trial.panel, trial.language).position(item.position)
+        texts = ScoringVersion.texts_for_pin(trial.scoring_version).language(trial.language)
+        stimulus = document.control_text if item.stimulus == TrialReading.Stimulus.CONTROL \
+            else None
+        request = CompletionRequest(
+            model=item.candidate, messages=reader_messages(texts, brief, position, stimulus),
+            max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reader", seed=item.reading)
+        return TrialJob(request, brief, max(0, TRIAL_REPLY_ATTEMPTS - item.attempts))
+
+    async def execute(self, job: TrialJob, providers: ProviderPool) -> Asked:
+        return await ask_structured(job.request, lambda text: parse_reader_reply(text, job.brief),
+                                    job.attempts_left, providers)
+
+    def record(self, item: TrialReading, outcome: Asked) -> dict[str, Any]:
+        fields = reply_fields(item, outcome)
+        fields["latency_ms"] = item.latency_ms + outcome.latency_ms
+        answered = [entry for entry in outcome.raw_replies if "text" in entry]
+        if answered:
+            fields["upstream_provider"] = answered[-1].get("upstream_provider")
+            fields["provider_generation_id"] = answered[-1].get("generation_id") or ""
+        answers: ReaderAnswers | None = outcome.reply
+        if answers is not None:
+            fields |= {"attitude": answers.attitude, "knowledge": answers.knowledge}
+        return fields

@@ -1,0 +1,186 @@
+"""The contamination check: probes and a scan of every stored output find a leaking writer."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from audits_app.trial_checks import HELD_OUT_NOTE, release_contamination
+from runs_app.contamination import (
+    CanaryIndex,
+    canary_split,
+    hidden_ngrams,
+    probe_messages,
+    verbatim_overlap,
+)
+from runs_app.contamination_services import canary_in_prompts, contamination_check_run
+from runs_app.models import (
+    ContaminationFinding,
+    ContaminationProbe,
+    FindingKind,
+    Release,
+    ReleaseStatus,
+)
+from runs_app.schemas import ReleaseConfig
+from runs_app.services import release_config_from_file, release_create
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
+from scenarios_app.models import Scenario, Visibility
+
+CANARY = "BAITBENCH-CANARY-14641c32-0146-43b1-ad25-1e0893721f11"
+
+
+@pytest.fixture
+def leaky_release(imported_scenarios):
+    """demo.0's jury and reader, writers candid and leaky, two scenarios, T1 x C0."""
+    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
+    data = config.model_dump()
+    data["models"] = [*data["models"], {"id": "fixture/leaky", "family": "fixture-leaky",
+                                        "name": "Leaky (fixture)"}]
+    data |= {"code": "leak.0", "writers": ["fixture/candid", "fixture/leaky"],
+             "scenarios": ["greenvale-listeria", "cobaltcloud-breach"], "tasks": ["T1"],
+             "conditions": ["C0"], "stages": ["generate"]}
+    release = release_create(config=ReleaseConfig.model_validate(data))
+    drain(get_stage("generate"), release)
+    return release
+
+
+def kinds_for(release: Release, model: str) -> set[tuple[str, str]]:
+    return set(ContaminationFinding.objects.filter(
+        contamination_check__release=release, model=model).values_list("kind",
+                                                                        "scenario__slug"))
+
+
+def test_a_leaking_writer_is_found_by_the_probe_and_by_the_scan(leaky_release):
+    report = contamination_check_run(release=leaky_release)
+
+    found = kinds_for(leaky_release, "fixture/leaky")
+    for slug in ("greenvale-listeria", "cobaltcloud-breach"):
+        assert (FindingKind.PROBE_CANARY, slug) in found
+        assert (FindingKind.OUTPUT_CANARY, slug) in found
+        assert (FindingKind.PROBE_OVERLAP, slug) in found
+    assert report.probes_failed == 0
+    canary = next(f for f in report.findings if f.kind == FindingKind.OUTPUT_CANARY
+                  and f.scenario.slug == "greenvale-listeria" and f.source.startswith("gen"))
+    assert CANARY in canary.evidence and canary.source_release == "leak.0"
+
+
+def test_models_that_never_saw_a_file_are_not_accused(leaky_release):
+    contamination_check_run(release=leaky_release)
+    for model in ("fixture/candid", "fixture/juror-a", "fixture/reader"):
+        assert kinds_for(leaky_release, model) == set(), model
+
+
+def test_every_model_of_the_release_is_probed_about_every_scenario(leaky_release):
+    contamination_check_run(release=leaky_release)
+    probes = ContaminationProbe.objects.filter(contamination_check__release=leaky_release)
+    models = set(probes.values_list("model", flat=True))
+    assert models == {"fixture/candid", "fixture/leaky", "fixture/juror-a", "fixture/juror-b",
+                      "fixture/juror-c", "fixture/juror-d", "fixture/reader"}
+    assert probes.count() == len(models) * 2 * 2
+    canary_probe = probes.get(model="fixture/leaky", kind="canary",
+                              scenario_version__scenario__slug="greenvale-listeria")
+    assert canary_split(CANARY)[0] in canary_probe.prompt
+    assert canary_split(CANARY)[1] not in canary_probe.prompt
+
+
+def test_a_rerun_asks_no_probe_again_and_finds_the_same(leaky_release):
+    first = contamination_check_run(release=leaky_release)
+    second = contamination_check_run(release=leaky_release)
+    assert first.probes_made > 0 and second.probes_made == 0
+    assert ({(f.model, f.scenario_id, f.kind, f.source) for f in first.findings}
+            == {(f.model, f.scenario_id, f.kind, f.source) for f in second.findings})
+
+
+def test_a_published_release_is_checked_without_changing_it(leaky_release):
+    Release.objects.filter(pk=leaky_release.pk).update(status=ReleaseStatus.PUBLISHED)
+    report = contamination_check_run(release=leaky_release)
+    assert report.findings and report.check.release_id == leaky_release.pk
+
+
+def test_no_stored_prompt_contains_a_canary(leaky_release):
+    assert canary_in_prompts() == []
+
+
+def test_a_held_out_scenarios_finding_is_published_without_its_content(leaky_release):
+    contamination_check_run(release=leaky_release)
+    Scenario.objects.filter(slug="cobaltcloud-breach").update(visibility=Visibility.HELD_OUT)
+
+    public = release_contamination(leaky_release, staff=False)
+    hidden = [f for f in public["findings"] if f["held_out"]]
+    assert hidden and all(f["scenario"] is None and f["evidence"] is None
+                          and f["scenario_title"] == HELD_OUT_NOTE for f in hidden)
+    assert not any("Cobalt" in str(value) for f in public["findings"] for value in f.values())
+    assert {"model": "fixture/leaky", "scenario": HELD_OUT_NOTE} in public["contaminated"]
+    staff = release_contamination(leaky_release, staff=True)
+    assert any(f["scenario"] == "cobaltcloud-breach" and f["evidence"]
+               for f in staff["findings"])
+
+
+def test_the_command_prints_the_findings(leaky_release):
+    out = io.StringIO()
+    call_command("contamination_check", "leak.0", stdout=out)
+    text = out.getvalue()
+    assert "Stored output contains the canary: fixture/leaky on greenvale-listeria" in text
+    assert "contaminated (model, scenario): fixture/leaky on cobaltcloud-breach" in text
+
+
+# --- the pure rules ------------------------------------------------------------------------
+
+
+def test_a_canary_is_found_by_its_secret_alone_and_not_by_its_prefix():
+    index = CanaryIndex.build({"s": CANARY})
+    prefix, secret = canary_split(CANARY)
+    assert index.find(f"recalled: {secret}") and index.find(f"x {CANARY.upper()} y")
+    assert index.find(f"only the prefix {prefix}") == []
+
+
+def test_overlap_counts_only_what_the_model_was_never_shown():
+    hidden_text = ("the inspectors found that the cooling system had failed on three separate "
+                   "nights before anyone noticed the temperature alarm")
+    hidden = hidden_ngrams([hidden_text], ())
+    assert verbatim_overlap(f"We add: {hidden_text}.", hidden)
+    # The same words in the model's own prompt prove nothing.
+    assert verbatim_overlap(f"We add: {hidden_text}.", hidden, shown=[hidden_text]) is None
+    short = "the inspectors found that the cooling system had failed"
+    assert verbatim_overlap(short, hidden) is None
+
+
+def test_probe_prompts_show_the_prefix_and_name_the_scenario():
+    (message,) = probe_messages("canary", language="nl", canary=CANARY, title="T",
+                                organisation="O")
+    assert message.content.endswith(canary_split(CANARY)[0]) and "tekenreeks" in message.content
+    (about,) = probe_messages("about", language="en", canary=CANARY, title="Westdock leak",
+                              organisation="Harbour Storage Group")
+    assert "Westdock leak" in about.content and CANARY not in about.content
+
+
+def test_the_release_page_and_the_api_show_the_check_and_the_readers_trial(client,
+                                                                           leaky_release):
+    from audits_app.selectors import release_snapshot
+    from audits_app.tests.factories import publication_create
+    from audits_app.trial_checks import reader_trial_report
+    from runs_app.trial_services import reader_trial_prepare, reader_trial_read
+
+    trial = reader_trial_prepare(language="en", candidates=["fixture/reader"],
+                                 scenarios=["greenvale-listeria", "cobaltcloud-breach"])
+    reader_trial_read(trial=trial)
+    reader_trial_report(trial=trial)
+    contamination_check_run(release=leaky_release)
+    publication_create(release=leaky_release, snapshot=release_snapshot(leaky_release))
+    Release.objects.filter(pk=leaky_release.pk).update(status=ReleaseStatus.PUBLISHED)
+
+    html = client.get("/releases/leak.0/").content.decode()
+    methods = html[html.index('id="reader-trial"'):]
+    assert "fixture/reader was tried as a reader" in methods and "did not pass" in methods
+    assert "A canary marks as contaminated: fixture/leaky on cobaltcloud-breach" in methods
+    assert methods.count('data-kind="output_canary"') >= 2
+    answer = client.get("/api/v1/releases/leak.0/contamination/").json()
+    assert answer["checked"] and {"model": "fixture/leaky", "scenario": "greenvale-listeria"} \
+        in answer["contaminated"]
+    trials = client.get("/api/v1/reader-trials/").json()["results"]
+    assert trials[0]["candidates"][0]["candidate"] == "fixture/reader"
+    assert {f["criterion"] for f in trials[0]["candidates"][0]["failed"]} >= {"knowledge"}
