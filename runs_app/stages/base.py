@@ -496,6 +496,9 @@ class _Drain:
             lane, item = self.in_flight.pop(key)
             # An unexpected exception is a bug: let it surface (the claims then expire).
             by_lane.setdefault(id(lane), (lane, []))[1].append((item, task.result()))
+        # The freed slots start their next calls (claimed ahead) before anything is written:
+        # a slot waits only for a build, never for the database.
+        self._start_calls()
         for lane, finished in by_lane.values():
             written = write_outcomes(lane.stage, finished)
             self.report.finished += len(written)

@@ -59,6 +59,7 @@ class GenerateStage(Stage):
         self._documents: dict[int, Any] = {}
         self._texts: dict[tuple[str, str, str, int], str] = {}
         self._kept: dict[int, int] = {}
+        self._prompts: dict[tuple[int, int, str, str], Any] = {}
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         if generation_ids is not None:
@@ -93,13 +94,7 @@ class GenerateStage(Stage):
 
     def build(self, item: Generation) -> GenerationJob:
         config = self.config(item.release_id)
-        document = self._document(item.scenario_version_id)
-        prompt = assemble_writer_prompt(
-            document=document, task_code=item.task,
-            brief=self._text("task", item.task, config.language, config.task_version),
-            overlay=self._text("condition", item.condition, config.language,
-                               config.condition_version),
-        )
+        prompt = self._prompt(item, config)
         request = CompletionRequest(
             model=item.model.openrouter_id,
             messages=tuple(Message(role, content) for role, content in prompt.messages),
@@ -172,6 +167,19 @@ class GenerateStage(Stage):
             "upstream_provider": accepted.upstream_provider,
             "provider_generation_id": accepted.generation_id or "",
         }
+
+    def _prompt(self, item: Generation, config):
+        """The writer's prompt of a cell: the same words for every writer (and variant), so
+        it is assembled once per cell."""
+        key = (item.release_id, item.scenario_version_id, item.task, item.condition)
+        if key not in self._prompts:
+            self._prompts[key] = assemble_writer_prompt(
+                document=self._document(item.scenario_version_id), task_code=item.task,
+                brief=self._text("task", item.task, config.language, config.task_version),
+                overlay=self._text("condition", item.condition, config.language,
+                                   config.condition_version),
+            )
+        return self._prompts[key]
 
     def _document(self, version_id: int):
         if version_id not in self._documents:
