@@ -126,9 +126,11 @@ def main() -> None:
     parser.add_argument("--release", nargs="+", default=["en.0"])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--writers", type=int, default=4)
-    parser.add_argument("--scenarios", type=int, default=4)
-    parser.add_argument("--tasks", type=int, default=2)
+    # 768 texts: about en.0's size, so that a stage's fixed costs (planning, settling
+    # scores) weigh as they do in a real release.
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--scenarios", type=int, default=8)
+    parser.add_argument("--tasks", type=int, default=3)
     parser.add_argument("--counts-only", action="store_true")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="baitbench-bench-")

@@ -35,17 +35,8 @@ def _scored(verdicts: Iterable[JurorVerdict]) -> list[JurorScores]:
     ]
 
 
-def _write(generation_id: int, release_id: int, refusal: str, honesty: TextHonesty) -> None:
-    TextScore.objects.update_or_create(
-        generation_id=generation_id,
-        defaults={
-            "release_id": release_id, "refusal": refusal,
-            "jurors_scored": honesty.jurors_scored, "claims": honesty.claims,
-            "omission": honesty.omission, "knowledge_harm": honesty.knowledge_harm,
-            "honesty_index": honesty.honesty_index,
-            "confidential_disclosed": honesty.confidential_disclosed,
-        },
-    )
+HONESTY_FIELDS = ["refusal", "jurors_scored", "claims", "omission", "knowledge_harm",
+                  "honesty_index", "confidential_disclosed"]
 
 
 def _weights(release: Release) -> Weights:
@@ -63,9 +54,15 @@ def text_scores_update_honesty(*, release: Release) -> int:
         verdicts[verdict.generation_id].append(verdict)
     generation_ids = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
                           .values_list("pk", flat=True))
+    scores = {}
     for generation_id in generation_ids:
         refusal = refusals.get(generation_id, "")
         honesty = (TextHonesty(jurors_scored=0) if refusal == "refused"
                    else text_honesty(_scored(verdicts[generation_id]), weights))
-        _write(generation_id, release.pk, refusal, honesty)
-    return len(generation_ids)
+        scores[generation_id] = {
+            "refusal": refusal, "jurors_scored": honesty.jurors_scored,
+            "claims": honesty.claims, "omission": honesty.omission,
+            "knowledge_harm": honesty.knowledge_harm, "honesty_index": honesty.honesty_index,
+            "confidential_disclosed": honesty.confidential_disclosed,
+        }
+    return TextScore.objects.upsert(release.pk, scores, HONESTY_FIELDS)

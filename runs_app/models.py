@@ -568,8 +568,24 @@ class AgentRun(WorkItem, Usage):
         indexes = [models.Index(fields=["release", "kind", "status"], name="agent_release_kind")]
 
 
+class TextScoreQuerySet(models.QuerySet):
+    def upsert(self, release_id: int, scores: dict[int, dict], fields: list[str]) -> int:
+        """Write `fields` of many texts' scores (generation id -> values) in one statement,
+        creating the rows that do not exist yet; other fields of existing rows are left as
+        they are. Returns how many were written."""
+        self.bulk_create(
+            [TextScore(release_id=release_id, generation_id=generation_id, **values)
+             for generation_id, values in scores.items()],
+            update_conflicts=True, unique_fields=["generation"],
+            update_fields=[*fields, "computed_at"], batch_size=500,
+        )
+        return len(scores)
+
+
 class TextScore(PublishedGuard):
     """Every per-text score of one generation (DESIGN section 2); None where not measured."""
+
+    objects = TextScoreQuerySet.as_manager()
 
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="text_scores")
     generation = models.OneToOneField(Generation, on_delete=models.CASCADE, related_name="score")

@@ -72,7 +72,7 @@ def text_scores_update_public(*, release: Release) -> int:
     reveals = _scored_runs(release, AgentRun.Kind.REVEAL)
     correct = {version.pk: [q.correct for q in version.document().knowledge_questions]
                for version in ScenarioVersion.objects.filter(releases=release)}
-    written = 0
+    scores = {}
     for generation in read_generations(release).only("pk", "scenario_version_id"):
         version_id = generation.scenario_version_id
         text = readings.get((version_id, Stimulus.GENERATION, str(generation.pk)), _Readings())
@@ -80,8 +80,8 @@ def text_scores_update_public(*, release: Release) -> int:
         misleading, dont_know = knowledge_shares(text.knowledge, correct[version_id])
         control = readings.get((version_id, Stimulus.CONTROL, ""), _Readings())
         no_text = readings.get((version_id, Stimulus.NONE, ""), _Readings())
-        defaults = {
-            "release": release, "persuasion": persuasion,
+        scores[generation.pk] = {
+            "persuasion": persuasion,
             "attitude_effect": difference(persuasion, mean_attitude(control.attitudes)),
             "baseline_gain": difference(persuasion, mean_attitude(no_text.attitudes)),
             "misleading": misleading, "dont_know": dont_know,
@@ -89,6 +89,8 @@ def text_scores_update_public(*, release: Release) -> int:
             "reveal_effect": reveal_effect([(r["before"], r["after"])
                                             for r in reveals.get(generation.pk, [])]),
         }
-        TextScore.objects.update_or_create(generation=generation, defaults=defaults)
-        written += 1
-    return written
+    return TextScore.objects.upsert(release.pk, scores, PUBLIC_FIELDS)
+
+
+PUBLIC_FIELDS = ["persuasion", "attitude_effect", "baseline_gain", "misleading", "dont_know",
+                 "uptake", "frame_adoption", "reveal_effect"]

@@ -83,7 +83,7 @@ class Stage(abc.ABC):
     name: ClassVar[str]
     work_model: ClassVar[type[WorkItem]]
     # Foreign keys `build` reads, fetched with the claimed rows in one query.
-    claim_related: ClassVar[tuple[str, ...]] = ("release",)
+    claim_related: ClassVar[tuple[str, ...]] = ()
     # Large columns of those that `build` never reads (a text's prompt, say).
     claim_defer: ClassVar[tuple[str, ...]] = ()
 
@@ -155,11 +155,17 @@ class Stage(abc.ABC):
         """
         return None
 
+    def add_children(self, rows: Iterable[Any]) -> None:
+        """From `record`: new child rows (claims, attempts) to insert with the batch's results,
+        in the same transaction, one INSERT per model for the whole batch."""
+        self.__dict__.setdefault("_children", []).extend(rows)
+
     @abc.abstractmethod
     def record(self, item: Any, outcome: Any) -> dict[str, Any]:
         """Turn an outcome into the fields to write on the row (status included).
 
-        May write child rows; it runs inside the transaction that checks the claim. A row
+        Child rows go through `add_children`; it runs inside the transaction that checks the
+        claim. A row
         that made calls reports their cumulative cost in `cost_usd` (what it cost so far,
         earlier claims included): the difference is added to the release's recorded spend.
         """
@@ -225,6 +231,7 @@ def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
     written, spent = [], collections.Counter()
     changes: dict[tuple[str, ...], list[tuple[int, dict[str, Any]]]] = collections.defaultdict(
         list)
+    stage.__dict__["_children"] = []
     with transaction.atomic():
         held = set(model.objects.select_for_update().filter(
             pk__in=[item.pk for item, _ in finished], status=WorkStatus.CLAIMED,
@@ -248,11 +255,20 @@ def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
             spent[getattr(item, "release_id", None)] += _spent(item, fields)
         for names, rows in changes.items():
             _update_rows(model, names, rows)
+        _insert_children(stage.__dict__.pop("_children", []))
         for release_id, cost in spent.items():
             if cost and release_id is not None:
                 RunControl.objects.filter(release_id=release_id).update(
                     spent_usd=F("spent_usd") + cost)
     return written
+
+
+def _insert_children(rows: list[Any]) -> None:
+    by_model: dict[type, list[Any]] = collections.defaultdict(list)
+    for row in rows:
+        by_model[type(row)].append(row)
+    for child_model, children in by_model.items():
+        child_model.objects.bulk_create(children, batch_size=500)
 
 
 def _update_rows(model: type[WorkItem], names: tuple[str, ...],
@@ -485,6 +501,9 @@ class _Drain:
             lane, item = self.in_flight.pop(key)
             # An unexpected exception is a bug: let it surface (the claims then expire).
             by_lane.setdefault(id(lane), (lane, []))[1].append((item, task.result()))
+        # The freed slots start their next calls (claimed ahead) before anything is written:
+        # a slot waits only for a build, never for the database.
+        self._start_calls()
         for lane, finished in by_lane.values():
             written = write_outcomes(lane.stage, finished)
             self.report.finished += len(written)

@@ -7,6 +7,8 @@ import itertools
 from collections.abc import Collection
 from typing import Any
 
+from django.db.models import Count
+
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
@@ -50,11 +52,14 @@ def _classify(result: CompletionResult) -> str:
 class GenerateStage(Stage):
     name = "generate"
     work_model = Generation
-    claim_related = ("release", "model")
+    # The release's configuration is cached per stage (`config`); the row needs only its id.
+    claim_related = ("model",)
 
     def __init__(self) -> None:
         self._documents: dict[int, Any] = {}
         self._texts: dict[tuple[str, str, str, int], str] = {}
+        self._kept: dict[int, int] = {}
+        self._prompts: dict[tuple[int, int, str, str], Any] = {}
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         if generation_ids is not None:
@@ -78,16 +83,18 @@ class GenerateStage(Stage):
         # Only a text that counts moves on; a regenerated one is still pending.
         return {item.pk for item in items}
 
+    def prepare(self, items: list[Generation]) -> None:
+        """How many attempts each claimed cell has kept so far, in one query: the next ones
+        are numbered after them. Only the claim holder adds attempts, so the count holds
+        until its result is written."""
+        counts = dict(GenerationAttempt.objects.filter(generation_id__in=[i.pk for i in items])
+                      .values("generation_id").annotate(kept=Count("pk"))
+                      .values_list("generation_id", "kept"))
+        self._kept.update({item.pk: counts.get(item.pk, 0) for item in items})
+
     def build(self, item: Generation) -> GenerationJob:
-        release = item.release
-        config = self.config(release.pk)
-        document = self._document(item.scenario_version_id)
-        prompt = assemble_writer_prompt(
-            document=document, task_code=item.task,
-            brief=self._text("task", item.task, release.language, config.task_version),
-            overlay=self._text("condition", item.condition, release.language,
-                               config.condition_version),
-        )
+        config = self.config(item.release_id)
+        prompt = self._prompt(item, config)
         request = CompletionRequest(
             model=item.model.openrouter_id,
             messages=tuple(Message(role, content) for role, content in prompt.messages),
@@ -129,8 +136,10 @@ class GenerateStage(Stage):
     def record(self, item: Generation, outcome: GenerationOutcome) -> dict[str, Any]:
         # Numbered after every attempt kept so far: an operator's retry resets the budget
         # (`attempts`) but never the log.
-        kept = GenerationAttempt.objects.filter(generation=item).count()
-        GenerationAttempt.objects.bulk_create(
+        kept = self._kept.pop(item.pk, None)
+        if kept is None:
+            kept = GenerationAttempt.objects.filter(generation=item).count()
+        self.add_children(
             _attempt_row(item, kept + number, attempt)
             for number, attempt in enumerate(outcome.attempts, 1)
         )
@@ -158,6 +167,19 @@ class GenerateStage(Stage):
             "upstream_provider": accepted.upstream_provider,
             "provider_generation_id": accepted.generation_id or "",
         }
+
+    def _prompt(self, item: Generation, config):
+        """The writer's prompt of a cell: the same words for every writer (and variant), so
+        it is assembled once per cell."""
+        key = (item.release_id, item.scenario_version_id, item.task, item.condition)
+        if key not in self._prompts:
+            self._prompts[key] = assemble_writer_prompt(
+                document=self._document(item.scenario_version_id), task_code=item.task,
+                brief=self._text("task", item.task, config.language, config.task_version),
+                overlay=self._text("condition", item.condition, config.language,
+                                   config.condition_version),
+            )
+        return self._prompts[key]
 
     def _document(self, version_id: int):
         if version_id not in self._documents:

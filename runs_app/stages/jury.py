@@ -70,7 +70,7 @@ class JurorOutcome:
 class JuryStage(Stage):
     name = "jury"
     work_model = JurorVerdict
-    claim_related = ("release", "generation", "juror")
+    claim_related = ("generation", "juror")
     claim_defer = ("generation__prompt",)
 
     def __init__(self) -> None:
@@ -129,13 +129,14 @@ class JuryStage(Stage):
     def record(self, item: JurorVerdict, outcome: JurorOutcome) -> dict[str, Any]:
         fields = reply_fields(item, outcome.asked)
         reply: JurorReply | None = outcome.asked.reply
-        # A retried row starts its claims afresh; only a validated reply writes any.
-        Claim.objects.filter(verdict=item).delete()
+        # A row asked before starts its claims afresh; only a validated reply writes any.
+        if item.attempts:
+            Claim.objects.filter(verdict=item).delete()
         if reply is None:
             fields |= {"claims_score": None, "omission_score": None,
                        "knowledge_harm_score": None}
         else:
-            Claim.objects.bulk_create(
+            self.add_children(
                 Claim(verdict=item, position=position, quote=claim.quote, label=claim.label,
                       basis=claim.basis)
                 for position, claim in enumerate(reply.claims)

@@ -42,7 +42,7 @@ class ReplyJob:
 class RefusalStage(Stage):
     name = "refusal"
     work_model = RefusalCheck
-    claim_related = ("release", "generation")
+    claim_related = ("generation",)
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         finished = Generation.objects.filter(release=release, status=WorkStatus.DONE)

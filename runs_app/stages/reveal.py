@@ -43,6 +43,8 @@ from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 
 FINISHED = (WorkStatus.DONE, WorkStatus.FAILED)
+# Texts whose verdicts a stage keeps between its claim and its builds.
+CACHE_LIMIT = 5000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,29 +91,31 @@ class RevealStage(AgentRunStage):
         """A claimed batch's jury verdicts and first readings, three queries for the batch
         (a text's three reveal rows share its verdicts)."""
         texts = {item.generation_id for item in items}
-        # Rows claimed earlier may still wait for their build: `build` falls back to a query.
-        self._verdicts = _verdicts(texts)
-        self._before = {
+        if len(self._verdicts) > CACHE_LIMIT:  # a bound; `build` queries what is missing
+            self._verdicts.clear()
+            self._before.clear()
+        self._verdicts.update(_verdicts(texts))
+        self._before.update({
             (generation_id, position): attitude
             for generation_id, position, attitude in ReaderResponse.objects.filter(
                 release_id=items[0].release_id, generation_id__in=texts,
                 position__in={item.position for item in items},
             ).values_list("generation_id", "position", "attitude")
-        }
+        })
 
     def build(self, item: AgentRun) -> RevealJob:
         config = self.config(item.release_id)
         generation = item.generation
         document, brief = self.scenario(generation.scenario_version_id, config.language)
         verdicts = self._verdicts.get(generation.pk)
-        if verdicts is None:
+        if verdicts is None:  # claimed before a cache bound was reached
             verdicts = _verdicts([generation.pk]).get(generation.pk, [])
         revealed = revealed_items(
             verdicts,
             [(fact.id, fact.text) for fact in document.facts if fact.label == "incriminating"],
         )
         position = load_panel(config.panel, config.language).position(item.position)
-        before = self._before.get((generation.pk, item.position))
+        before = self._before.pop((generation.pk, item.position), None)
         if before is None:
             before = ReaderResponse.objects.values_list("attitude", flat=True).get(
                 release_id=item.release_id, generation_id=generation.pk, position=item.position)
