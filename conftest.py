@@ -8,9 +8,22 @@ from django.conf import settings
 from scenarios_app.services import scenarios_import
 
 
+def _seed_prompt_texts() -> None:
+    """The task briefs and condition overlays a data migration writes. A test on a
+    transactional database may run after another one flushed every table, seeded rows
+    included, so the fixtures that need them put them back (idempotently)."""
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(
+        apps, None)
+
+
 @pytest.fixture
 def imported_scenarios(db):
-    """The shipped scenario files, imported."""
+    """The shipped scenario files, imported (and the prompt texts they are written with)."""
+    _seed_prompt_texts()
     result = scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
     assert result.ok, result.problems
     return result

@@ -48,12 +48,22 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
             "table": calibration_table(summary, names),
             "readers": summary.get("readers"), "level": summary.get("level"),
         },
-        "calibration_pending": CALIBRATION_PENDING,
+        "calibration_pending": _pending(snapshot),
         "reader_trial": release_reader_trial(snapshot),
         "contamination": release_contamination(published.release,
                                                staff=public.is_staff(user)),
         "criterion_names": [(name, CRITERION_NAMES[name]) for name in CRITERIA],
     }
+
+
+def _pending(snapshot: dict[str, Any]) -> str:
+    """What stands where the figure would: no human results yet, or results published
+    before per-model figures were kept (then their summary, not a claim that none exist)."""
+    summary = (snapshot.get("agreement") or {}).get("calibration") or snapshot.get("calibration")
+    if isinstance(summary, dict):
+        return ("Human reader results exist for this release, but it was published before "
+                "the per-model calibration figure was kept; its summary is in the methods.")
+    return CALIBRATION_PENDING
 
 
 def release_reader_trial(snapshot: dict[str, Any]) -> dict[str, Any] | None:
