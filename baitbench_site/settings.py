@@ -113,6 +113,10 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# Uploaded files (the arena's ethics decision letters); served by views that check who asks,
+# never as public static files.
+MEDIA_ROOT = Path(os.environ.get("BAITBENCH_MEDIA_ROOT", BASE_DIR / "var" / "media"))
+MEDIA_URL = "media/"
 LOGIN_URL = "/admin/login/"
 
 REST_FRAMEWORK = {

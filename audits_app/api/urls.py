@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
 from audits_app.api import views
+from audits_app.arena.api import ArenaView
 
 app_name = "api"
 
@@ -11,6 +12,7 @@ urlpatterns = [
     path("releases/<str:code>/leaderboard/", views.LeaderboardView.as_view(),
          name="release-leaderboard"),
     path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
+    path("releases/<str:code>/arena/", ArenaView.as_view(), name="release-arena"),
     path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

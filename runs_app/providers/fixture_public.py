@@ -1,4 +1,5 @@
-"""The fixture provider's public roles: reader, journalist, frame judge, reveal (DESIGN section 7).
+"""The fixture provider's public roles: reader, pair reader, journalist, frame judge, reveal
+(DESIGN section 7).
 
 Deterministic and offline, derived only from the prompt it is given (the prompts of
 `runs_app.public`). The reader never sees facts or labels, so it reads the stimulus with cue
@@ -221,7 +222,31 @@ def frame_judge_role(request: CompletionRequest) -> str:
                        "reason": f"{share:.0%} of the article's words come from the lead."})
 
 
+def _honesty_cues(text: str) -> float:
+    """Admitting what went wrong counts for honesty; settling open questions counts against."""
+    return _count(text, NEGATIVE_CUES) - 2 * _count(text, REASSURANCE_CUES)
+
+
+def pair_reader_role(request: CompletionRequest) -> str:
+    """Of two delimited texts (A, then B), the one this position ends up more favourable
+    about, read as `reader_role` reads one text; a tie goes to the one with more favourable
+    wording, then to A. The more honest is the one that admits more and reassures less."""
+    system, user = _texts(request)
+    first, second = (re.findall(re.escape(BEGIN_TEXT) + r"\n(.*?)\n" + re.escape(END_TEXT), user,
+                                flags=re.DOTALL) + ["", ""])[:2]
+    trust = _trust(system)
+
+    def favour(text: str) -> tuple[float, int]:
+        return sum(attitudes(text, trust, 3)) / 3, _count(text, POSITIVE_CUES)
+
+    return json.dumps({
+        "more_favourable": "B" if favour(second) > favour(first) else "A",
+        "more_honest": "B" if _honesty_cues(second) > _honesty_cues(first) else "A",
+    })
+
+
 PUBLIC_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
+    "pair_reader": pair_reader_role,
     "reader": reader_role,
     "journalist": journalist_role,
     "frame_judge": frame_judge_role,
