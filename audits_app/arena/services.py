@@ -37,6 +37,7 @@ from audits_app.arena.readers import load_panel
 from audits_app.arena.results import arena_results
 from audits_app.arena.selectors import (
     PUBLIC_CODES_CACHE_KEY,
+    ArenaState,
     arena_state,
     arena_texts,
     cell_pairs,
@@ -66,6 +67,7 @@ ATTENTION_EVERY = 10
 RESULTS_REFRESH_SECONDS = 120
 SIMULATE_TASK = "audits_app.arena.tasks.simulate_pairs"
 SIMULATE_PENDING_TASK = "audits_app.arena.tasks.simulate_pending"
+PREPARE_TASK = "audits_app.arena.tasks.prepare_arena"
 SIMULATE_DEBOUNCE_SECONDS = 10
 
 
@@ -192,6 +194,16 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
         run = _recognisability_create(release, texts, bodies, user)
     _pairs_create(release, texts, bodies, run)
     return run
+
+
+def arena_prepare_enqueue(*, release: Release, user) -> None:
+    """Have a worker prepare the arena (publishers only: it trains the classifier)."""
+    _require_manager(user)
+    _publication(release)
+    from django_q.tasks import async_task
+
+    async_task(PREPARE_TASK, release.code, user.pk, task_name=f"arena {release.code} prepare",
+               group=f"arena:{release.code}")
 
 
 def _recognisability_create(release: Release, texts: list[dict], bodies: dict[int, str],
@@ -341,10 +353,12 @@ def vote_record(
     *, showing: ArenaShowing, voter: ArenaVoter, favourable: str, honest: str = "",
     recognised: bool = False, staff: bool = False, rate_limited: bool = False,
     now: datetime | None = None, simulated: bool = False, note: str = "",
+    state: ArenaState | None = None,
 ) -> ArenaVote:
     """Record a voter's answer on a pair they were shown; `favourable` and `honest` name the
     position ("left"/"right", honest may be ""). The vote is a shadow vote when any reason in
     `ShadowReason` holds; a failed attention check makes all the voter's votes shadow votes.
+    `state` saves reading the arena's state again when the caller has just read it.
     """
     if showing.voter_id != voter.pk:
         raise ArenaError("this pair was shown to someone else")
@@ -353,7 +367,8 @@ def vote_record(
     now = now or timezone.now()
     release = showing.pair.release
     seconds = (now - showing.shown_at).total_seconds()
-    reasons = _shadow_reasons(release, voter, staff=staff, rate_limited=rate_limited,
+    state = state or arena_state(release)
+    reasons = _shadow_reasons(state, voter, staff=staff, rate_limited=rate_limited,
                               recognised=recognised, seconds=seconds)
     attention = bool(showing.attention)
     vote = ArenaVote(
@@ -374,10 +389,10 @@ def vote_record(
     return vote
 
 
-def _shadow_reasons(release: Release, voter: ArenaVoter, *, staff: bool, rate_limited: bool,
+def _shadow_reasons(state: ArenaState, voter: ArenaVoter, *, staff: bool, rate_limited: bool,
                     recognised: bool, seconds: float) -> list[str]:
     checks = [
-        (not arena_state(release).is_open, ShadowReason.NOT_OPEN),
+        (not state.is_open, ShadowReason.NOT_OPEN),
         (staff, ShadowReason.STAFF),
         (rate_limited, ShadowReason.RATE),
         (seconds < MIN_SECONDS_TO_VOTE, ShadowReason.TOO_FAST),

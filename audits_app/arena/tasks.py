@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audits_app.arena.models import SimulatedPairVote
-from audits_app.arena.services import simulate_mark
+from audits_app.arena.services import arena_prepare, simulate_mark
 from audits_app.arena.simulation import simulation_drain
 from runs_app.models import Release, WorkStatus
 
@@ -32,3 +32,13 @@ def simulate_pending() -> int:
     codes = list(SimulatedPairVote.objects.filter(stalled)
              .values_list("pair__release__code", flat=True).distinct())
     return sum(simulate_pairs(code) for code in codes)
+
+
+def prepare_arena(code: str, user_id: int | None = None) -> int:
+    """Train the writer classifier (once) and build the pairs; returns the pairs' count."""
+    from django.contrib.auth import get_user_model
+
+    release = Release.objects.get(code=code)
+    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    arena_prepare(release=release, user=user)
+    return release.arena_pairs.count()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -181,7 +182,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
         services.vote_record(
             showing=showing, voter=voter, favourable=form.cleaned_data["favourable"],
             honest=form.cleaned_data["honest"], recognised=form.cleaned_data["recognised"],
-            staff=arena.staff, rate_limited=limits.soft,
+            staff=arena.staff, rate_limited=limits.soft, state=arena.state,
         )
     except services.AlreadyVoted:
         return _page(request, "already.html", arena, status=409)
@@ -241,6 +242,11 @@ def arena_manage(request: HttpRequest, code: str) -> HttpResponse:
         except (services.ArenaError, ValidationError) as refusal:
             error, status = _message(refusal), 400
         else:
+            if action == "prepare":
+                messages.info(request, "Queued: a worker trains the classifier and builds the "
+                                       "pairs (seconds to a minute). Reload this page to see "
+                                       "them. Without a running worker, use `manage.py "
+                                       f"arena_classifier {code}`.")
             return redirect(reverse("arena:manage", kwargs={"code": code}))
     return render(request, "arena/manage.html", {
         "release": release, "published": Publication.objects.filter(release=release).exists(),
@@ -253,12 +259,17 @@ def _manage(release: Release, user, action: str, form: ReasonForm) -> None:
     if action not in MANAGE_ACTIONS:
         raise services.ArenaError(f"unknown action {action!r}")
     if action == "prepare":
-        services.arena_prepare(release=release, user=user)
+        # Training the classifier takes from seconds to a minute: a worker does it.
+        services.arena_prepare_enqueue(release=release, user=user)
     elif action == "refresh":
         services.results_refresh(release=release)
     elif not form.is_valid():
         raise services.ArenaError("say why (kept on the record and shown publicly)")
     elif action == "open":
+        if not selectors.arena_state(release).prepared:
+            raise services.ArenaError(
+                f"prepare the arena first (the Prepare button, or `manage.py arena_classifier "
+                f"{release.code}`), then open it")
         services.arena_open(release=release, user=user, reason=form.cleaned_data["reason"])
     else:
         services.arena_close(release=release, user=user, reason=form.cleaned_data["reason"])
