@@ -125,7 +125,7 @@ def _vote_summary(votes, counted, shadow) -> dict[str, Any]:
         "attention_failed": sum(1 for v in attention if v["attention_passed"] is False),
         "voters": len({v["voter_id"] for v in counted}),
         "pairs": len({v["pair_id"] for v in counted}),
-        "simulated_voters": sum(1 for v in counted if v["simulated"]),
+        "simulated": sum(1 for v in counted if v["simulated"]),
         "honesty_answers": sum(1 for v in counted if v["honest"]),
     }
 

@@ -151,6 +151,9 @@ def arena_open(*, release: Release, user, reason: str) -> ArenaEvent:
                               f"{latest.get_decision_display().lower()}, not an approval")
     if not state.prepared:
         arena_prepare(release=release, user=user)
+        if not ArenaPair.objects.filter(release=release).exists():
+            raise ArenaError(f"release {release.code} has no pair to show: no cell has two "
+                             f"different, complied and scored texts of a public scenario")
     simulation_schedule_ensure()
     return _event_create(release, ArenaEvent.Action.OPEN, user=user, reason=reason,
                          review=state.latest_review)
