@@ -1,12 +1,11 @@
-"""The arena's rankings and recognisability as CSV, safe to open in a spreadsheet."""
+"""The arena's rankings as CSV, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from audits_app.arena.models import ArenaResult
+from audits_app.public import csv_text
 
 COLUMNS = ["table", "model", "model_name", "rank", "rating", "low", "high", "comparisons",
            "wins", "computed_at", "votes_counted"]
@@ -26,16 +25,14 @@ def neutralise(value: Any) -> Any:
 
 def results_csv(result: ArenaResult | None, names: dict[str, str]) -> str:
     """One row per ranking and model: the human, simulated, unflagged and honesty rankings."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
-    writer.writeheader()
-    if result is None:
-        return buffer.getvalue()
-    for table, ranking in (result.data.get("rankings") or {}).items():
-        for row in ranking.get("rows", []):
-            writer.writerow({key: neutralise(value) for key, value in {
+    rows = []
+    for table, ranking in ((result.data.get("rankings") or {}) if result else {}).items():
+        rows += [
+            {key: neutralise(value) for key, value in {
                 **row, "table": table, "model_name": names.get(row["model"], row["model"]),
                 "computed_at": result.computed_at.isoformat(),
                 "votes_counted": result.votes_counted,
-            }.items()})
-    return buffer.getvalue()
+            }.items()}
+            for row in ranking.get("rows", [])
+        ]
+    return csv_text(rows, COLUMNS)

@@ -49,8 +49,11 @@ def test_rankings_follow_the_votes_beside_the_simulated_public(voted):
 
     human = data["rankings"]["human"]
     assert human["comparisons"] == data["votes"]["counted"] == result.votes_counted > 0
-    assert human["rows"][0]["model"] == "fixture/spinner" and human["rows"][0]["rank"] == 1
-    assert {row["model"] for row in human["rows"]} == set(WRITERS)
+    rows = {row["model"]: row for row in human["rows"]}
+    assert set(rows) == set(WRITERS)
+    spinner, refuser = rows["fixture/spinner"], rows["fixture/refuser"]
+    assert spinner["rank"] == 1 and spinner["wins"] == spinner["comparisons"] > 0
+    assert refuser["wins"] == 0 and refuser["rating"] < spinner["rating"]
     simulated = data["rankings"]["simulated"]
     assert simulated["comparisons"] == 12 * len({p for p in ArenaPair.objects.exclude(
         simulation_queued_at=None).values_list("pk", flat=True)})
