@@ -140,7 +140,8 @@ def _report(release: Release, result, cast: int, answered: int) -> str:
 def _rank(row: dict) -> str:
     if not row or row.get("rating") is None:
         return "-"
-    return f"#{row['rank']} {row['rating']:+.2f}"
+    place = f"#{row['rank']}" if row["rank"] else "unranked"
+    return f"{place} {row['rating']:+.2f}"
 
 
 def _number(value: float | None) -> str:

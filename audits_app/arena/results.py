@@ -57,6 +57,7 @@ def arena_results(
     }
     return {
         "level": level, "rule": rule, "writers": list(writers),
+        "min_comparisons": statistics.MIN_COMPARISONS,
         "votes": _vote_summary(votes, counted, shadow),
         "rankings": rankings,
         "staff_rankings": {"shadow": setup.ranking(shadow, "favourable")},
@@ -98,7 +99,8 @@ class _Setup:
             return {"comparisons": 0, "rows": []}
         wins = statistics.win_tensor(winners, losers, scenarios, len(self.writers),
                                      len(self.scenario_index))
-        fitted = statistics.ratings(wins, self.counts, self.level, self.rule)
+        fitted = statistics.ratings(wins, self.counts, self.level, self.rule,
+                                    min_comparisons=statistics.MIN_COMPARISONS)
         return {"comparisons": comparisons, "rows": _rows(self.writers, fitted)}
 
 

@@ -26,6 +26,11 @@ gives it no rating (NaN) and is left out of that model's percentiles, as in
 `audits_app.statistics`. Ranks follow the release's rule: "paired" (1 + the number of models
 whose difference interval excludes zero in their favour) or "classes" (overlapping intervals,
 each class led by its best model; a model joins the class whose leader's interval it overlaps).
+
+A model is ranked only once it took part in MIN_COMPARISONS comparisons. With a handful of
+votes in a scenario or two, every resample can repeat the same few outcomes, and the
+percentile interval collapses to a point that "excludes zero" on the strength of two votes;
+below the floor a model keeps its rating and interval but gets no place.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 RIDGE = 0.01
+MIN_COMPARISONS = 20
 RANK_RULES = ("paired", "classes")
 UNRANKED = 0  # as audits_app.statistics: a model without comparisons has no place
 # Resamples fitted at once: B x M x M float64 arrays stay near 16 MB even at 50 models.
@@ -106,9 +112,10 @@ def fit(wins: npt.ArrayLike, ridge: float = RIDGE) -> FloatArray:
 
 def ratings(
     wins: npt.ArrayLike, counts: npt.ArrayLike, level: float, rule: str = "paired",
-    ridge: float = RIDGE,
+    ridge: float = RIDGE, min_comparisons: int = MIN_COMPARISONS,
 ) -> Ratings:
-    """Point ratings, scenario-resampled intervals and ranks from wins[S, M, M]."""
+    """Point ratings, scenario-resampled intervals and ranks from wins[S, M, M]; models with
+    fewer than `min_comparisons` comparisons are not ranked."""
     table = np.asarray(wins, dtype=np.float64)
     draws = np.asarray(counts)
     if table.ndim != 3 or table.shape[1] != table.shape[2]:
@@ -126,10 +133,12 @@ def ratings(
     low, high = _percentiles(resampled, level)
     diff_low, diff_high = _difference_intervals(resampled, level)
     significant = (diff_low > 0) | (diff_high < 0)
+    enough = played >= max(1, min_comparisons)
+    ranked = np.where(enough, point, np.nan)
     if rule == "paired":
-        ranks = paired_ranks(point, significant)
+        ranks = paired_ranks(ranked, significant & enough[:, np.newaxis] & enough[np.newaxis, :])
     else:
-        ranks = class_ranks(point, low, high)
+        ranks = class_ranks(ranked, low, high)
     return Ratings(point, low, high, diff_low, diff_high, significant, ranks, played,
                    total.sum(axis=1), rule, level)
 

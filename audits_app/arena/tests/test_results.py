@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from audits_app.arena import statistics as arena_statistics
 from audits_app.arena.csv_export import neutralise, results_csv
 from audits_app.arena.models import ArenaPair, ArenaResult, RecognisabilityRun
 from audits_app.arena.services import results_current, results_refresh
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def voted(client, open_arena):
-    """Two voters who prefer the spinner's text, then the advocate's, then the others."""
+def voted(client, open_arena, monkeypatch):
+    """Two voters who prefer the spinner's text, then the advocate's, then the others. A
+    small arena: models are ranked from five comparisons on (the floor has its own test)."""
+    monkeypatch.setattr(arena_statistics, "MIN_COMPARISONS", 5)
     order = {"fixture/spinner": 0, "fixture/advocate": 1, "fixture/candid": 2,
              "fixture/refuser": 3}
     for _ in range(2):

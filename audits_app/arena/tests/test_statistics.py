@@ -103,3 +103,18 @@ def test_a_model_without_comparisons_is_unranked():
 def test_spearman_needs_three_models_rated_in_both():
     assert statistics.spearman([1, 2, 3, 4], [10, 30, 20, 40]) == pytest.approx(0.8)
     assert statistics.spearman([1, 2, np.nan], [1, 2, 3]) is None
+
+
+def test_a_model_with_only_a_few_comparisons_gets_a_rating_but_no_place():
+    # Model 2 won both of its two comparisons, in one scenario: every resample that draws it
+    # repeats those two votes, so its interval says nothing about its place.
+    winners, losers, where = simulated_comparisons(5, [0.5, 0.0], 200, scenarios=4)
+    wins = np.zeros((4, 3, 3))
+    wins[:, :2, :2] = statistics.win_tensor(winners, losers, where, 2, 4)
+    wins[0, 2, 0] = wins[0, 2, 1] = 1
+
+    fitted = statistics.ratings(wins, resample_counts(4, 300, seed=2), 0.95)
+
+    assert fitted.comparisons[2] == 2 < statistics.MIN_COMPARISONS
+    assert np.isfinite(fitted.point[2]) and fitted.ranks[2] == statistics.UNRANKED
+    assert set(fitted.ranks[:2]) <= {1, 2}
