@@ -13,7 +13,6 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import public
 from audits_app.arena import selectors, services
 from audits_app.arena.presentation import arena_data
 
@@ -64,13 +63,9 @@ class ArenaView(GenericAPIView):
                               404: OpenApiResponse(description="No public arena for this "
                                                                "release.")})
     def get(self, request: Request, code: str) -> Response:
-        publication = public.publication_get(code)
-        if publication is None:
+        arena = selectors.arena_access(code, request.user)
+        if arena is None:
             raise Http404("No arena for this release.")
-        state = selectors.arena_state(publication.release)
-        staff = public.is_staff(request.user)
-        if not (staff or state.is_public):
-            raise Http404("No arena for this release.")
-        result = services.results_current(release=publication.release)
-        data = arena_data(publication, state, result, staff=staff)
+        result = services.results_current(release=arena.release)
+        data = arena_data(arena.publication, arena.state, result, staff=arena.staff)
         return Response(self.get_serializer(data).data)

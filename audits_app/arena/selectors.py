@@ -30,7 +30,8 @@ from audits_app.arena.models import (
     SimulatedPairVote,
 )
 from audits_app.arena.pairing import Catalogue
-from audits_app.public import public_scenario_slugs
+from audits_app.models import Publication
+from audits_app.public import is_staff, public_scenario_slugs, publication_get
 from runs_app.models import Generation, LlmModel, Release, ReplyOutcome, WorkStatus
 from scenarios_app.prompt_texts import TASKS_V1
 
@@ -109,6 +110,39 @@ def arena_state(release: Release) -> ArenaState:
                   .order_by("-at", "-pk"))
     prepared = ArenaPair.objects.filter(release=release).exists()
     return ArenaState(reviews, events, prepared)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArenaAccess:
+    """A release's arena as one visitor may see it."""
+
+    publication: Publication
+    state: ArenaState
+    staff: bool
+
+    @property
+    def release(self) -> Release:
+        return self.publication.release
+
+    @property
+    def code(self) -> str:
+        return self.publication.release.code
+
+    @property
+    def voting(self) -> bool:
+        """Votes are taken: from anyone while open, from staff (as shadow votes) to test it."""
+        return self.state.prepared and (self.state.is_open or self.staff)
+
+
+def arena_access(code: str, user) -> ArenaAccess | None:
+    """The arena of a published release, or None when this visitor may not see it: anyone
+    once it was opened (which needed an approval), staff always, to test it."""
+    publication = publication_get(code)
+    if publication is None:
+        return None
+    state = arena_state(publication.release)
+    staff = is_staff(user)
+    return ArenaAccess(publication, state, staff) if staff or state.is_public else None
 
 
 def arena_codes() -> dict[str, bool]:

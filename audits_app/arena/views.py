@@ -10,7 +10,6 @@ names or identifies a writer: the vote form refers to the pair shown by a signed
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
 
 from django.contrib import messages
@@ -28,6 +27,7 @@ from audits_app.arena.csv_export import results_csv
 from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
 from audits_app.arena.models import ArenaShowing, ArenaVoter, EthicsReview
 from audits_app.arena.presentation import results_context
+from audits_app.arena.selectors import ArenaAccess
 from audits_app.models import Publication
 from runs_app.models import Release
 
@@ -38,36 +38,12 @@ TOKEN_SALT = "audits_app.arena.pair"
 TOKEN_MAX_AGE = int(timedelta(hours=6).total_seconds())
 
 
-@dataclasses.dataclass(frozen=True)
-class Arena:
-    publication: Publication
-    state: selectors.ArenaState
-    staff: bool
-
-    @property
-    def release(self) -> Release:
-        return self.publication.release
-
-    @property
-    def code(self) -> str:
-        return self.publication.release.code
-
-    @property
-    def voting(self) -> bool:
-        """Votes are taken: from anyone while open, from staff (as shadow votes) to test it."""
-        return self.state.prepared and (self.state.is_open or self.staff)
-
-
-def _arena(request: HttpRequest, code: str) -> Arena:
+def _arena(request: HttpRequest, code: str) -> ArenaAccess:
     """The release's arena as this visitor may see it; 404 when it is not public to them."""
-    publication = public.publication_get(code)
-    if publication is None:
+    arena = selectors.arena_access(code, request.user)
+    if arena is None:
         raise Http404("No arena for this release.")
-    state = selectors.arena_state(publication.release)
-    staff = public.is_staff(request.user)
-    if not (staff or state.is_public):
-        raise Http404("No arena for this release.")
-    return Arena(publication, state, staff)
+    return arena
 
 
 def _voter(request: HttpRequest) -> ArenaVoter | None:
@@ -80,7 +56,7 @@ def _token(showing: ArenaShowing, voter: ArenaVoter) -> str:
     return signing.dumps(showing.pk, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
-def _showing_from(token: str, voter: ArenaVoter, arena: Arena) -> ArenaShowing | None:
+def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaShowing | None:
     try:
         showing_id = signing.loads(token, salt=f"{TOKEN_SALT}:{voter.key}",
                                    max_age=TOKEN_MAX_AGE)
@@ -90,7 +66,7 @@ def _showing_from(token: str, voter: ArenaVoter, arena: Arena) -> ArenaShowing |
             .filter(pk=showing_id, voter=voter, pair__release=arena.release).first())
 
 
-def _page(request: HttpRequest, template: str, arena: Arena, status: int = 200,
+def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
           **context) -> HttpResponse:
     return render(request, f"arena/{template}", {"arena": arena, **context}, status=status)
 
@@ -138,14 +114,24 @@ def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
-@require_GET
-def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
+def _voting(request: HttpRequest, code: str,
+            closed_status: int) -> tuple[ArenaAccess, ArenaVoter] | HttpResponse:
+    """The arena and the voter, or the page to answer instead: consent first; closed."""
     arena = _arena(request, code)
     voter = _voter(request)
     if voter is None:
         return redirect("arena:detail", code=arena.code)
     if not arena.voting:
-        return _page(request, "closed.html", arena)
+        return _page(request, "closed.html", arena, status=closed_status)
+    return arena, voter
+
+
+@require_GET
+def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
+    found = _voting(request, code, closed_status=200)
+    if isinstance(found, HttpResponse):
+        return found
+    arena, voter = found
     if ratelimits.pair_limited(request):
         return _page(request, "limited.html", arena, status=429)
     showing = services.showing_create(release=arena.release, voter=voter)
@@ -154,7 +140,7 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     return _pair_page(request, arena, showing, voter, VoteForm())
 
 
-def _pair_page(request: HttpRequest, arena: Arena, showing: ArenaShowing, voter: ArenaVoter,
+def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
                form: VoteForm, status: int = 200) -> HttpResponse:
     view = selectors.pair_view(showing, arena.release.language)
     return _page(request, "pair.html", arena, status=status, view=view, form=form,
@@ -163,12 +149,10 @@ def _pair_page(request: HttpRequest, arena: Arena, showing: ArenaShowing, voter:
 
 @require_POST
 def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
-    arena = _arena(request, code)
-    voter = _voter(request)
-    if voter is None:
-        return redirect("arena:detail", code=arena.code)
-    if not arena.voting:
-        return _page(request, "closed.html", arena, status=403)
+    found = _voting(request, code, closed_status=403)
+    if isinstance(found, HttpResponse):
+        return found
+    arena, voter = found
     showing = _showing_from(request.POST.get("pair", ""), voter, arena)
     if showing is None:
         return _page(request, "expired.html", arena, status=400)
