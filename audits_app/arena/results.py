@@ -114,7 +114,7 @@ def _rows(writers: list[str], fitted: statistics.Ratings) -> list[dict[str, Any]
         for i, model in enumerate(writers)
     ]
     return sorted(rows, key=lambda row: (row["rank"] is None, row["rank"] or 0,
-                                         -(row["rating"] or 0.0)))
+                                         row["rating"] is None, -(row["rating"] or 0.0)))
 
 
 def _vote_summary(votes, counted, shadow) -> dict[str, Any]:
