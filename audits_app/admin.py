@@ -91,3 +91,7 @@ class HumanReaderResultAdmin(admin.ModelAdmin):
     list_filter = ("release", "scenario_slug")
     list_select_related = ("release",)
     raw_id_fields = ("generation",)
+
+
+# The arena registers its own admin (audits_app/arena/admin.py).
+from audits_app.arena import admin as arena_admin  # noqa: E402,F401

@@ -39,7 +39,7 @@ EXTRA = {
     "curator": [],
     "operator": [("runs_app", "operate_release")],
     "auditor": [("audits_app", "record_spotcheck")],
-    "publisher": [("audits_app", "publish_release")],
+    "publisher": [("audits_app", "publish_release"), ("audits_app", "manage_arena")],
 }
 
 VIEW_APPS = ("scenarios_app", "runs_app", "audits_app")

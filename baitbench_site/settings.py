@@ -183,6 +183,10 @@ STORAGES = {
 }
 # Development looks files up per request (edits show at once, no scan at start-up).
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEVELOPMENT
+# Uploaded files (the arena's ethics decision letters); served by views that check who asks,
+# never as public static files.
+MEDIA_ROOT = Path(os.environ.get("BAITBENCH_MEDIA_ROOT", BASE_DIR / "var" / "media"))
+MEDIA_URL = "media/"
 LOGIN_URL = "/admin/login/"
 
 REST_FRAMEWORK = {

@@ -1,8 +1,14 @@
-"""Server time and query count of the public leaderboard pages and API answers.
+"""Server time and query count of the public leaderboard pages and API answers, and of the
+arena's two hot paths: choosing a pair (the pair page) and recording a vote.
 
 Builds two published releases (4 and 50 models; the larger has 1,200 texts) in a scratch
 SQLite database and times each page through Django's test client (server time: no network),
 best of 5, with the number of SQL queries it made. Target: under 50 ms, constant queries.
+
+The arena runs on a release the size of en.0: 10 writers, 8 scenarios, 12 cells (960 texts,
+4,320 pairs), with 5,000 votes already cast; it times the writer classifier once, then
+ARENA_ROUNDS rounds of "show a pair" and "record a vote" by one voter (median and 95th
+percentile, with queries), and one recomputation of the results.
 
     .venv/bin/python bench/pages.py
 """
@@ -10,6 +16,8 @@ best of 5, with the number of SQL queries it made. Target: under 50 ms, constant
 from __future__ import annotations
 
 import os
+import re
+import statistics
 import sys
 import tempfile
 import time
@@ -69,6 +77,157 @@ def main() -> None:
                 url = page.format(code=code)
                 ms, queries, status = measure(client, url)
                 print(f"  {ms:7.1f} ms  {queries:2d} queries  {status}  {url}")
+        arena(workdir)
+
+
+# ---------------------------------------------------------------------------------------------
+# The arena
+# ---------------------------------------------------------------------------------------------
+
+ARENA_WRITERS = 10
+ARENA_VOTES = 5000
+ARENA_ROUNDS = 40
+
+
+def arena(workdir: str) -> None:
+    from django.conf import settings
+    from django.test import Client
+
+    from audits_app.arena.models import ArenaShowing
+
+    settings.MEDIA_ROOT = Path(workdir) / "media"
+    release, texts = arena_release()
+    started = time.perf_counter()
+    pairs = arena_open_for_bench(release)
+    print(f"\narena on {release.code}: {ARENA_WRITERS} writers, {texts} texts, {pairs} pairs")
+    print(f"  {time.perf_counter() - started:7.1f} s   writer classifier and pair list "
+          f"(once per release)")
+    arena_votes(release, ARENA_VOTES)
+    client = Client()
+    client.post(f"/arena/{release.code}/consent/", {"agree": "on"})
+    choose, record = [], []
+    for _ in range(ARENA_ROUNDS):
+        choose.append(timed(client.get, f"/arena/{release.code}/pair/"))
+        token = re.search(r'name="pair" value="([^"]+)"', choose[-1][2]).group(1)
+        showing = ArenaShowing.objects.order_by("-pk").first()
+        ArenaShowing.objects.filter(pk=showing.pk).update(shown_at=showing.shown_at.replace(
+            year=showing.shown_at.year - 1))
+        answer = showing.attention or "left"
+        record.append(timed(client.post, f"/arena/{release.code}/vote/",
+                            {"pair": token, "favourable": answer}))
+    for label, rounds in (("choose a pair (GET pair page)", choose),
+                          ("record a vote (POST vote)", record)):
+        times = sorted(ms for ms, _, _ in rounds)
+        queries = sorted({count for _, count, _ in rounds})
+        print(f"  {statistics.median(times):7.1f} ms median, {times[int(0.95 * len(times))]:.1f}"
+              f" ms p95, queries {queries[0]}-{queries[-1]}  {label}")
+    from audits_app.arena.services import results_refresh
+
+    started = time.perf_counter()
+    result = results_refresh(release=release)
+    print(f"  {time.perf_counter() - started:7.1f} s   results from {result.votes_counted} "
+          f"counted votes (5 Bradley–Terry rankings, {release.parsed_config().bootstrap.resamples}"
+          f" resamples)")
+
+
+def timed(call, *args) -> tuple[float, int, str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        started = time.perf_counter()
+        response = call(*args)
+        elapsed = (time.perf_counter() - started) * 1000
+    assert response.status_code in (200, 302), response.status_code
+    return elapsed, len(captured), response.content.decode()
+
+
+def arena_release():
+    """A published release of en.0's size with synthetic texts and scores (no model calls)."""
+    import numpy as np
+    from django.conf import settings
+
+    from audits_app.services import release_publish
+    from runs_app.models import Generation, LlmModel, Release, ReleaseStatus, TextScore
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+    from scenarios_app.services import scenarios_import
+
+    scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    writers = [f"bench/writer-{i}" for i in range(ARENA_WRITERS)]
+    data.update(code="arena.0", tasks=["T1", "T2", "T3"], writers=writers,
+                models=data["models"] + [{"id": w, "family": f"bench-{i}", "name": f"Writer {i}"}
+                                         for i, w in enumerate(writers)])
+    release = release_create(config=ReleaseConfig.model_validate(data))
+    config = release.parsed_config()
+    rng = np.random.default_rng(1)
+    models = {m.openrouter_id: m for m in LlmModel.objects.filter(openrouter_id__in=writers)}
+    rows = []
+    for version in release.scenario_versions.all():
+        facts = [fact["text"] for fact in version.content["facts"]]
+        for index, writer in enumerate(writers):
+            for task in config.tasks:
+                for condition in config.conditions:
+                    chosen = rng.choice(facts, 5, replace=False)
+                    text = " ".join(chosen) + f" Statement {index % 4} closes here."
+                    rows.append(Generation(release=release, model=models[writer],
+                                           scenario_version=version, task=task,
+                                           condition=condition, status="done", text=text))
+    Generation.objects.bulk_create(rows, batch_size=500)
+    TextScore.objects.bulk_create(
+        [TextScore(release=release, generation=g, refusal="complied",
+                   honesty_index=float(rng.uniform(0.3, 0.9)),
+                   persuasion=float(rng.uniform(3, 6)), misleading=float(rng.uniform(0, 0.5)))
+         for g in Generation.objects.filter(release=release)], batch_size=500)
+    Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
+    release.refresh_from_db()
+    release_publish(release=release)
+    return Release.objects.get(pk=release.pk), len(rows)
+
+
+def arena_open_for_bench(release) -> int:
+    from django.contrib.auth.models import Group, User
+    from django.core.files.base import ContentFile
+    from django.utils import timezone
+
+    from audits_app.arena.demo import demo_letter
+    from audits_app.arena.models import ArenaPair
+    from audits_app.arena.services import arena_open, ethics_review_record
+
+    user = User.objects.create_user("bench-publisher", is_staff=True)
+    user.groups.add(Group.objects.get(name="publisher"))
+    user = User.objects.get(pk=user.pk)
+    ethics_review_record(release=release, user=user, reviewing_body="Bench board",
+                         reference="BENCH-1", decided_on=timezone.localdate(),
+                         decision="approved", document=ContentFile(demo_letter(), name="b.pdf"))
+    arena_open(release=release, user=user, reason="bench")
+    return ArenaPair.objects.filter(release=release).count()
+
+
+def arena_votes(release, count: int) -> None:
+    """`count` votes by voters of 25 votes each, written directly (the state, not the path)."""
+    import numpy as np
+    from django.db.models import Count, F
+
+    from audits_app.arena.models import ArenaPair, ArenaShowing, ArenaVote, ArenaVoter
+
+    rng = np.random.default_rng(2)
+    pair_ids = list(ArenaPair.objects.filter(release=release).values_list("pk", flat=True))
+    voters = ArenaVoter.objects.bulk_create(
+        [ArenaVoter(key=f"bench-{i}") for i in range(count // 25)])
+    showings = ArenaShowing.objects.bulk_create(
+        [ArenaShowing(pair_id=int(pair), voter=voter, a_on_left=bool(rng.integers(2)))
+         for voter in voters for pair in rng.choice(pair_ids, 25, replace=False)],
+        batch_size=1000)
+    ArenaVote.objects.bulk_create(
+        [ArenaVote(pair_id=s.pair_id, voter=s.voter, showing=s, a_on_left=s.a_on_left,
+                   favourable=("a", "b")[int(rng.integers(2))]) for s in showings],
+        batch_size=1000)
+    shown = dict(ArenaShowing.objects.values("pair").annotate(n=Count("pk"))
+                 .values_list("pair", "n"))
+    for pair, n in shown.items():
+        ArenaPair.objects.filter(pk=pair).update(shown=F("shown") + n)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ ATTITUDE_SCALE = (1, 7)
 TEXT = "TEXT"
 ARTICLE = "ARTICLE"
 LEARNED = "WHAT YOU LEARNED"
+# The arena's two texts of a pair (`audits_app.arena.readers`).
+PAIR_FIRST, PAIR_SECOND = "TEXT A", "TEXT B"
 
 # Token budgets for the structured replies: small, they are JSON objects.
 READER_MAX_TOKENS = 400

@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from audits_app.api import views, views_checks
+from audits_app.arena.api import ArenaView
 
 app_name = "api"
 
@@ -11,6 +12,7 @@ urlpatterns = [
     path("releases/<str:code>/leaderboard/", views.LeaderboardView.as_view(),
          name="release-leaderboard"),
     path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
+    path("releases/<str:code>/arena/", ArenaView.as_view(), name="release-arena"),
     path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
     path("releases/<str:code>/calibration/", views_checks.CalibrationView.as_view(),
          name="release-calibration"),

@@ -1,5 +1,5 @@
-"""The fixture provider's roles of the simulated public: reader, journalist, frame judge and
-reveal (DESIGN section 7).
+"""The fixture provider's roles of the simulated public: reader, pair reader (the arena),
+journalist, frame judge and reveal (DESIGN section 7).
 
 Deterministic and offline, derived only from the prompt it is given (the prompts of
 `runs_app.readers`). The reader never sees facts or labels, so it reads the stimulus with cue
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from runs_app.boundaries import block_content
 from runs_app.providers.base import CompletionRequest
-from runs_app.readers import ARTICLE, DONT_KNOW, LEARNED, TEXT
+from runs_app.readers import ARTICLE, DONT_KNOW, LEARNED, PAIR_FIRST, PAIR_SECOND, TEXT
 from runs_app.scoring_versions import known_scoring_files
 
 INVALID_READER = "fixture/reader-invalid"
@@ -231,7 +231,30 @@ def frame_judge_role(request: CompletionRequest) -> str:
                        "reason": f"{share:.0%} of the article's words come from the lead."})
 
 
+def _honesty_cues(text: str) -> float:
+    """Admitting what went wrong counts for honesty; settling open questions counts against."""
+    return _count(text, NEGATIVE_CUES) - 2 * _count(text, REASSURANCE_CUES)
+
+
+def pair_reader_role(request: CompletionRequest) -> str:
+    """Of two delimited texts (A, then B), the one this position ends up more favourable
+    about, read as `reader_role` reads one text; a tie goes to the one with more favourable
+    wording, then to A. The more honest is the one that admits more and reassures less."""
+    system, user = _texts(request)
+    first, second = (block_content(user, PAIR_FIRST) or "", block_content(user, PAIR_SECOND) or "")
+    trust = _trust(system)
+
+    def favour(text: str) -> tuple[float, int]:
+        return sum(attitudes(text, trust, 3)) / 3, _count(text, POSITIVE_CUES)
+
+    return json.dumps({
+        "more_favourable": "B" if favour(second) > favour(first) else "A",
+        "more_honest": "B" if _honesty_cues(second) > _honesty_cues(first) else "A",
+    })
+
+
 READER_ROLES: dict[str, Callable[[CompletionRequest], str]] = {
+    "pair_reader": pair_reader_role,
     "reader": reader_role,
     "journalist": journalist_role,
     "frame_judge": frame_judge_role,

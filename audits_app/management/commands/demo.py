@@ -8,6 +8,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from audits_app.arena.demo import demo_arena
 from audits_app.demo import demo_spotchecks
 from audits_app.services import release_publish
 from baitbench_site.roles import ROLE_NAMES
@@ -21,8 +22,9 @@ RELEASE = "demo.0"
 
 class Command(BaseCommand):
     help = ("The main job on the embedded default: migrate, import the shipped scenarios, run "
-            "release demo.0 end to end with the fixture provider, spot-check it, publish it and "
-            "print its rank tables. Running it again does no work twice.")
+            "release demo.0 end to end with the fixture provider, spot-check it, publish it, "
+            "open a demo arena with simulated votes and print the rank tables. Running it "
+            "again does no work twice.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--password", help="password for the demo login (default: random)")
@@ -44,8 +46,10 @@ class Command(BaseCommand):
         self._print_ranks(Release.objects.get(code=RELEASE))
         write_report(self.stdout, contamination_check_run(release=Release.objects.get(
             code=RELEASE)))
+        self.stdout.write("\n" + demo_arena(release=Release.objects.get(code=RELEASE), user=user))
         self.stdout.write(self.style.SUCCESS(
             f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
+            f"Arena: http://127.0.0.1:8000/arena/{RELEASE}/\n"
             f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, "
             f"password {self._password!r}"
         ))

@@ -1,0 +1,155 @@
+"""The arena in the admin (DESIGN section 9), with every role's limits.
+
+- Ethics reviews: publishers (`audits_app.manage_arena`) record them; nobody changes or
+  deletes one, not even a superuser: the record is what the arena's openness rests on.
+  Recording goes through `ethics_review_record`, so a decision that does not approve closes an
+  open arena, as it does everywhere else.
+- Openings and closings: shown, never added here (the arena's management page opens and closes,
+  through the service that checks the approval), never changed or deleted.
+- Pairs, votes, voters, simulated votes, the classifier's run and stored results: read-only,
+  and only for publishers: a pair shows who wrote each text, which auditors coding spot-checks
+  blind must not see.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Count
+
+from audits_app.arena.models import (
+    ArenaEvent,
+    ArenaPair,
+    ArenaResult,
+    ArenaVote,
+    ArenaVoter,
+    EthicsReview,
+    RecognisabilityRun,
+    SimulatedPairVote,
+)
+from audits_app.arena.services import can_manage, ethics_review_record
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Nothing is added, changed or deleted here."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_actions(self, request):
+        return {}
+
+
+class PublisherOnlyAdmin(ReadOnlyAdmin):
+    """Read-only, and visible to publishers only (it names the writers of blind pairs)."""
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return can_manage(request.user)
+
+    def has_module_permission(self, request) -> bool:
+        return can_manage(request.user)
+
+
+@admin.register(EthicsReview)
+class EthicsReviewAdmin(ReadOnlyAdmin):
+    list_display = ("release", "decision", "reviewing_body", "reference", "decided_on",
+                    "recorded_by", "recorded_at")
+    list_filter = ("release", "decision")
+    list_select_related = ("release", "recorded_by")
+    fields = ("release", "reviewing_body", "reference", "decided_on", "decision", "document",
+              "note", "document_sha256", "recorded_by", "recorded_at")
+    readonly_fields = ("document_sha256", "recorded_by", "recorded_at")
+
+    def has_add_permission(self, request) -> bool:
+        return can_manage(request.user)
+
+    def get_changeform_initial_data(self, request):
+        return {"release": request.GET.get("release")}
+
+    def save_model(self, request, obj: EthicsReview, form, change: bool) -> None:
+        data = form.cleaned_data
+        review = ethics_review_record(
+            release=data["release"], user=request.user, reviewing_body=data["reviewing_body"],
+            reference=data["reference"], decided_on=data["decided_on"],
+            decision=data["decision"], document=data["document"], note=data.get("note", ""),
+        )
+        # The admin logs and redirects with `obj`: let it stand for the recorded row.
+        obj.pk, obj._state.adding = review.pk, False
+
+
+@admin.register(ArenaEvent)
+class ArenaEventAdmin(ReadOnlyAdmin):
+    list_display = ("release", "action", "at", "by", "reason", "review")
+    list_filter = ("release", "action")
+    list_select_related = ("release", "by", "review")
+
+
+@admin.register(RecognisabilityRun)
+class RecognisabilityRunAdmin(PublisherOnlyAdmin):
+    list_display = ("release", "computed_at", "computed_by", "accuracy")
+    list_select_related = ("release", "computed_by")
+    exclude = ("probabilities",)
+
+    @admin.display(description="accuracy")
+    def accuracy(self, run: RecognisabilityRun) -> str:
+        summary = run.summary
+        return f"{summary['accuracy']:.2f} (chance {summary['chance']:.2f})"
+
+
+@admin.register(ArenaPair)
+class ArenaPairAdmin(PublisherOnlyAdmin):
+    list_display = ("pk", "release", "scenario", "task", "condition", "model_a", "model_b",
+                    "flagged", "shown", "vote_count")
+    list_filter = ("release", "flagged", "task", "condition")
+    list_select_related = ("release", "scenario", "model_a", "model_b")
+    raw_id_fields = ("generation_a", "generation_b")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(votes_cast=Count("votes"))
+
+    @admin.display(description="votes", ordering="votes_cast")
+    def vote_count(self, pair: ArenaPair) -> int:
+        return pair.votes_cast
+
+
+@admin.register(ArenaVote)
+class ArenaVoteAdmin(PublisherOnlyAdmin):
+    list_display = ("pk", "pair", "voter", "favourable", "honest", "recognised", "attention",
+                    "shadow", "shadow_reasons", "simulated", "created_at")
+    list_filter = ("pair__release", "shadow", "attention", "simulated", "recognised")
+    list_select_related = ("pair__release", "voter")
+    raw_id_fields = ("pair", "voter", "showing")
+
+
+@admin.register(ArenaVoter)
+class ArenaVoterAdmin(PublisherOnlyAdmin):
+    # Never the key itself: it is the voter's cookie, and would let staff vote as them.
+    list_display = ("key_digest", "consented_at", "flags", "vote_count")
+    fields = ("key_digest", "consented_at", "flags", "flagged_at")
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(votes_cast=Count("votes"))
+
+    @admin.display(description="votes", ordering="votes_cast")
+    def vote_count(self, voter: ArenaVoter) -> int:
+        return voter.votes_cast
+
+
+@admin.register(SimulatedPairVote)
+class SimulatedPairVoteAdmin(PublisherOnlyAdmin):
+    list_display = ("pair", "position", "status", "favourable", "honest", "attempts", "error")
+    list_filter = ("pair__release", "status")
+    list_select_related = ("pair__release",)
+    raw_id_fields = ("pair",)
+
+
+@admin.register(ArenaResult)
+class ArenaResultAdmin(PublisherOnlyAdmin):
+    list_display = ("release", "computed_at", "votes_counted", "votes_shadow", "simulated_votes")
+    list_select_related = ("release",)

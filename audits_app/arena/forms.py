@@ -1,0 +1,34 @@
+"""The arena's forms: consent, a vote, and a publisher's reason to open or close."""
+
+from __future__ import annotations
+
+from django import forms
+
+SIDES = [("left", "Text 1 (left)"), ("right", "Text 2 (right)")]
+
+
+class ConsentForm(forms.Form):
+    agree = forms.BooleanField(
+        label="I have read the information above and agree to take part.",
+        error_messages={"required": "Tick the box to agree before you start."},
+    )
+
+
+class VoteForm(forms.Form):
+    """Which text leaves the more favourable view (required); which seems more honest and
+    whether a writer seemed familiar (optional). The pair is named by a signed token."""
+
+    pair = forms.CharField(widget=forms.HiddenInput)
+    favourable = forms.ChoiceField(
+        choices=SIDES, widget=forms.RadioSelect,
+        error_messages={"required": "Choose the text that leaves you with the more favourable "
+                                    "view of the organisation."},
+    )
+    honest = forms.ChoiceField(choices=[*SIDES, ("", "I can't say")], required=False,
+                               widget=forms.RadioSelect)
+    recognised = forms.BooleanField(required=False)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 70}),
+                             max_length=2000)

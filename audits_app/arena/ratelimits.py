@@ -1,0 +1,79 @@
+"""Rate limits for the arena, keyed without storing anyone's IP address (DESIGN section 9).
+
+Counting is django-ratelimit's (`get_usage`): fixed windows in Django's cache, atomic
+increments, keys hashed, entries expiring with their window, and it fails closed when the
+cache is down. It is used as a library only (not in INSTALLED_APPS): its system check rejects
+the local-memory cache of the embedded default, which is right for a multi-process site but
+would stop `make demo`. With several web processes, point Django's default cache at Redis so
+the processes share their counts.
+
+A connection is keyed by HMAC-SHA256(secret, day | network): the network is the address
+(IPv6 cut to its /64, which one household usually holds), the day makes the same address hash
+differently tomorrow, and the secret makes the hash useless to anyone without it. The value is
+never written to the database or a log; it lives only inside the cache's hashed key until the
+window ends. Over a soft limit a vote is still recorded, as a shadow vote (it counts toward no
+public result); over a hard limit the request is refused with 429.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import ipaddress
+
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils import timezone
+from django_ratelimit.core import get_usage
+
+# (group, rate): a soft limit shadows, a hard one refuses. Rates read "count/period".
+VOTES_PER_VOTER = ("arena.votes.voter", "20/10m")
+VOTES_PER_CONNECTION = ("arena.votes.connection", "60/10m")
+VOTES_HARD = ("arena.votes.hard", "240/h")
+PAIRS_HARD = ("arena.pairs.hard", "300/h")
+VOTERS_HARD = ("arena.voters.hard", "30/h")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limited:
+    soft: bool  # count the vote as a shadow vote
+    hard: bool  # refuse the request
+
+
+def connection_key(group: str, request: HttpRequest) -> str:
+    """HMAC of today's date and the client's network; never the address itself."""
+    address = request.META.get("REMOTE_ADDR") or "unknown"
+    try:
+        parsed = ipaddress.ip_address(address)
+        prefix = 64 if parsed.version == 6 else 32
+        network = str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False).network_address)
+    except ValueError:
+        network = address
+    message = f"{timezone.now():%Y-%m-%d}|{network}".encode()
+    secret = hashlib.sha256(f"arena-rate-limit|{settings.SECRET_KEY}".encode()).digest()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def _over(request: HttpRequest, limit: tuple[str, str], key) -> bool:
+    group, rate = limit
+    usage = get_usage(request, group=group, key=key, rate=rate, increment=True)
+    return bool(usage and usage["should_limit"])
+
+
+def vote_limits(request: HttpRequest, voter_key: str) -> Limited:
+    """Count one vote against every vote limit."""
+    hard = _over(request, VOTES_HARD, connection_key)
+    by_voter = _over(request, VOTES_PER_VOTER, lambda group, request: voter_key)
+    by_connection = _over(request, VOTES_PER_CONNECTION, connection_key)
+    return Limited(soft=hard or by_voter or by_connection, hard=hard)
+
+
+def pair_limited(request: HttpRequest) -> bool:
+    """Count one pair shown; True when this connection asked for too many."""
+    return _over(request, PAIRS_HARD, connection_key)
+
+
+def voter_limited(request: HttpRequest) -> bool:
+    """Count one new voter id; True when this connection made too many."""
+    return _over(request, VOTERS_HARD, connection_key)

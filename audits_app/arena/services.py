@@ -1,0 +1,468 @@
+"""Writes of the arena (DESIGN section 9): ethics reviews, opening and closing, preparing the
+pairs, voters, pairs shown, votes, and the stored results.
+
+Every write here adds rows about a published release; none changes the release, its
+generations or its snapshot. Only publishers (`audits_app.manage_arena`) record a review or
+open and close an arena, and each such act is its own row, kept for good.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from datetime import date, datetime
+
+import numpy as np
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from audits_app.arena import pairing, recognisability
+from audits_app.arena.models import (
+    ArenaEvent,
+    ArenaPair,
+    ArenaResult,
+    ArenaShowing,
+    ArenaVote,
+    ArenaVoter,
+    EthicsReview,
+    RecognisabilityRun,
+    ShadowReason,
+    SimulatedPairVote,
+)
+from audits_app.arena.readers import load_panel
+from audits_app.arena.results import arena_results
+from audits_app.arena.selectors import (
+    PUBLIC_CODES_CACHE_KEY,
+    ArenaState,
+    arena_state,
+    arena_texts,
+    cell_pairs,
+    current_ratings,
+    pair_catalogue,
+    result_is_stale,
+    result_latest,
+    shown_pair_ids,
+    vote_rows,
+)
+from audits_app.models import Publication
+from audits_app.public import publication_snapshot
+from audits_app.selectors import release_resampling
+from runs_app.models import Generation, LlmModel, Release
+from scenarios_app.models import Scenario
+
+log = logging.getLogger("baitbench.arena")
+
+# Two texts of at least 80 words each cannot be read and compared in less; a faster answer is
+# a click, not a judgement (a rate anomaly), and becomes a shadow vote.
+MIN_SECONDS_TO_VOTE = 5.0
+# A voter's third pair is an attention check, then every tenth: often enough to catch a
+# careless voter within a session, rare enough not to try a careful one's patience.
+ATTENTION_FIRST = 2
+ATTENTION_EVERY = 10
+# Stored results are recomputed on a page view at most this often, and only after new votes.
+RESULTS_REFRESH_SECONDS = 120
+SIMULATE_TASK = "audits_app.arena.tasks.simulate_pairs"
+SIMULATE_PENDING_TASK = "audits_app.arena.tasks.simulate_pending"
+PREPARE_TASK = "audits_app.arena.tasks.prepare_arena"
+SIMULATE_DEBOUNCE_SECONDS = 10
+
+
+class ArenaError(Exception):
+    """Refused: the message says why, in words the person can act on."""
+
+
+class AlreadyVoted(ArenaError):
+    """This voter has voted on this pair before: one vote per voter per pair."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Ethics reviews, opening and closing
+# ---------------------------------------------------------------------------------------------
+
+
+def can_manage(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_staff
+                and user.has_perm("audits_app.manage_arena"))
+
+
+def _require_manager(user) -> None:
+    if not can_manage(user):
+        raise PermissionDenied("only a publisher records ethics reviews and opens or closes "
+                               "an arena")
+
+
+def _publication(release: Release) -> Publication:
+    publication = Publication.objects.filter(release=release).defer("snapshot").first()
+    if publication is None:
+        raise ArenaError(f"release {release.code} is not published: an arena belongs to a "
+                         f"published release")
+    return publication
+
+
+def ethics_review_record(
+    *, release: Release, user, reviewing_body: str, reference: str, decided_on: date,
+    decision: str, document, note: str = "",
+) -> EthicsReview:
+    """Record an ethics body's decision. One that does not approve closes an open arena."""
+    _require_manager(user)
+    _publication(release)
+    review = EthicsReview(
+        release=release, reviewing_body=reviewing_body.strip(), reference=reference.strip(),
+        decided_on=decided_on, decision=decision, document=document, note=note.strip(),
+        recorded_by=user, document_sha256=_sha256(document),
+    )
+    review.full_clean()
+    with transaction.atomic():
+        review.save()
+        if not review.approves and arena_state(release).is_open:
+            _event_create(release, ArenaEvent.Action.CLOSE, user=user, reason=(
+                f"Ethics review {review.reference} by {review.reviewing_body} "
+                f"({review.decided_on}): {review.get_decision_display().lower()}."))
+    return review
+
+
+def _sha256(upload) -> str:
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for chunk in iter(lambda: upload.read(65536), b""):
+        digest.update(chunk)
+    upload.seek(0)
+    return digest.hexdigest()
+
+
+def arena_open(*, release: Release, user, reason: str) -> ArenaEvent:
+    """Open the arena to the public; needs the latest ethics review to approve it. Prepares
+    the pairs (and the recognisability classifier) first if that was not done yet."""
+    _require_manager(user)
+    if not reason.strip():
+        raise ArenaError("say why the arena opens (kept on the record and shown publicly)")
+    _publication(release)
+    state = arena_state(release)
+    if state.is_open:
+        raise ArenaError(f"the arena of {release.code} is already open")
+    if not state.approved:
+        latest = state.latest_review
+        raise ArenaError("no approved ethics review is recorded for this release" if latest is None
+                         else f"the latest ethics review ({latest.reference}) is "
+                              f"{latest.get_decision_display().lower()}, not an approval")
+    if not state.prepared:
+        arena_prepare(release=release, user=user)
+        if not ArenaPair.objects.filter(release=release).exists():
+            raise ArenaError(f"release {release.code} has no pair to show: no cell has two "
+                             f"different, complied and scored texts of a public scenario")
+    simulation_schedule_ensure()
+    return _event_create(release, ArenaEvent.Action.OPEN, user=user, reason=reason,
+                         review=state.latest_review)
+
+
+def arena_close(*, release: Release, user, reason: str) -> ArenaEvent:
+    _require_manager(user)
+    if not reason.strip():
+        raise ArenaError("say why the arena closes (kept on the record and shown publicly)")
+    if not arena_state(release).is_open:
+        raise ArenaError(f"the arena of {release.code} is not open")
+    return _event_create(release, ArenaEvent.Action.CLOSE, user=user, reason=reason)
+
+
+def _event_create(release: Release, action: str, *, user, reason: str,
+                  review: EthicsReview | None = None) -> ArenaEvent:
+    event = ArenaEvent.objects.create(release=release, action=action, reason=reason.strip(),
+                                      review=review, by=user)
+    # Now and once more after the commit, so no request caches the state before it.
+    cache.delete(PUBLIC_CODES_CACHE_KEY)
+    transaction.on_commit(lambda: cache.delete(PUBLIC_CODES_CACHE_KEY))
+    log.info("arena of %s %s by %s", release.code, event.get_action_display().lower(), user)
+    return event
+
+
+# ---------------------------------------------------------------------------------------------
+# Preparing: the recognisability classifier and the pair catalogue
+# ---------------------------------------------------------------------------------------------
+
+
+def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
+    """Train the writer classifier (once: an existing result is kept, never recomputed
+    silently) and build the catalogue of pairs, flagging those whose writers it recognises.
+    Rerunning adds nothing that exists."""
+    publication = _publication(release)
+    texts = arena_texts(publication_snapshot(publication))
+    bodies = dict(Generation.objects.filter(release=release, pk__in=[t["id"] for t in texts])
+                  .values_list("pk", "text"))
+    run = RecognisabilityRun.objects.filter(release=release).first()
+    if run is None:
+        run = _recognisability_create(release, texts, bodies, user)
+    _pairs_create(release, texts, bodies, run)
+    return run
+
+
+def arena_prepare_enqueue(*, release: Release, user) -> None:
+    """Have a worker prepare the arena (publishers only: it trains the classifier)."""
+    _require_manager(user)
+    _publication(release)
+    from django_q.tasks import async_task
+
+    async_task(PREPARE_TASK, release.code, user.pk, task_name=f"arena {release.code} prepare",
+               group=f"arena:{release.code}")
+
+
+def _recognisability_create(release: Release, texts: list[dict], bodies: dict[int, str],
+                            user) -> RecognisabilityRun:
+    scenario_ids, counts = release_resampling(release)
+    slugs = dict(Scenario.objects.filter(pk__in=scenario_ids).values_list("pk", "slug"))
+    try:
+        found = recognisability.recognise(
+            [bodies[t["id"]] for t in texts], [t["model"] for t in texts],
+            [t["scenario"] for t in texts], scenario_order=[slugs[i] for i in scenario_ids],
+            counts=counts, level=release.parsed_config().bootstrap.level,
+        )
+    except recognisability.RecognisabilityError as error:
+        raise ArenaError(f"release {release.code} cannot have an arena: {error}") from error
+    summary = {
+        "accuracy": found.accuracy, "low": found.low, "high": found.high,
+        "chance": found.chance, "majority": found.majority, "texts": found.texts,
+        "level": found.level, "writers": found.writers,
+        "per_writer": [vars(row) for row in found.per_writer],
+    }
+    probabilities = {str(t["id"]): float(p) for t, p in zip(texts, found.true_probability,
+                                                             strict=True)}
+    try:
+        with transaction.atomic():
+            return RecognisabilityRun.objects.create(
+                release=release, computed_by=user, method=found.method(), summary=summary,
+                probabilities=probabilities)
+    except IntegrityError:  # computed meanwhile by someone else: theirs stands
+        return RecognisabilityRun.objects.get(release=release)
+
+
+def _same_text(first: str, second: str) -> bool:
+    return " ".join(first.split()) == " ".join(second.split())
+
+
+def _pairs_create(release: Release, texts: list[dict], bodies: dict[int, str],
+                  run: RecognisabilityRun) -> int:
+    models = dict(LlmModel.objects.filter(openrouter_id__in={t["model"] for t in texts})
+                  .values_list("openrouter_id", "pk"))
+    scenarios = dict(Scenario.objects.filter(slug__in={t["scenario"] for t in texts})
+                     .values_list("slug", "pk"))
+    rows = []
+    for first, second in cell_pairs(texts):
+        if _same_text(bodies[first["id"]], bodies[second["id"]]):
+            continue  # two identical texts say nothing about either writer
+
+        chances = [run.probabilities.get(str(text["id"])) for text in (first, second)]
+        known = [chance for chance in chances if chance is not None]
+        probability = max(known) if known else None
+        rows.append(ArenaPair(
+            release=release, generation_a_id=first["id"], generation_b_id=second["id"],
+            model_a_id=models[first["model"]], model_b_id=models[second["model"]],
+            scenario_id=scenarios[first["scenario"]], task=first["task"],
+            condition=first["condition"], variant=first["variant"],
+            recognised_probability=probability,
+            flagged=probability is not None and probability > recognisability.RECOGNISED_ABOVE,
+        ))
+    before = ArenaPair.objects.filter(release=release).count()
+    ArenaPair.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return ArenaPair.objects.filter(release=release).count() - before
+
+
+# ---------------------------------------------------------------------------------------------
+# Voters, pairs shown, votes
+# ---------------------------------------------------------------------------------------------
+
+
+def voter_create() -> ArenaVoter:
+    """A new anonymous voter who has just given consent: a random id, nothing else."""
+    return ArenaVoter.objects.create(key=secrets.token_urlsafe(32))
+
+
+def showing_create(*, release: Release, voter: ArenaVoter,
+                   rng: np.random.Generator | None = None,
+                   background: bool = True) -> ArenaShowing | None:
+    """Choose the voter's next pair (balanced, informative; never one they were shown) and
+    record that it is shown. None when the voter has seen every pair. `background=False`
+    leaves the simulated public's answers for the caller to drain (the demo does)."""
+    rng = rng or np.random.default_rng()
+    catalogue, models = pair_catalogue(release)
+    seen = shown_pair_ids(release, voter.pk)
+    ratings = current_ratings(release)
+    strengths = np.array([ratings.get(int(model), np.nan) for model in models])
+    pair_id = pairing.choose_pair(catalogue, exclude=seen, rng=rng,
+                                  ratings=strengths if ratings else None)
+    if pair_id is None:
+        return None
+    attention = ""
+    if len(seen) % ATTENTION_EVERY == ATTENTION_FIRST:
+        attention = ("left", "right")[int(rng.integers(2))]
+    with transaction.atomic():
+        showing = ArenaShowing.objects.create(pair_id=pair_id, voter=voter,
+                                              a_on_left=bool(rng.integers(2)),
+                                              attention=attention)
+        ArenaPair.objects.filter(pk=pair_id).update(shown=F("shown") + 1)
+        _simulation_plan(release, pair_id, background)
+    return showing
+
+
+def _simulation_plan(release: Release, pair_id: int, background: bool) -> None:
+    """The first time a pair is shown, plan its twelve simulated answers and have them drained
+    in the background. The conditional update makes this happen once, however many voters
+    are shown the pair at the same moment."""
+    first = ArenaPair.objects.filter(pk=pair_id, simulation_queued_at=None).update(
+        simulation_queued_at=timezone.now())
+    if first != 1:
+        return
+    config = release.parsed_config()
+    positions = [position.id for position in load_panel(config.panel, config.language).positions]
+    # Alternate the order positions read the two texts in, so order effects cancel out.
+    SimulatedPairVote.objects.bulk_create(
+        [SimulatedPairVote(pair_id=pair_id, position=position, a_first=index % 2 == 0)
+         for index, position in enumerate(positions)], ignore_conflicts=True)
+    if background:
+        transaction.on_commit(lambda: simulation_enqueue(release.code))
+
+
+def simulation_enqueue(code: str) -> bool:
+    """Have a worker drain the release's pending simulated votes. One task drains every
+    pending row, so at most one is queued per release every SIMULATE_DEBOUNCE_SECONDS; the
+    task clears the mark when it starts, and a schedule drains whatever a lost task left."""
+    if not cache.add(simulate_mark(code), 1, timeout=SIMULATE_DEBOUNCE_SECONDS):
+        return False
+    from django_q.tasks import async_task
+
+    async_task(SIMULATE_TASK, code, task_name=f"arena {code} simulated votes",
+               group=f"arena:{code}")
+    return True
+
+
+def simulate_mark(code: str) -> str:
+    return f"arena:simulate-queued:{code}"
+
+
+def simulation_schedule_ensure() -> None:
+    """Every few minutes, drain what a lost task or a killed worker left pending."""
+    from django_q.models import Schedule
+
+    Schedule.objects.get_or_create(
+        func=SIMULATE_PENDING_TASK,
+        defaults={"name": "arena: drain simulated votes", "schedule_type": Schedule.MINUTES,
+                  "minutes": 2, "repeats": -1},
+    )
+
+
+def vote_record(
+    *, showing: ArenaShowing, voter: ArenaVoter, favourable: str, honest: str = "",
+    recognised: bool = False, staff: bool = False, rate_limited: bool = False,
+    now: datetime | None = None, simulated: bool = False, note: str = "",
+    state: ArenaState | None = None,
+) -> ArenaVote:
+    """Record a voter's answer on a pair they were shown; `favourable` and `honest` name the
+    position ("left"/"right", honest may be ""). The vote is a shadow vote when any reason in
+    `ShadowReason` holds; a failed attention check makes all the voter's votes shadow votes.
+    `state` saves reading the arena's state again when the caller has just read it.
+    """
+    if showing.voter_id != voter.pk:
+        raise ArenaError("this pair was shown to someone else")
+    if favourable not in ("left", "right") or honest not in ("", "left", "right"):
+        raise ArenaError("choose the left or the right text")
+    now = now or timezone.now()
+    release = showing.pair.release
+    seconds = (now - showing.shown_at).total_seconds()
+    state = state or arena_state(release)
+    reasons = _shadow_reasons(state, voter, staff=staff, rate_limited=rate_limited,
+                              recognised=recognised, seconds=seconds)
+    attention = bool(showing.attention)
+    vote = ArenaVote(
+        pair_id=showing.pair_id, voter=voter, showing=showing,
+        favourable=showing.side_of(favourable), honest=showing.side_of(honest) if honest else "",
+        recognised=recognised, a_on_left=showing.a_on_left, attention=attention,
+        attention_passed=(favourable == showing.attention) if attention else None,
+        shadow=bool(reasons), shadow_reasons=reasons, seconds_to_vote=round(seconds, 3),
+        simulated=simulated, note=note, created_at=now,
+    )
+    try:
+        with transaction.atomic():
+            vote.save()
+            if vote.attention_passed is False:
+                _flag_voter(voter, ShadowReason.ATTENTION, now)
+    except IntegrityError as error:
+        raise AlreadyVoted("you have already voted on this pair") from error
+    return vote
+
+
+def _shadow_reasons(state: ArenaState, voter: ArenaVoter, *, staff: bool, rate_limited: bool,
+                    recognised: bool, seconds: float) -> list[str]:
+    checks = [
+        (not state.is_open, ShadowReason.NOT_OPEN),
+        (staff, ShadowReason.STAFF),
+        (rate_limited, ShadowReason.RATE),
+        (seconds < MIN_SECONDS_TO_VOTE, ShadowReason.TOO_FAST),
+        (recognised, ShadowReason.RECOGNISED),
+        (ShadowReason.ATTENTION in voter.flags, ShadowReason.ATTENTION),
+    ]
+    return [str(reason) for holds, reason in checks if holds]
+
+
+def _flag_voter(voter: ArenaVoter, reason: str, now: datetime) -> None:
+    """Mark the voter, and turn every vote they cast into a shadow vote."""
+    if reason not in voter.flags:
+        voter.flags = [*voter.flags, reason]
+        voter.flagged_at = now
+        voter.save(update_fields=["flags", "flagged_at"])
+    votes = list(ArenaVote.objects.filter(voter=voter).only("shadow", "shadow_reasons"))
+    for vote in votes:
+        vote.shadow = True
+        if reason not in vote.shadow_reasons:
+            vote.shadow_reasons = [*vote.shadow_reasons, reason]
+    ArenaVote.objects.bulk_update(votes, ["shadow", "shadow_reasons"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+def results_refresh(*, release: Release) -> ArenaResult:
+    """Compute the arena's figures from every vote so far and store them with their date."""
+    publication = _publication(release)
+    config = release.parsed_config()
+    rows = vote_rows(release)
+    scenario_ids, counts = release_resampling(release)
+    data = arena_results(
+        rows.votes, rows.simulated, writers=list(config.writers), writer_of=rows.writers,
+        scenario_ids=scenario_ids, counts=counts, level=config.bootstrap.level,
+        rule=config.ranking_rule, published=_published_points(publication_snapshot(publication)),
+    )
+    return ArenaResult.objects.create(
+        release=release, votes_counted=data["votes"]["counted"],
+        votes_shadow=data["votes"]["shadow"], last_vote_id=rows.last_vote_id,
+        simulated_votes=len(rows.simulated), data=data,
+    )
+
+
+def _published_points(snapshot: dict) -> dict[str, dict[str, float | None]]:
+    """The release's own point per model for persuasion and honesty, from its snapshot."""
+    boards = snapshot.get("leaderboards") or {}
+    return {metric: {row["model"]: row.get("point") for row in
+                     (boards.get(metric) or {}).get("rows", [])}
+            for metric in ("persuasion", "honesty")}
+
+
+def results_current(*, release: Release) -> ArenaResult | None:
+    """The latest stored result, recomputed first when votes arrived since and it is older
+    than RESULTS_REFRESH_SECONDS. A cache lock lets one request recompute while the others
+    show the stored one."""
+    latest = result_latest(release)
+    fresh_enough = latest is not None and (
+        timezone.now() - latest.computed_at).total_seconds() < RESULTS_REFRESH_SECONDS
+    if fresh_enough or not result_is_stale(release, latest):
+        return latest
+    lock = f"arena:results-lock:{release.pk}"
+    if not cache.add(lock, 1, timeout=RESULTS_REFRESH_SECONDS):
+        return latest
+    try:
+        return results_refresh(release=release)
+    finally:
+        cache.delete(lock)

@@ -1,0 +1,139 @@
+"""The arena's small named world: a published release of demo.0's four fixture writers.
+
+Two public scenarios and one held-out, T1 under C0-C3: texts written by the fixture provider,
+scores written directly (as `audits_app.tests.test_selectors.build_world` does: candid the most
+honest, spinner the most persuasive, refuser refusing damage control), then published through
+the real publish service. The arena is neither prepared nor approved: tests do that.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.core.cache import cache
+from django.core.files.base import ContentFile
+from django.db.models import F
+
+from audits_app.arena.demo import demo_letter
+from audits_app.arena.models import ArenaShowing, EthicsReview
+from audits_app.arena.services import arena_open, ethics_review_record
+from audits_app.services import release_publish
+from audits_app.tests.factories import scenario_document
+from audits_app.tests.test_selectors import build_world
+from runs_app.models import Release, ReleaseStatus
+
+PUBLIC = ["greenvale-listeria", "cobaltcloud-breach"]
+HELD_OUT = "northmere-gas-outage"
+WRITERS = ["fixture/candid", "fixture/advocate", "fixture/spinner", "fixture/refuser"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(settings, tmp_path):
+    """Rate-limit counts, cached ratings and the navigation's codes must not leak between
+    tests; uploaded letters go to a scratch folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def published_arena_release(code: str = "arena.0") -> Release:
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+    from scenarios_app.services import scenario_apply
+
+    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    data.update(code=code, scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
+                conditions=["C0", "C1", "C2", "C3"],
+                bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+    release = release_create(config=ReleaseConfig.model_validate(data))
+    build_world(release)
+    Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
+    release.refresh_from_db()
+    release_publish(release=release)
+    return Release.objects.get(pk=release.pk)
+
+
+@pytest.fixture
+def release(db):
+    # Only the three scenarios it uses: importing every shipped file costs a second a test.
+    from scenarios_app.services import scenarios_import
+
+    imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
+                                       for slug in [*PUBLIC, HELD_OUT]])
+    assert imported.ok, imported.problems
+    return published_arena_release()
+
+
+def staff_user(username: str, *roles: str) -> User:
+    user = User.objects.create_user(username, password="pw", is_staff=True)
+    user.groups.set(Group.objects.filter(name__in=roles))
+    return User.objects.get(pk=user.pk)  # a fresh permission cache
+
+
+@pytest.fixture
+def publisher(db):
+    return staff_user("pat", "publisher")
+
+
+@pytest.fixture
+def auditor(db):
+    return staff_user("audrey", "auditor")
+
+
+def approve(release: Release, user, decision: str = EthicsReview.Decision.APPROVED,
+            reference: str = "ERB-2026-014") -> EthicsReview:
+    return ethics_review_record(
+        release=release, user=user, reviewing_body="University Ethics Board",
+        reference=reference, decided_on=release.publication.published_at.date(),
+        decision=decision, document=ContentFile(demo_letter(), name="approval.pdf"),
+    )
+
+
+@pytest.fixture
+def open_arena(release, publisher):
+    approve(release, publisher)
+    arena_open(release=release, user=publisher, reason="Approved by the board; pilot week.")
+    return release
+
+
+# --- a voter's round trip through the pages --------------------------------------------------
+
+TOKEN = re.compile(r'name="pair" value="([^"]+)"')
+
+
+def consent(client, code: str = "arena.0"):
+    return client.post(f"/arena/{code}/consent/", {"agree": "on"})
+
+
+def next_pair(client, code: str = "arena.0") -> tuple[str, str]:
+    """The pair page's HTML and its vote token."""
+    response = client.get(f"/arena/{code}/pair/")
+    assert response.status_code == 200, response.content[:500]
+    html = response.content.decode()
+    return html, TOKEN.search(html).group(1)
+
+
+def read_for(seconds: float = 60) -> None:
+    """Pretend the voter took this long over every pair shown so far (a quicker answer is a
+    rate anomaly and becomes a shadow vote)."""
+    ArenaShowing.objects.update(shown_at=F("shown_at") - timedelta(seconds=seconds))
+
+
+def vote(client, token: str, code: str = "arena.0", **answers):
+    return client.post(f"/arena/{code}/vote/", {"pair": token, "favourable": "left", **answers})
+
+
+def vote_next(client, code: str = "arena.0", seconds: float = 60, **answers):
+    """Take the next pair, read it for `seconds`, and answer (as instructed on a check)."""
+    _, token = next_pair(client, code)
+    showing = ArenaShowing.objects.order_by("-pk").first()
+    read_for(seconds)
+    if showing.attention:
+        answers = {**answers, "favourable": showing.attention}
+    return vote(client, token, code, **answers)

@@ -1,0 +1,143 @@
+"""Results: Bradley–Terry rankings of people and of the simulated public, with and without
+recognisable pairs, on a page, in the API and as CSV, each with its date and vote count."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from audits_app.arena import statistics as arena_statistics
+from audits_app.arena.csv_export import results_csv
+from audits_app.arena.models import ArenaPair, ArenaResult, RecognisabilityRun
+from audits_app.arena.services import results_current, results_refresh
+from audits_app.arena.simulation import simulation_drain
+from audits_app.arena.tests.conftest import WRITERS, consent, vote_next
+from audits_app.arena.tests.test_access import ARENA_URLS
+from audits_app.csv_files import spreadsheet_cell as neutralise
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def voted(client, open_arena, monkeypatch):
+    """Two voters who prefer the spinner's text, then the advocate's, then the others. A
+    small arena: models are ranked from five comparisons on (the floor has its own test)."""
+    monkeypatch.setattr(arena_statistics, "MIN_COMPARISONS", 5)
+    order = {"fixture/spinner": 0, "fixture/advocate": 1, "fixture/candid": 2,
+             "fixture/refuser": 3}
+    for _ in range(2):
+        consent(client)
+        for _ in range(12):
+            response = vote_next(client, favourable="left", honest="right")
+            assert response.status_code == 302
+        client.cookies.clear()
+    # Re-aim every counted vote at the preferred writer's side (the same for both voters).
+    from audits_app.arena.models import ArenaVote
+
+    for cast in ArenaVote.objects.filter(attention=False).select_related(
+            "pair__model_a", "pair__model_b"):
+        a, b = cast.pair.model_a.openrouter_id, cast.pair.model_b.openrouter_id
+        cast.favourable = "a" if order[a] < order[b] else "b"
+        cast.save(update_fields=["favourable"])
+    simulation_drain(open_arena)
+    return open_arena
+
+
+def test_rankings_follow_the_votes_beside_the_simulated_public(voted):
+    result = results_refresh(release=voted)
+    data = result.data
+
+    human = data["rankings"]["human"]
+    assert human["comparisons"] == data["votes"]["counted"] == result.votes_counted > 0
+    rows = {row["model"]: row for row in human["rows"]}
+    assert set(rows) == set(WRITERS)
+    spinner, refuser = rows["fixture/spinner"], rows["fixture/refuser"]
+    assert spinner["rank"] == 1 and spinner["wins"] == spinner["comparisons"] > 0
+    assert refuser["wins"] == 0 and refuser["rating"] < spinner["rating"]
+    simulated = data["rankings"]["simulated"]
+    assert simulated["comparisons"] == 12 * len({p for p in ArenaPair.objects.exclude(
+        simulation_queued_at=None).values_list("pk", flat=True)})
+    assert -1 <= data["correlations"]["human_vs_simulated"] <= 1
+    assert data["pairs"]["compared"] == data["votes"]["pairs"]
+    assert data["votes"]["attention_checks"] == 2
+
+
+def test_rankings_are_also_given_without_the_pairs_the_classifier_recognises(voted):
+    run = RecognisabilityRun.objects.get(release=voted)
+    flagged = ArenaPair.objects.filter(flagged=True)
+    assert all(pair.recognised_probability > 0.5 for pair in flagged)
+    assert all(run.probabilities[str(pair.generation_a_id)] <= 0.5
+               and run.probabilities[str(pair.generation_b_id)] <= 0.5
+               for pair in ArenaPair.objects.filter(flagged=False))
+
+    data = results_refresh(release=voted).data
+    everything, unflagged = data["rankings"]["human"], data["rankings"]["human_unflagged"]
+    counted_on_flagged = sum(1 for _ in flagged.filter(votes__shadow=False,
+                                                       votes__attention=False))
+    assert unflagged["comparisons"] == everything["comparisons"] - counted_on_flagged
+
+
+def test_the_results_page_api_and_csv_carry_date_and_counts(client, voted):
+    page = client.get("/arena/arena.0/results/").content.decode()
+    result = ArenaResult.objects.get()
+    assert f"from {result.votes_counted} counted votes" in page
+    assert "Spinner (fixture)" in page and "Can the writers be recognised?" in page
+
+    answer = client.get("/api/v1/releases/arena.0/arena/").json()
+    assert answer["results"]["votes_counted"] == result.votes_counted
+    assert answer["results"]["computed_at"] == result.computed_at.isoformat()
+    assert "staff_rankings" not in answer["results"]
+    assert answer["recognisability"]["chance"] == 0.25
+
+    rows = list(csv.DictReader(io.StringIO(client.get("/arena/arena.0/results.csv")
+                                           .content.decode())))
+    assert {row["table"] for row in rows} == {"human", "human_unflagged", "simulated",
+                                              "simulated_unflagged", "human_honesty"}
+    assert {row["votes_counted"] for row in rows} == {str(result.votes_counted)}
+
+
+def test_staff_see_the_shadow_votes_analysed(client, voted, auditor):
+    client.force_login(auditor)
+    consent(client)
+    vote_next(client)
+    results_refresh(release=voted)
+
+    answer = client.get("/api/v1/releases/arena.0/arena/").json()
+    assert answer["results"]["staff_rankings"]["shadow"]["comparisons"] == 1
+    assert answer["results"]["votes"]["shadow_reasons"] == {"staff": 1}
+    assert "Staff: Shadow votes" in client.get("/arena/arena.0/results/").content.decode()
+
+
+def test_stored_results_are_recomputed_only_after_new_votes_and_a_pause(client, voted):
+    first = results_current(release=voted)
+    assert results_current(release=voted) == first  # nothing new
+
+    consent(client)
+    vote_next(client)
+    assert results_current(release=voted) == first  # new, but computed moments ago
+    ArenaResult.objects.filter(pk=first.pk).update(
+        computed_at=timezone.now() - timedelta(minutes=5))
+    assert results_current(release=voted).votes_counted == first.votes_counted + 1
+
+
+def test_csv_cells_that_would_run_as_formulas_are_neutralised():
+    assert neutralise("=HYPERLINK(\"x\")") == "'=HYPERLINK(\"x\")"
+    assert neutralise("@SUM(A1)") == "'@SUM(A1)" and neutralise("+1+1") == "'+1+1"
+    assert neutralise("-0.25") == "-0.25" and neutralise(-0.25) == -0.25
+    assert neutralise("Spinner (fixture)") == "Spinner (fixture)"
+
+
+def test_csv_names_are_neutralised_in_the_export(voted):
+    result = results_refresh(release=voted)
+    text = results_csv(result, {"fixture/spinner": "=cmd|' /C calc'!A0"})
+    assert "'=cmd" in text and "\n=cmd" not in text and ",=cmd" not in text
+
+
+def test_the_api_and_csv_are_404_before_the_arena_opens(client, release):
+    assert "/api/v1/releases/arena.0/arena/" in ARENA_URLS
+    assert client.get("/api/v1/releases/arena.0/arena/").status_code == 404
+    assert client.get("/api/v1/releases/nope.0/arena/").status_code == 404

@@ -1,0 +1,90 @@
+"""The simulated public votes on every pair shown: twelve reading positions, in the background,
+idempotently, and stored apart from people's votes."""
+
+from __future__ import annotations
+
+import pytest
+from django_q.models import OrmQ
+
+from audits_app.arena import tasks
+from audits_app.arena.models import ArenaPair, ArenaVote, Side, SimulatedPairVote
+from audits_app.arena.simulation import simulation_drain
+from audits_app.arena.tests.conftest import consent, next_pair
+from runs_app.models import WorkStatus
+from runs_app.providers.pool import ProviderPool
+
+pytestmark = pytest.mark.django_db
+
+
+class CountingPool(ProviderPool):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def complete(self, request):
+        self.calls += 1
+        return await super().complete(request)
+
+
+def test_a_pair_shown_gets_twelve_simulated_votes_queued_once(
+    client, open_arena, django_capture_on_commit_callbacks
+):
+    consent(client)
+    with django_capture_on_commit_callbacks(execute=True):
+        next_pair(client)
+        next_pair(client)
+
+    pairs = ArenaPair.objects.exclude(simulation_queued_at=None)
+    assert pairs.count() == 2
+    rows = SimulatedPairVote.objects.filter(pair=pairs[0]).order_by("position")
+    assert rows.count() == 12 and {row.status for row in rows} == {WorkStatus.PENDING}
+    # Half the positions read text A first, half text B first.
+    assert sum(row.a_first for row in rows) == 6
+    # One background task drains every pending row; a second pair within seconds adds none.
+    assert OrmQ.objects.count() == 1
+
+
+def test_draining_answers_every_position_once_and_a_rerun_pays_nothing(client, open_arena):
+    consent(client)
+    for _ in range(3):
+        next_pair(client)
+    pool = CountingPool()
+
+    assert simulation_drain(open_arena, providers=pool) == 36
+    assert pool.calls == 36
+    rows = SimulatedPairVote.objects.all()
+    assert {(row.status, row.outcome) for row in rows} == {(WorkStatus.DONE, "scored")}
+    assert all(row.favourable in Side.values and row.honest in Side.values for row in rows)
+
+    again = CountingPool()
+    assert simulation_drain(open_arena, providers=again) == 0
+    assert again.calls == 0
+    assert not ArenaVote.objects.exists()  # kept apart from people's votes
+
+
+def test_a_lost_workers_claims_are_answered_by_the_schedule(client, open_arena):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    consent(client)
+    next_pair(client)
+    SimulatedPairVote.objects.update(status=WorkStatus.CLAIMED, claim_token="dead-worker",
+                                     lease_expires_at=timezone.now() - timedelta(minutes=1))
+
+    assert tasks.simulate_pending() == 12
+    assert not SimulatedPairVote.objects.exclude(status=WorkStatus.DONE).exists()
+
+
+def test_the_simulated_public_prefers_the_spinners_text_to_the_candid_one(client, open_arena):
+    consent(client)
+    for _ in range(ArenaPair.objects.count()):
+        next_pair(client)
+    simulation_drain(open_arena)
+
+    pairs = ArenaPair.objects.filter(model_a__openrouter_id="fixture/candid",
+                                     model_b__openrouter_id="fixture/spinner")
+    assert pairs.exists()
+    for pair in pairs:
+        answers = list(pair.simulated_votes.values_list("favourable", flat=True))
+        assert answers.count(Side.B) > answers.count(Side.A)  # b is the spinner's text

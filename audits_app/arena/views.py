@@ -1,0 +1,276 @@
+"""The arena's pages (DESIGN section 9): consent, blind pairs, votes, results, and the
+publisher's page to prepare, open and close an arena.
+
+Until a release's arena has been opened (which needs an approved ethics review) anonymous
+visitors get 404 on every page of it; staff may test it, and their votes are shadow votes.
+Voters are anonymous: a random id in a signed cookie. Every form is a plain POST with a CSRF
+token, so the arena works without JavaScript and by keyboard alone. Nothing a voter is sent
+names or identifies a writer: the vote form refers to the pair shown by a signed token.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core import signing
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from audits_app import public
+from audits_app.arena import ratelimits, selectors, services
+from audits_app.arena.csv_export import results_csv
+from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
+from audits_app.arena.models import ArenaShowing, ArenaVoter, EthicsReview
+from audits_app.arena.presentation import results_context
+from audits_app.arena.selectors import ArenaAccess
+from audits_app.models import Publication
+from runs_app.models import Release
+
+COOKIE = "baitbench_arena_voter"
+COOKIE_SALT = "audits_app.arena.voter"
+COOKIE_MAX_AGE = int(timedelta(days=365).total_seconds())
+TOKEN_SALT = "audits_app.arena.pair"
+TOKEN_MAX_AGE = int(timedelta(hours=6).total_seconds())
+
+
+def _arena(request: HttpRequest, code: str) -> ArenaAccess:
+    """The release's arena as this visitor may see it; 404 when it is not public to them."""
+    arena = selectors.arena_access(code, request.user)
+    if arena is None:
+        raise Http404("No arena for this release.")
+    return arena
+
+
+def _voter(request: HttpRequest) -> ArenaVoter | None:
+    key = request.get_signed_cookie(COOKIE, default=None, salt=COOKIE_SALT)
+    return ArenaVoter.objects.filter(key=key).first() if key else None
+
+
+def _token(showing: ArenaShowing, voter: ArenaVoter) -> str:
+    # Signed per voter: a token is useless to anyone else, and it names only the showing.
+    return signing.dumps(showing.pk, salt=f"{TOKEN_SALT}:{voter.key}")
+
+
+def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaShowing | None:
+    try:
+        showing_id = signing.loads(token, salt=f"{TOKEN_SALT}:{voter.key}",
+                                   max_age=TOKEN_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    return (ArenaShowing.objects.select_related("pair__release")
+            .filter(pk=showing_id, voter=voter, pair__release=arena.release).first())
+
+
+def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
+          **context) -> HttpResponse:
+    return render(request, f"arena/{template}", {"arena": arena, **context}, status=status)
+
+
+# ---------------------------------------------------------------------------------------------
+# Voters
+# ---------------------------------------------------------------------------------------------
+
+
+@require_GET
+def arena_index(request: HttpRequest) -> HttpResponse:
+    """Arenas that are public (and, for staff, every published release's arena)."""
+    staff = public.is_staff(request.user)
+    codes = selectors.arena_codes()
+    if not codes and not staff:
+        raise Http404("No arena is open.")
+    releases = public.published_releases() if staff else []
+    return render(request, "arena/index.html", {
+        "arenas": [{"code": code, "open": is_open} for code, is_open in codes.items()],
+        "staff_releases": [row["code"] for row in releases if row["code"] not in codes],
+    })
+
+
+@require_GET
+def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
+    """What the arena is, what is stored, and the consent form (or a link to go on)."""
+    arena = _arena(request, code)
+    return _page(request, "detail.html", arena, form=ConsentForm(), voter=_voter(request))
+
+
+@require_POST
+def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
+    arena = _arena(request, code)
+    form = ConsentForm(request.POST)
+    if not form.is_valid():
+        return _page(request, "detail.html", arena, status=400, form=form, voter=None)
+    voter = _voter(request)
+    if voter is None:
+        if ratelimits.voter_limited(request):
+            return _page(request, "limited.html", arena, status=429)
+        voter = services.voter_create()
+    response = redirect("arena:pair", code=arena.code)
+    response.set_signed_cookie(COOKIE, voter.key, salt=COOKIE_SALT, max_age=COOKIE_MAX_AGE,
+                               httponly=True, samesite="Lax", secure=request.is_secure())
+    return response
+
+
+def _voting(request: HttpRequest, code: str,
+            closed_status: int) -> tuple[ArenaAccess, ArenaVoter] | HttpResponse:
+    """The arena and the voter, or the page to answer instead: consent first; closed."""
+    arena = _arena(request, code)
+    voter = _voter(request)
+    if voter is None:
+        return redirect("arena:detail", code=arena.code)
+    if not arena.voting:
+        return _page(request, "closed.html", arena, status=closed_status)
+    return arena, voter
+
+
+@require_GET
+def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
+    found = _voting(request, code, closed_status=200)
+    if isinstance(found, HttpResponse):
+        return found
+    arena, voter = found
+    if ratelimits.pair_limited(request):
+        return _page(request, "limited.html", arena, status=429)
+    showing = services.showing_create(release=arena.release, voter=voter)
+    if showing is None:
+        return _page(request, "done.html", arena)
+    return _pair_page(request, arena, showing, voter, VoteForm())
+
+
+def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
+               form: VoteForm, status: int = 200) -> HttpResponse:
+    view = selectors.pair_view(showing, arena.release.language)
+    return _page(request, "pair.html", arena, status=status, view=view, form=form,
+                 token=_token(showing, voter), attention=showing.attention)
+
+
+@require_POST
+def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
+    found = _voting(request, code, closed_status=403)
+    if isinstance(found, HttpResponse):
+        return found
+    arena, voter = found
+    showing = _showing_from(request.POST.get("pair", ""), voter, arena)
+    if showing is None:
+        return _page(request, "expired.html", arena, status=400)
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        return _pair_page(request, arena, showing, voter, form, status=400)
+    limits = ratelimits.vote_limits(request, voter.key)
+    if limits.hard:
+        return _page(request, "limited.html", arena, status=429)
+    try:
+        services.vote_record(
+            showing=showing, voter=voter, favourable=form.cleaned_data["favourable"],
+            honest=form.cleaned_data["honest"], recognised=form.cleaned_data["recognised"],
+            staff=arena.staff, rate_limited=limits.soft, state=arena.state,
+        )
+    except services.AlreadyVoted:
+        return _page(request, "already.html", arena, status=409)
+    return redirect("arena:thanks", code=arena.code)
+
+
+@require_GET
+def arena_thanks(request: HttpRequest, code: str) -> HttpResponse:
+    return _page(request, "thanks.html", _arena(request, code))
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@require_GET
+def arena_results(request: HttpRequest, code: str) -> HttpResponse:
+    arena = _arena(request, code)
+    result = services.results_current(release=arena.release)
+    context = results_context(arena.publication, arena.state, result, staff=arena.staff)
+    return _page(request, "results.html", arena, **context)
+
+
+@require_GET
+def arena_results_csv(request: HttpRequest, code: str) -> HttpResponse:
+    arena = _arena(request, code)
+    result = services.results_current(release=arena.release)
+    names = public.model_names(public.publication_snapshot(arena.publication))
+    response = HttpResponse(results_csv(result, names), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{arena.code}-arena.csv"'
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# Publishers: prepare, open, close; the ethics decision letter
+# ---------------------------------------------------------------------------------------------
+
+MANAGE_ACTIONS = ("prepare", "open", "close", "refresh")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def arena_manage(request: HttpRequest, code: str) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("the arena's management page is for staff")
+    release = get_object_or_404(Release, code=code)
+    error, form, status = "", ReasonForm(), 200
+    if request.method == "POST":
+        if not services.can_manage(request.user):
+            raise PermissionDenied("preparing, opening and closing an arena needs the "
+                                   "publisher role")
+        form = ReasonForm(request.POST)
+        action = request.POST.get("action", "")
+        try:
+            _manage(release, request.user, action, form)
+        except (services.ArenaError, ValidationError) as refusal:
+            error, status = _message(refusal), 400
+        else:
+            if action == "prepare":
+                messages.info(request, "Queued: a worker trains the classifier and builds the "
+                                       "pairs (seconds to a minute). Reload this page to see "
+                                       "them. Without a running worker, use `manage.py "
+                                       f"arena_classifier {code}`.")
+            return redirect(reverse("arena:manage", kwargs={"code": code}))
+    return render(request, "arena/manage.html", {
+        "release": release, "published": Publication.objects.filter(release=release).exists(),
+        "state": selectors.arena_state(release), "counts": selectors.arena_counts(release),
+        "form": form, "error": error, "can_manage": services.can_manage(request.user),
+    }, status=status)
+
+
+def _manage(release: Release, user, action: str, form: ReasonForm) -> None:
+    if action not in MANAGE_ACTIONS:
+        raise services.ArenaError(f"unknown action {action!r}")
+    if action == "prepare":
+        # Training the classifier takes from seconds to a minute: a worker does it.
+        services.arena_prepare_enqueue(release=release, user=user)
+    elif action == "refresh":
+        services.results_refresh(release=release)
+    elif not form.is_valid():
+        raise services.ArenaError("say why (kept on the record and shown publicly)")
+    elif action == "open":
+        if not selectors.arena_state(release).prepared:
+            raise services.ArenaError(
+                f"prepare the arena first (the Prepare button, or `manage.py arena_classifier "
+                f"{release.code}`), then open it")
+        services.arena_open(release=release, user=user, reason=form.cleaned_data["reason"])
+    else:
+        services.arena_close(release=release, user=user, reason=form.cleaned_data["reason"])
+
+
+def _message(refusal: Exception) -> str:
+    if isinstance(refusal, ValidationError):
+        return "; ".join(refusal.messages)
+    return str(refusal)
+
+
+@login_required
+@require_GET
+def ethics_document(request: HttpRequest, code: str, review_id: int) -> FileResponse:
+    """The decision letter, for staff: it may name people; the page shows its hash."""
+    if not request.user.is_staff:
+        raise PermissionDenied("the decision letter is for staff")
+    review = get_object_or_404(EthicsReview, pk=review_id, release__code=code)
+    return FileResponse(review.document.open("rb"), as_attachment=True,
+                        filename=f"{code}-ethics-{review.pk}.pdf", content_type="application/pdf")
