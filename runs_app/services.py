@@ -60,10 +60,16 @@ def release_config_from_file(path: Path) -> ReleaseConfig:
     try:
         return ReleaseConfig.model_validate(data)
     except ValidationError as error:
-        raise ReleaseConfigError([
-            f"{source}: {field_path(item['loc']) or '(top)'}: {item['msg']}"
-            for item in error.errors()
-        ]) from None
+        raise ReleaseConfigError([f"{source}: {_problem(item)}" for item in error.errors()]) \
+            from None
+
+
+def _problem(item: dict) -> str:
+    """One validation error as a line: the field, and the rule's own words (a rule across
+    fields, such as the reader-family rule, names its field itself)."""
+    message = item["msg"].removeprefix("Value error, ")
+    where = field_path(item["loc"])
+    return f"{where}: {message}" if where else message
 
 
 def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
