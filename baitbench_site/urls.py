@@ -18,6 +18,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),
+    path("runs/", include("runs_app.urls")),
     path("", include("audits_app.urls")),
 ]
 
