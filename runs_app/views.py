@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from runs_app.models import ImmutableError, Release, StageRunState
+from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
 from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
 from runs_app.selectors import (
     ReleaseRun,
@@ -92,7 +92,8 @@ def release_actions(run: ReleaseRun) -> list[str]:
     if run.release.is_published:
         return []
     states = {status.state for status in run.stages}
-    actions = ["start"]
+    # Starting the chain adds the stages not running yet (never started, or cancelled).
+    actions = ["start"] if states - {StageRunState.ACTIVE} else []
     if StageRunState.ACTIVE in states:
         actions.append("pause")
     if StageRunState.PAUSED in states:
@@ -106,11 +107,21 @@ def _usd(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
+def state_label(release: Release, status: StageStatus) -> str:
+    """What the operator asked of the stage, and "Done" once a scored release's running
+    stage has nothing left."""
+    if (status.state == StageRunState.ACTIVE and release.status == ReleaseStatus.SCORED
+            and status.progress.finished):
+        return "Done"
+    return status.state_label
+
+
 def stage_row(release: Release, status: StageStatus) -> dict:
     progress = status.progress
     running = status.state == StageRunState.ACTIVE
+    label = state_label(release, status)
     return {
-        "stage": progress.stage, "state": status.state, "state_label": status.state_label,
+        "stage": progress.stage, "state": status.state, "state_label": label,
         "total": progress.total, "done": progress.done, "pending": progress.pending,
         "claimed": progress.claimed, "failed": progress.failed,
         "rate_per_minute": round(progress.rate_per_minute, 2),
@@ -119,7 +130,7 @@ def stage_row(release: Release, status: StageStatus) -> dict:
         "actions": stage_actions(release, status),
         # The page's cells, formatted once here for the page and its script alike.
         "display": {
-            "state_label": status.state_label, "total": f"{progress.total:,}",
+            "state_label": label, "total": f"{progress.total:,}",
             "done": f"{progress.done:,}", "pending": f"{progress.pending:,}",
             "claimed": f"{progress.claimed:,}", "failed": f"{progress.failed:,}",
             "rate": f"{progress.rate_per_minute:,.1f}/min" if progress.rate_per_minute else "-",
@@ -201,7 +212,8 @@ def release_page(request: HttpRequest, code: str) -> HttpResponse:
         "preflight": release_preflight(release, models, listing_error=error,
                                        warnings=warnings),
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
-        "poll_ms": POLL_MILLISECONDS, "stage_buttons": STAGE_BUTTONS,
+        "poll_ms": POLL_MILLISECONDS, "poll_seconds": POLL_MILLISECONDS // 1000,
+        "stage_buttons": STAGE_BUTTONS,
         "method_note": f"How: {METHOD_NOTE}.",
     })
 

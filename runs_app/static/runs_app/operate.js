@@ -9,8 +9,9 @@
   var every = Number(root.dataset.pollMs) || 2000;
 
   function setText(scope, field, value) {
-    var node = scope.querySelector('[data-field="' + field + '"]');
-    if (node && node.textContent !== String(value)) { node.textContent = value; }
+    scope.querySelectorAll('[data-field="' + field + '"]').forEach(function (node) {
+      if (node.textContent !== String(value)) { node.textContent = value; }
+    });
   }
 
   function showActions(scope, actions) {
@@ -25,7 +26,7 @@
     notice.textContent = data.notice;
     notice.hidden = !data.notice;
     setText(document, "status_label", data.status_label);
-    setText(root, "spent", data.spent_display);
+    setText(document, "spent", data.spent_display);
     setText(root, "workers-running", data.workers.running);
     setText(root, "workers-queued", data.workers.queued);
     setText(root, "updated", "as of " + new Date(data.updated_at).toLocaleTimeString());
