@@ -13,6 +13,7 @@ URL names (namespace `operate`), stable for other pages to link to: `release-lis
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from functools import wraps
 
@@ -169,7 +170,8 @@ def run_payload(run: ReleaseRun) -> dict:
         "workers": {"running": run.drains_running, "queued": run.drains_queued},
         "actions": release_actions(run),
         "stages": [stage_row(release, status) for status in run.stages],
-        "updated_at": timezone.now().isoformat(timespec="seconds"),
+        # UTC, as the page shows it (the script keeps the HH:MM:SS).
+        "updated_at": timezone.now().astimezone(dt.UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -29,7 +29,7 @@
     setText(document, "spent", data.spent_display);
     setText(root, "workers-running", data.workers.running);
     setText(root, "workers-queued", data.workers.queued);
-    setText(root, "updated", "as of " + new Date(data.updated_at).toLocaleTimeString());
+    setText(root, "updated", "as of " + data.updated_at.slice(11, 19) + " UTC");
     showActions(root.querySelector(".release-actions"), data.actions);
     data.stages.forEach(function (stage) {
       var row = root.querySelector('tr[data-stage="' + stage.stage + '"]');
