@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import textwrap
 from pathlib import Path
 
@@ -97,11 +98,22 @@ def prompt_inputs(release: Release) -> PromptInputs:
                         scoring=ScoringVersion.texts_for_pin(config.scoring_version))
 
 
+@functools.lru_cache(maxsize=32)
+def _profiles(release_id: int, config_hash: str) -> tuple[CallProfile, ...]:
+    # A configuration's prompts are fixed by its hash (pinned scenarios, scoring version,
+    # versioned briefs and overlays): the operator's page computes them once per process.
+    return tuple(call_profiles(prompt_inputs(Release.objects.get(pk=release_id))))
+
+
+def release_profiles(release: Release) -> list[CallProfile]:
+    return list(_profiles(release.pk, release.config_hash))
+
+
 def release_preflight(release: Release, models: ModelsList | None, *,
                       listing_error: str = "", warnings: tuple[str, ...] = ()) -> Preflight:
     """Checks and cost estimate of a release against a models list (None: none to be had)."""
     config: ReleaseConfig = release.parsed_config()
-    profiles = call_profiles(prompt_inputs(release))
+    profiles = release_profiles(release)
     lines = cost_lines(profiles, models)
     stage_totals, total = totals(lines)
     return Preflight(
