@@ -451,3 +451,35 @@ def test_the_page_shows_preflight_from_the_cached_list_and_refetches_only_on_req
         operator_client.get(page("ops.0"))
         assert server.models_requests == 1
     assert server.count() == 0  # no model was called
+
+
+@pytest.mark.django_db
+def test_the_pace_is_that_of_the_last_five_minutes_and_time_left_follows_it(
+    imported_scenarios
+):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from runs_app.selectors import stage_progress
+    from runs_app.stages import get_stage
+
+    release = openrouter_release(code="pace.0", tasks=["T1", "T2"],
+                                 conditions=["C0", "C1", "C2", "C3"])  # 16 texts
+    get_stage("generate").plan(release)
+    rows = list(Generation.objects.filter(release=release).order_by("pk"))
+    now = timezone.now()
+    # Long ago (outside the window): 4 rows; in the last two minutes: 6 rows, evenly.
+    for row, minutes in zip(rows[:4], [50, 40, 30, 20], strict=True):
+        Generation.objects.filter(pk=row.pk).update(
+            status=WorkStatus.DONE, finished_at=now - dt.timedelta(minutes=minutes))
+    for index, row in enumerate(rows[4:10]):
+        Generation.objects.filter(pk=row.pk).update(
+            status=WorkStatus.DONE, finished_at=now - dt.timedelta(seconds=120 - 20 * index))
+
+    progress = stage_progress(release, "generate")
+
+    assert progress.done == 10 and progress.pending == 6
+    # Six rows since the first of them, two minutes ago: three a minute; six left, two minutes.
+    assert progress.rate_per_minute == pytest.approx(3.0, rel=0.02)
+    assert progress.eta_seconds == pytest.approx(120, rel=0.02)
