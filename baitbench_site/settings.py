@@ -241,6 +241,9 @@ SCENARIOS_DIR = BASE_DIR / "scenarios"
 RELEASES_DIR = Path(os.environ.get("BAITBENCH_RELEASES_DIR", BASE_DIR / "releases"))
 # How long a claimed row stays claimed before another worker may take it over.
 BAITBENCH_LEASE_SECONDS = envint("BAITBENCH_LEASE_SECONDS", 1200)
+# OpenRouter's models list (preflight: ids, limits, prices) is fetched again when the cached
+# copy is older than this many hours.
+BAITBENCH_MODELS_LIST_HOURS = envint("BAITBENCH_MODELS_LIST_HOURS", 24)
 # Model calls in flight per draining worker (the provider also caps its own concurrency).
 BAITBENCH_CONCURRENCY = envint("BAITBENCH_CONCURRENCY", 50)
 # At most this many workers drain one release at once: set it to at least the number of

@@ -102,24 +102,24 @@ def _brackets(char: str) -> int:
 
 def _collapse_bracket_runs(text: str) -> str:
     """Every run of two or more angle brackets of one direction becomes one bracket."""
-    # Most texts hold no bracket at all: looking at each distinct character once (the set is
-    # built in C) spares the character-by-character walk below (py-spy: most of a reveal
-    # row's CPU went there).
-    if not any(_direction(char) for char in set(text)):
+    # Each distinct character is looked at once: a text has a few dozen, and most texts have
+    # no bracket at all (per character, this check cost more than a model call's overhead).
+    directions = {char: _direction(char) for char in set(text)}
+    if not any(directions.values()):
         return text
     out: list[str] = []
     index = 0
     while index < len(text):
-        direction = _direction(text[index])
+        direction = directions[text[index]]
         if not direction:
             out.append(text[index])
             index += 1
             continue
         count, chars, last, probe = _brackets(text[index]), 1, index, index + 1
-        while probe < len(text) and (_ignored(text[probe]) or _direction(text[probe])):
-            if _direction(text[probe]) == direction:
+        while probe < len(text) and (_ignored(text[probe]) or directions[text[probe]]):
+            if directions[text[probe]] == direction:
                 count, chars, last = count + _brackets(text[probe]), chars + 1, probe
-            elif _direction(text[probe]):
+            elif directions[text[probe]]:
                 break
             probe += 1
         # A lone "«" stays as written (it is a quotation mark in several languages).

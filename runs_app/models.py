@@ -226,6 +226,22 @@ class RunControl(models.Model):
         return self.budget_usd is not None and self.spent_usd >= float(self.budget_usd)
 
 
+class OpenRouterModelsList(models.Model):
+    """OpenRouter's models list as last fetched from one base URL (`providers.models_list`):
+    ids, limits and prices that preflight checks a release against. A cache, refetched when
+    older than `BAITBENCH_MODELS_LIST_HOURS` or when an operator asks."""
+
+    source = models.CharField(max_length=500, unique=True, help_text="The URL it came from.")
+    fetched_at = models.DateTimeField()
+    entries = models.JSONField(help_text="One entry per model: id, limits, prices per token.")
+
+    class Meta:
+        verbose_name = "OpenRouter models list"
+
+    def __str__(self) -> str:
+        return f"models list from {self.source} ({len(self.entries)} models)"
+
+
 class StageRunState(models.TextChoices):
     ACTIVE = "active", "Running"
     PAUSED = "paused", "Paused"

@@ -128,14 +128,21 @@ class ReleaseConfig(_Strict):
     def _reader_outside_the_writers_families(self) -> ReleaseConfig:
         """The simulated public must not read with a relative of a model under test
         (DESIGN section 2): its family would judge its own family's texts."""
+        problem = self.reader_family_problem()
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    def reader_family_problem(self) -> str:
+        """Why the reader may not read for these writers ("" when it may): preflight shows
+        the rule as a check with the same words."""
         reader_family = self.family_of(self.reader)
         relatives = [writer for writer in self.writers if self.family_of(writer) == reader_family]
-        if relatives:
-            raise ValueError(
-                f"reader: {self.reader} belongs to family {reader_family!r}, as writer(s) "
+        if not relatives:
+            return ""
+        return (f"reader: {self.reader} belongs to family {reader_family!r}, as writer(s) "
                 f"{', '.join(relatives)} do; the reader must come from a family no writer "
                 f"belongs to")
-        return self
 
     @model_validator(mode="after")
     def _stages_fit_together(self) -> ReleaseConfig:

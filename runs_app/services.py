@@ -60,10 +60,16 @@ def release_config_from_file(path: Path) -> ReleaseConfig:
     try:
         return ReleaseConfig.model_validate(data)
     except ValidationError as error:
-        raise ReleaseConfigError([
-            f"{source}: {field_path(item['loc']) or '(top)'}: {item['msg']}"
-            for item in error.errors()
-        ]) from None
+        raise ReleaseConfigError([f"{source}: {_problem(item)}" for item in error.errors()]) \
+            from None
+
+
+def _problem(item: dict) -> str:
+    """One validation error as a line: the field, and the rule's own words (a rule across
+    fields, such as the reader-family rule, names its field itself)."""
+    message = item["msg"].removeprefix("Value error, ")
+    where = field_path(item["loc"])
+    return f"{where}: {message}" if where else message
 
 
 def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
@@ -249,6 +255,7 @@ def run_start(*, release: Release, stages: list[str] | None = None, user=None,
     release = release_freeze(release=release)
     names = _stage_set(release, stages)
     with transaction.atomic():
+        _reopen(release)
         RunControl.objects.get_or_create(release=release)
         for name in names:
             StageRun.objects.update_or_create(
@@ -279,6 +286,7 @@ def run_resume(*, release: Release, stages: list[str] | None = None, user=None) 
         resumed = rows.update(state=StageRunState.ACTIVE, updated_by=user,
                               updated_at=timezone.now())
         if resumed:
+            _reopen(release)
             _enqueue_after_commit(release)
     return resumed
 
@@ -305,6 +313,31 @@ def run_set_budget(*, release: Release, budget_usd, user=None) -> RunControl:
         if not control.over_budget:
             _enqueue_after_commit(release)
     return control
+
+
+def run_retry_failed(*, release: Release, stage_name: str, user=None) -> int:
+    """An operator's retry of a stage's failed rows from the run's page: they become pending
+    with a fresh attempt budget and, when the stage is running, workers are queued for them.
+    Returns how many rows were failed."""
+    _refuse_if_published(release)
+    _stage_set(release, [stage_name])
+    with transaction.atomic():
+        count = work_retry_failed(release=release, stage_name=stage_name)
+        active = StageRun.objects.filter(release=release, stage=stage_name,
+                                         state=StageRunState.ACTIVE).exists()
+        if count:
+            _reopen(release)
+        if count and active:
+            _enqueue_after_commit(release)
+    return count
+
+
+def _reopen(release: Release) -> None:
+    """A scored release given work again is running again: it cannot be published with rows
+    pending, and the last drain marks it scored once more."""
+    Release.objects.filter(pk=release.pk, status=ReleaseStatus.SCORED).update(
+        status=ReleaseStatus.RUNNING)
+    release.refresh_from_db(fields=["status"])
 
 
 def _refuse_if_published(release: Release) -> None:

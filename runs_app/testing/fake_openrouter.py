@@ -13,6 +13,10 @@ Latency is an `asyncio.sleep`, so many slow requests are served at once.
 Answers come, in order of precedence, from the script (`enqueue*`, consumed in
 order, optionally only by requests for one model), then the `responder`, then a
 deterministic default completion derived from the request.
+
+`GET /api/v1/models` serves a models list (`models=`: OpenRouter's `{"data": [...]}` shape,
+see `runs_app.providers.models_list.listings_as_payload`; empty by default). Its requests
+are counted apart (`models_requests`), so `count()` stays the number of completions.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from aiohttp import web
 
 DEFAULT_UPSTREAM = "FakeUpstream"
 COMPLETIONS_PATH = "/api/v1/chat/completions"
+MODELS_PATH = "/api/v1/models"
 STARTUP_TIMEOUT = 10.0
 
 JsonBody = dict[str, Any]
@@ -159,8 +164,12 @@ class FakeOpenRouter:
         responder: Responder | None = None,
         api_key: str | None = None,
         keep_authorization: bool = False,
+        models: JsonBody | None = None,
     ) -> None:
         self.latency = latency
+        # The models list it serves (replace it between requests to change what it says).
+        self.models: JsonBody = models if models is not None else {"data": []}
+        self.models_requests = 0
         self.responder = responder
         # When set, requests without `Bearer <api_key>` get OpenRouter's 401.
         self.api_key = api_key
@@ -200,6 +209,7 @@ class FakeOpenRouter:
             self._requests.clear()
             self._script.clear()
             self.max_in_flight = 0
+            self.models_requests = 0
 
     # -- the script ------------------------------------------------------------------
 
@@ -304,6 +314,7 @@ class FakeOpenRouter:
     async def _start_site(self, listener: socket.socket) -> None:
         app = web.Application()
         app.router.add_post(COMPLETIONS_PATH, self._handle_completion)
+        app.router.add_get(MODELS_PATH, self._handle_models)
         # A short shutdown: handlers still sleeping are woken by `_closing` anyway.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -330,6 +341,11 @@ class FakeOpenRouter:
             return _render(response, payload, number=number)
         finally:
             self._track_in_flight(-1)
+
+    async def _handle_models(self, request: web.Request) -> web.StreamResponse:
+        with self._lock:
+            self.models_requests += 1
+        return web.Response(text=json.dumps(self.models), content_type="application/json")
 
     def _track_in_flight(self, change: int) -> None:
         with self._lock:

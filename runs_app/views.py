@@ -1,0 +1,362 @@
+"""The operator's pages: a release's preflight, its live progress and the controls of its run.
+
+GET views render; every action is a POST (with CSRF) that calls one service and ends with a
+message and a redirect to the release's page, a refused action with the reason. The page
+polls a small JSON answer (`progress.json`) with a few lines of the site's own JavaScript and
+works without it (a refresh link). Only operators and superusers see or act; everyone else
+gets 403.
+
+URL names (namespace `operate`), stable for other pages to link to: `release-list`,
+`release`, `progress`, `start`, `pause`, `resume`, `cancel`, `retry`, `budget`,
+`models-refresh`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from functools import wraps
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
+from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
+from runs_app.selectors import (
+    ReleaseRun,
+    StageStatus,
+    format_eta,
+    release_run,
+    releases_with_runs,
+)
+from runs_app.services import (
+    RunError,
+    run_cancel,
+    run_pause,
+    run_resume,
+    run_retry_failed,
+    run_set_budget,
+    run_start,
+)
+
+OPERATE_PERMISSION = "runs_app.operate_release"
+# How often the page asks for fresh progress (milliseconds).
+POLL_MILLISECONDS = 2000
+# A stage's controls: (action, button label, URL name).
+STAGE_BUTTONS = [("start", "Start", "operate:start"), ("pause", "Pause", "operate:pause"),
+                 ("resume", "Resume", "operate:resume"), ("cancel", "Cancel", "operate:cancel"),
+                 ("retry", "Retry failed", "operate:retry")]
+
+
+def can_operate(user) -> bool:
+    """May this user see and steer runs? Operators (and superusers, who have every right)."""
+    return user.is_active and user.is_staff and user.has_perm(OPERATE_PERMISSION)
+
+
+def operator_required(view: Callable) -> Callable:
+    @wraps(view)
+    @login_required
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not can_operate(request.user):
+            raise PermissionDenied("running releases needs the operator role")
+        return view(request, *args, **kwargs)
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------
+# What the page and its JSON show
+# ---------------------------------------------------------------------------------------
+
+
+def stage_actions(release: Release, status: StageStatus) -> list[str]:
+    """The controls that apply to a stage now (the page hides the others)."""
+    if release.is_published:
+        return []
+    actions = {
+        StageRunState.ACTIVE: ["pause", "cancel"],
+        StageRunState.PAUSED: ["resume", "cancel"],
+    }.get(status.state, ["start"])
+    if status.progress.failed:
+        actions = [*actions, "retry"]
+    return actions
+
+
+def release_actions(run: ReleaseRun) -> list[str]:
+    if run.release.is_published:
+        return []
+    states = {status.state for status in run.stages}
+    # Starting the chain adds the stages not running yet (never started, or cancelled).
+    actions = ["start"] if states - {StageRunState.ACTIVE} else []
+    if StageRunState.ACTIVE in states:
+        actions.append("pause")
+    if StageRunState.PAUSED in states:
+        actions.append("resume")
+    if states & {StageRunState.ACTIVE, StageRunState.PAUSED}:
+        actions.append("cancel")
+    return actions
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
+
+
+def state_label(release: Release, status: StageStatus) -> str:
+    """What the operator asked of the stage, and "Done" once a scored release's running
+    stage has nothing left."""
+    if (status.state == StageRunState.ACTIVE and release.status == ReleaseStatus.SCORED
+            and status.progress.finished):
+        return "Done"
+    return status.state_label
+
+
+def stage_row(release: Release, status: StageStatus) -> dict:
+    progress = status.progress
+    running = status.state == StageRunState.ACTIVE
+    label = state_label(release, status)
+    return {
+        "stage": progress.stage, "state": status.state, "state_label": label,
+        "total": progress.total, "done": progress.done, "pending": progress.pending,
+        "claimed": progress.claimed, "failed": progress.failed,
+        "rate_per_minute": round(progress.rate_per_minute, 2),
+        "eta_seconds": progress.eta_seconds if running else None,
+        "cost_usd": progress.cost_usd, "tokens": progress.tokens,
+        "actions": stage_actions(release, status),
+        # The page's cells, formatted once here for the page and its script alike.
+        "display": {
+            "state_label": label, "total": f"{progress.total:,}",
+            "done": f"{progress.done:,}", "pending": f"{progress.pending:,}",
+            "claimed": f"{progress.claimed:,}", "failed": f"{progress.failed:,}",
+            "rate": f"{progress.rate_per_minute:,.1f}/min" if progress.rate_per_minute else "-",
+            "time_left": format_eta(progress.eta_seconds) if running else "-",
+            "spend": _usd(progress.cost_usd), "tokens": f"{progress.tokens:,}",
+        },
+    }
+
+
+def run_notice(run: ReleaseRun) -> str:
+    """The one thing an operator must know first, if any."""
+    if run.release.is_published:
+        return f"Release {run.release.code} is published: nothing under it runs."
+    if run.over_budget:
+        return (f"Stopped at the budget cap: {_usd(run.spent_usd)} spent of a "
+                f"${run.budget_usd:,.2f} cap. Workers claim no new work (calls under way are "
+                f"finished and written). Raise or remove the cap to resume.")
+    waiting = run.oldest_queued_at and not run.drains_running and (
+        timezone.now() - run.oldest_queued_at).total_seconds() > 60
+    if waiting:
+        return ("Drains are queued but no worker has taken one for over a minute: is a "
+                "worker (`manage.py qcluster`) running?")
+    return ""
+
+
+def run_payload(run: ReleaseRun) -> dict:
+    """The JSON the page polls: the same figures the page renders."""
+    release = run.release
+    return {
+        "release": release.code, "status": release.status,
+        "status_label": release.get_status_display(),
+        "spent_usd": run.spent_usd,
+        "budget_usd": None if run.budget_usd is None else str(run.budget_usd),
+        "over_budget": run.over_budget, "notice": run_notice(run),
+        "spent_display": _usd(run.spent_usd),
+        "workers": {"running": run.drains_running, "queued": run.drains_queued},
+        "actions": release_actions(run),
+        "stages": [stage_row(release, status) for status in run.stages],
+        # UTC, as the page shows it (the script keeps the HH:MM:SS).
+        "updated_at": timezone.now().astimezone(dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Pages
+# ---------------------------------------------------------------------------------------
+
+
+@require_GET
+@operator_required
+def release_list(request: HttpRequest) -> HttpResponse:
+    rows = []
+    for release in releases_with_runs():
+        states = {run.stage: run.get_state_display() for run in release.stage_runs.all()}
+        control = getattr(release, "run", None)
+        rows.append({"release": release, "states": states, "control": control,
+                     "over_budget": bool(control and control.over_budget)})
+    return render(request, "runs_app/release_list.html", {"rows": rows})
+
+
+class BudgetForm(forms.Form):
+    budget_usd = forms.DecimalField(
+        label="Budget cap (USD)", required=False, min_value=0, max_digits=12, decimal_places=2,
+        help_text="Workers stop claiming new work once the recorded spend reaches it. Empty: "
+                  "no cap.")
+
+
+@require_GET
+@never_cache
+@operator_required
+def release_page(request: HttpRequest, code: str) -> HttpResponse:
+    release = get_object_or_404(Release, code=code)
+    run = release_run(release)
+    # The page never waits on the network: it shows the cached models list (or says there
+    # is none); the refresh button fetches it.
+    models, error, warnings = preflight_models_list(release, fetch=False)
+    payload = run_payload(run)
+    return render(request, "runs_app/release_page.html", {
+        "release": release, "run": run, "payload": payload, "stages": payload["stages"],
+        "preflight": release_preflight(release, models, listing_error=error,
+                                       warnings=warnings),
+        "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
+        "poll_ms": POLL_MILLISECONDS, "poll_seconds": POLL_MILLISECONDS // 1000,
+        "stage_buttons": STAGE_BUTTONS,
+        "method_note": f"How: {METHOD_NOTE}.",
+    })
+
+
+@require_GET
+@never_cache
+@operator_required
+def release_progress(request: HttpRequest, code: str) -> JsonResponse:
+    release = get_object_or_404(Release, code=code)
+    return JsonResponse(run_payload(release_run(release)))
+
+
+# ---------------------------------------------------------------------------------------
+# Actions
+# ---------------------------------------------------------------------------------------
+
+
+def _stages(request: HttpRequest) -> list[str] | None:
+    """The stage a form names; none means every stage."""
+    stage = request.POST.get("stage", "").strip()
+    return [stage] if stage else None
+
+
+def _which(stages: list[str] | None) -> str:
+    return f"stage {stages[0]}" if stages else "every stage"
+
+
+def _act(request: HttpRequest, code: str, act: Callable[[Release], str]) -> HttpResponse:
+    """Run one action; a refusal (published release, a stage outside the stage set) becomes
+    an error message. Always back to the release's page."""
+    release = get_object_or_404(Release, code=code)
+    try:
+        text = act(release)
+    except ImmutableError as error:
+        messages.error(request, f"Refused: {'; '.join(error.messages)}.")
+    except RunError as error:
+        messages.error(request, f"Refused: {error}.")
+    else:
+        level = messages.WARNING if text.startswith("Nothing") else messages.SUCCESS
+        messages.add_message(request, level, text)
+    return redirect(reverse("operate:release", args=[release.code]))
+
+
+@require_POST
+@operator_required
+def run_start_view(request: HttpRequest, code: str) -> HttpResponse:
+    stages = _stages(request)
+
+    def act(release: Release) -> str:
+        names = run_start(release=release, stages=stages, user=request.user)
+        scope = "the chain" if stages is None else f"stage {names[0]}"
+        return (f"Started {scope} of {release.code} ({', '.join(names)}); workers drain it as "
+                f"they come free.")
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def run_pause_view(request: HttpRequest, code: str) -> HttpResponse:
+    stages = _stages(request)
+
+    def act(release: Release) -> str:
+        count = run_pause(release=release, stages=stages, user=request.user)
+        if not count:
+            return f"Nothing to pause: {_which(stages)} of {release.code} is not running."
+        return (f"Paused {count} stage(s) of {release.code}: no new work is claimed; calls "
+                f"under way are finished and written.")
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def run_resume_view(request: HttpRequest, code: str) -> HttpResponse:
+    stages = _stages(request)
+
+    def act(release: Release) -> str:
+        count = run_resume(release=release, stages=stages, user=request.user)
+        if not count:
+            return f"Nothing to resume: {_which(stages)} of {release.code} is not paused."
+        return f"Resumed {count} stage(s) of {release.code}."
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def run_cancel_view(request: HttpRequest, code: str) -> HttpResponse:
+    stages = _stages(request)
+
+    def act(release: Release) -> str:
+        count = run_cancel(release=release, stages=stages, user=request.user)
+        if not count:
+            return f"Nothing to cancel: {_which(stages)} of {release.code} was not started."
+        return (f"Cancelled {count} stage(s) of {release.code}: nothing more is claimed or "
+                f"planned for them until they are started again; written rows stay.")
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def run_retry_view(request: HttpRequest, code: str) -> HttpResponse:
+    stages = _stages(request)
+
+    def act(release: Release) -> str:
+        if stages is None:
+            raise RunError("retrying failed rows needs a stage")
+        count = run_retry_failed(release=release, stage_name=stages[0], user=request.user)
+        if not count:
+            return f"Nothing to retry: stage {stages[0]} of {release.code} has no failed rows."
+        return f"{count} failed {stages[0]} row(s) of {release.code} are pending again."
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def run_budget_view(request: HttpRequest, code: str) -> HttpResponse:
+    form = BudgetForm(request.POST)
+
+    def act(release: Release) -> str:
+        if not form.is_valid():
+            raise RunError("; ".join(f"{form.fields[name].label}: {' '.join(errors)}"
+                                     for name, errors in form.errors.items()))
+        budget = form.cleaned_data["budget_usd"]
+        control = run_set_budget(release=release, budget_usd=budget, user=request.user)
+        if budget is None:
+            return f"Removed the budget cap of {release.code}; {_usd(control.spent_usd)} spent."
+        text = f"Budget cap of {release.code} set to ${budget:,.2f}; " \
+               f"{_usd(control.spent_usd)} spent."
+        if control.over_budget:
+            text += " The spend has reached it: workers claim no new work."
+        return text
+    return _act(request, code, act)
+
+
+@require_POST
+@operator_required
+def models_refresh_view(request: HttpRequest, code: str) -> HttpResponse:
+    def act(release: Release) -> str:
+        models, error, warnings = preflight_models_list(release, refresh=True)
+        if models is None and not error:
+            return "Nothing to fetch: every model of this release is a fixture model (offline)."
+        if error or warnings:
+            raise RunError(f"the models list could not be fetched: {error or warnings[0]}")
+        return f"Fetched OpenRouter's models list: {len(models)} models."
+    return _act(request, code, act)
