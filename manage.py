@@ -10,6 +10,7 @@ def main() -> None:
         # printed staff login are what a demo needs and what production refuses.
         os.environ.setdefault("BAITBENCH_DEV", "1")
     from django.core.management import execute_from_command_line
+    from django.db import DatabaseError
 
     from baitbench_site.production import UnsafeSettings
 
@@ -18,6 +19,10 @@ def main() -> None:
     except UnsafeSettings as error:
         # One line naming what to set, not a traceback through Django's internals.
         sys.exit(f"error: {error}")
+    except DatabaseError as error:
+        # A fresh checkout has no database yet; a command that needs one says so in a line.
+        sys.exit(f"error: database: {error} (DATABASE_URL; on a new machine run "
+                 f"`python manage.py migrate` first)")
 
 
 if __name__ == "__main__":
