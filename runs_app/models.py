@@ -8,14 +8,11 @@ once its first run starts, and everything under a published release is immutable
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 
+from baitbench_site.immutability import ImmutableError
 from scenarios_app.models import Language, ScenarioVersion
 
-
-class ImmutableError(ValidationError):
-    """Raised when something under a published (or frozen) release would change."""
 
 
 class LlmModel(models.Model):
@@ -61,8 +58,9 @@ class Release(models.Model):
     )
     frozen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # PROTECT: SET_NULL would rewrite a published release's row, which the database refuses.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
     )
 
     class Meta:
