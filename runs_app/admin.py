@@ -98,6 +98,11 @@ class LlmModelAdmin(admin.ModelAdmin):
     list_filter = ("family", "can_write", "can_judge", "can_read")
     search_fields = ("openrouter_id", "display_name", "family")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: LlmModel | None = None) -> tuple:
+        # The id is what releases, verdicts and published snapshots name the model by: a
+        # different id is a different model, added as such.
+        return ("openrouter_id",) if obj is not None else ()
+
 
 @admin.register(Release)
 class ReleaseAdmin(OperateMixin, admin.ModelAdmin):

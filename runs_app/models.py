@@ -14,7 +14,6 @@ from baitbench_site.immutability import ImmutableError
 from scenarios_app.models import Language, ScenarioVersion
 
 
-
 class LlmModel(models.Model):
     """A model reachable through a provider: `openrouter_id` like `anthropic/claude-x`."""
 
