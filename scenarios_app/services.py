@@ -34,6 +34,8 @@ class ImportResult:
     created: list[str] = dataclasses.field(default_factory=list)
     updated: list[str] = dataclasses.field(default_factory=list)
     unchanged: list[str] = dataclasses.field(default_factory=list)
+    # keep_edited: scenarios whose current version differs from the file, left as they are.
+    kept: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -177,18 +179,35 @@ def database_conflicts(report: LoadReport) -> list[str]:
     ]
 
 
-def scenarios_import(*, paths: list[str], user=None, dry_run: bool = False) -> ImportResult:
-    """Import files or folders, all or nothing (DESIGN section 8)."""
+def scenarios_import(*, paths: list[str], user=None, dry_run: bool = False,
+                     keep_edited: bool = False) -> ImportResult:
+    """Import files or folders, all or nothing (DESIGN section 8).
+
+    `keep_edited`: a scenario whose current version is not the file's content is left as it
+    is (listed in `kept`) rather than updated, so shipped files never replace people's work.
+    """
     report = load_scenario_files(paths)
     problems = report.problems + (database_conflicts(report) if report.ok else [])
     result = ImportResult(problems=problems)
     if problems or dry_run:
         return result
+    edited = _edited_slugs(report) if keep_edited else set()
     with transaction.atomic():
         for item in report.files:
+            if item.scenario.slug in edited:
+                result.kept.append(item.scenario.slug)
+                continue
             scenario, outcome = scenario_apply(document=item.scenario, user=user)
             getattr(result, outcome).append(scenario.slug)
     return result
+
+
+def _edited_slugs(report: LoadReport) -> set[str]:
+    """Slugs whose current version exists and differs from the file's content."""
+    digests = {item.scenario.slug: item.scenario.content_hash() for item in report.files}
+    current = Scenario.objects.filter(slug__in=digests, current_version__isnull=False).values_list(
+        "slug", "current_version__content_hash")
+    return {slug for slug, digest in current if digest != digests[slug]}
 
 
 def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[Path]:
