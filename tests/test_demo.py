@@ -8,7 +8,6 @@ import shutil
 
 import pytest
 import yaml
-from django.conf import settings
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import Client
