@@ -170,7 +170,9 @@ def _evidence_create(world: ReleaseRows, *, ann: User, bob: User) -> None:
         "audits_app_spotcheck": checks["ann-done"],
         "audits_app_spotcheckcorrection": SpotCheckCorrection.objects.create(
             release=release, spot_check=checks["ann-done"], made_by=ann, reason="misread",
-            changes=[{"field": "note", "before": "ann's note", "after": "ann's second note"}]),
+            changes=[{"field": "note", "before": "ann's note", "after": "ann's second note"}],
+            state={"claim_labels": labels, "facts_conveyed": [], "techniques": [],
+                   "agrees_with_jury": None, "note": "ann's second note"}),
         "audits_app_outofbandaudit": audit,
         "audits_app_outofbandverdict": OutOfBandVerdict.objects.create(
             audit=audit, spot_check=checks["out-of-band"], row_number=2,

@@ -37,6 +37,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('made_at', models.DateTimeField(auto_now_add=True)),
                 ('changes', models.JSONField()),
+                ('state', models.JSONField()),
                 ('reason', models.TextField()),
                 ('made_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('release', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='spotcheck_corrections', to='runs_app.release')),

@@ -148,8 +148,11 @@ class SpotCheckCorrection(PublishedGuard):
     made_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                 related_name="+")
     made_at = models.DateTimeField(auto_now_add=True)
-    # [{"field": "claim 2", "before": "supported", "after": "exaggeration"}, ...]
+    # What a reader is shown: [{"field": "claim 2", "before": "supported", "after": ...}, ...]
     changes = models.JSONField()
+    # The check as it stands after this correction (claim_labels, facts_conveyed, techniques,
+    # agrees_with_jury, note), so the next correction compares with it.
+    state = models.JSONField()
     reason = models.TextField()
 
     class Meta:
