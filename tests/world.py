@@ -46,6 +46,7 @@ from runs_app.models import (
     ReleaseStatus,
     TextScore,
 )
+from runs_app.schemas import ModelSpec, ReleaseConfig
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
@@ -78,6 +79,19 @@ def llm_model(spec: tuple[str, str]) -> LlmModel:
         openrouter_id=spec[0], defaults={"display_name": spec[1], "family": spec[0]})[0]
 
 
+def release_config(code: str, version: ScenarioVersion) -> dict:
+    """A valid frozen configuration naming the world's writers, jurors and scenario."""
+    jurors = [JUROR[0], "fixture/world-juror-b", "fixture/world-juror-c"]
+    config = ReleaseConfig(
+        code=code, language="en", title=f"Release {code}",
+        models=[ModelSpec(id=model_id, family=model_id, name=name) for model_id, name in
+                (OPEN_WRITER, BLIND_WRITER, JUROR, (jurors[1], "B"), (jurors[2], "C"))],
+        writers=[OPEN_WRITER[0], BLIND_WRITER[0]], jurors=jurors, reader=JUROR[0],
+        journalist=JUROR[0], scenarios=[f"{SLUG}@{version.content_hash}"], tasks=["T1"],
+        conditions=["C0", "C2"])
+    return config.model_dump(mode="json")
+
+
 @dataclass
 class ReleaseRows:
     release: Release
@@ -91,7 +105,7 @@ class ReleaseRows:
 def release_rows_create(*, code: str, version: ScenarioVersion, ann: User, bob: User,
                         publish: bool) -> ReleaseRows:
     release = Release.objects.create(
-        code=code, language="en", title=f"Release {code}", config={"code": code},
+        code=code, language="en", title=f"Release {code}", config=release_config(code, version),
         config_hash="ab" * 32, frozen_at=timezone.now(), status=ReleaseStatus.SCORED)
     rows: dict[str, models.Model] = {
         "runs_app_release": release,
