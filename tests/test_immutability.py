@@ -215,9 +215,14 @@ def expected_guards() -> set[str]:
             for operation in operations[guard.always or guard.table == RELEASE_TABLE]}
 
 
+# Tables whose rows may be added under a published release, each with its reason (DESIGN
+# section 9's arena votes will be the first: they are added after publication by design).
+ADDED_AFTER_PUBLICATION: dict[str, str] = {}
+
+
 def test_every_table_under_a_release_is_guarded(db):
-    """A new model with rows under a release must be added to GUARDS (or listed here, with
-    the reason its rows may be added to a published release)."""
+    """A new model with rows under a release must be added to GUARDS, or listed in
+    ADDED_AFTER_PUBLICATION with the reason its rows may change after publication."""
     release_model = apps.get_model("runs_app", "Release")
     under = {release_model}
     changed = True
@@ -226,7 +231,7 @@ def test_every_table_under_a_release_is_guarded(db):
                  if field.is_relation and field.related_model in under}
         changed = not found <= under
         under |= found
-    guarded = {guard.table for guard in GUARDS}
+    guarded = {guard.table for guard in GUARDS} | set(ADDED_AFTER_PUBLICATION)
     assert {model._meta.db_table for model in under} <= guarded
     assert installed_guards() == expected_guards()
 
