@@ -43,7 +43,7 @@ def setup(workdir: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _recreate_pg_database(connection) -> None:
+def _recreate_pg_database(connection, *, create: bool = True) -> None:
     import psycopg
 
     settings = connection.settings_dict
@@ -51,7 +51,8 @@ def _recreate_pg_database(connection) -> None:
                             user=settings["USER"], password=settings["PASSWORD"],
                             dbname="postgres", autocommit=True)
     admin.execute(f'DROP DATABASE IF EXISTS "{settings["NAME"]}"')
-    admin.execute(f'CREATE DATABASE "{settings["NAME"]}"')
+    if create:
+        admin.execute(f'CREATE DATABASE "{settings["NAME"]}"')
     admin.close()
 
 
@@ -124,6 +125,9 @@ def main() -> None:
             guards_install(connection)
             print(f"{name:<36} {guarded:>11.1f} {unguarded:>13.1f} "
                   f"{guarded / unguarded - 1:>+7.0%}")
+        if connection.vendor == "postgresql":
+            connection.close()
+            _recreate_pg_database(connection, create=False)
 
 
 if __name__ == "__main__":
