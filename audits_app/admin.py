@@ -1,9 +1,22 @@
-"""Admin for spot-checks, out-of-band audits and human reader results (issue 6)."""
+"""Admin for spot-checks, out-of-band audits and human reader results: evidence, read here.
+
+What each role may do is `baitbench_site.role_matrix`. In short: evidence is added through the
+review screens (/review/), never edited here by anyone, and deleted only by a superuser while
+its release is unpublished. An auditor sees only their own spot-checks. A text someone is still
+checking blind shows them neither its writer nor its jury class: auditors cannot open texts,
+verdicts or sampled items at all, and for anyone else with a pending check those columns read
+`BLIND` on that text's rows (`__str__` of these rows names neither, either).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from audits_app.models import (
     HumanReaderResult,
@@ -11,36 +24,102 @@ from audits_app.models import (
     OutOfBandVerdict,
     SpotCheck,
     SpotCheckBatch,
+    SpotCheckCorrection,
     SpotCheckItem,
 )
+from baitbench_site.admin_refusals import RefusalsAsMessages
+from baitbench_site.roles import sees_only_own_checks
+from runs_app import admin as runs_admin
 
-GENERATION_LABEL = ("generation__release", "generation__model",
-                    "generation__scenario_version__scenario")
+BLIND = "hidden: you are checking this text blind"
 
 
-class SpotCheckItemInline(admin.TabularInline):
-    model = SpotCheckItem
+def pending_texts(user) -> QuerySet:
+    """Ids of the texts this person has a pending (blind) spot-check on."""
+    return SpotCheck.objects.filter(auditor_id=user.pk, status=SpotCheck.Status.ASSIGNED
+                                    ).values("generation_id")
+
+
+# The generation admin (runs_app) hides these texts from the person checking them.
+runs_admin.HIDDEN_GENERATIONS.append(lambda request: pending_texts(request.user))
+
+
+class ReadOnlyInline(admin.TabularInline):
     extra = 0
-    fields = ("position", "generation", "stratum", "jury_class", "jurors_disagreed",
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class EvidenceAdmin(RefusalsAsMessages, admin.ModelAdmin):
+    """Rows of audit evidence: never added or changed here; deleted only by a superuser and
+    only while the release is not published (the database refuses it afterwards too)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if not request.user.is_superuser:
+            return False
+        return obj is None or not obj.release.is_published
+
+    @admin.display(description="text")
+    def text(self, row: Any) -> int | None:
+        # The id only: str(generation) names the writing model.
+        return row.generation_id
+
+
+class SpotCheckItemInline(ReadOnlyInline):
+    """Sampled texts. Auditors have no permission to view items at all (roles.HIDDEN_FROM)."""
+
+    model = SpotCheckItem
+    fields = ("position", "text", "stratum_shown", "jury_class_shown", "disagreed_shown",
               "double_coded")
     readonly_fields = fields
-    raw_id_fields = ("generation",)
 
-    def get_queryset(self, request):
-        # Each row prints str(item) (its batch's release) and str(generation) (release, model
-        # and scenario): fetch them with the rows.
-        return super().get_queryset(request).select_related("batch__release", *GENERATION_LABEL)
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("batch__release").annotate(
+            blind=Exists(pending_texts(request.user).filter(generation_id=OuterRef(
+                "generation_id"))))
+
+    @admin.display(description="text")
+    def text(self, item: SpotCheckItem) -> int:
+        return item.generation_id
+
+    @admin.display(description="stratum")
+    def stratum_shown(self, item: SpotCheckItem) -> str:
+        return BLIND if item.blind else item.stratum
+
+    @admin.display(description="jury class")
+    def jury_class_shown(self, item: SpotCheckItem) -> str:
+        return BLIND if item.blind else item.jury_class
+
+    @admin.display(description="jurors disagreed")
+    def disagreed_shown(self, item: SpotCheckItem) -> str:
+        return BLIND if item.blind else ("yes" if item.jurors_disagreed else "no")
 
 
 @admin.register(SpotCheckBatch)
-class SpotCheckBatchAdmin(admin.ModelAdmin):
+class SpotCheckBatchAdmin(EvidenceAdmin):
     list_display = ("__str__", "release", "size", "seed", "done_count", "created_at")
     list_filter = ("release",)
     list_select_related = ("release",)
-    readonly_fields = ("seed", "size", "disagreement_weight", "double_code_share", "created_by")
+    fields = ("release", "name", "seed", "size", "disagreement_weight", "double_code_share",
+              "created_at", "created_by")
+    readonly_fields = fields
     inlines = [SpotCheckItemInline]
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(
             checks_done=Count("items__checks", filter=Q(items__checks__status="done")))
 
@@ -49,35 +128,77 @@ class SpotCheckBatchAdmin(admin.ModelAdmin):
         return batch.checks_done
 
 
+class SpotCheckCorrectionInline(ReadOnlyInline):
+    """Changes after the reveal, beside the blind verdict they correct."""
+
+    model = SpotCheckCorrection
+    fk_name = "spot_check"
+    fields = ("made_at", "made_by", "what_changed", "reason")
+    readonly_fields = fields
+    verbose_name_plural = "corrections after the reveal (the blind verdict above is kept)"
+
+    @admin.display(description="what changed")
+    def what_changed(self, correction: SpotCheckCorrection) -> SafeString:
+        return format_html("<ul>{}</ul>", format_html_join(
+            "", "<li>{}: {} → {}</li>",
+            ((change["field"], change["before"], change["after"])
+             for change in correction.changes)))
+
+
 @admin.register(SpotCheck)
-class SpotCheckAdmin(admin.ModelAdmin):
-    list_display = ("pk", "release", "generation_id", "auditor", "status", "out_of_band",
-                    "agrees_with_jury", "completed_at")
-    list_filter = ("release", "status", "out_of_band")
-    list_select_related = ("release", "auditor")
-    raw_id_fields = ("generation", "item", "audit")
+class SpotCheckAdmin(EvidenceAdmin):
+    list_display = ("pk", "release", "text", "who", "status", "out_of_band", "agrees_with_jury",
+                    "correction_count", "completed_at")
+    list_select_related = ("release", "auditor", "audit")
+    fields = ("release", "text", "item", "who", "status", "completed_at", "claim_labels",
+              "facts_conveyed", "techniques", "agrees_with_jury", "note", "out_of_band", "audit")
+    readonly_fields = fields
+    inlines = [SpotCheckCorrectionInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request).select_related("item__batch__release").annotate(
+            corrections_made=Count("corrections"))
+        if sees_only_own_checks(request.user):
+            queryset = queryset.filter(auditor=request.user)
+        return queryset
+
+    def get_list_filter(self, request: HttpRequest) -> tuple:
+        if sees_only_own_checks(request.user):
+            return ("release", "status")
+        return ("release", "status", "out_of_band", "auditor")
+
+    @admin.display(description="by")
+    def who(self, check: SpotCheck) -> str:
+        if check.audit_id:
+            return f"{check.audit.auditor_name} (out of band)"
+        return check.auditor.get_username() if check.auditor_id else "-"
+
+    @admin.display(description="corrections", ordering="corrections_made")
+    def correction_count(self, check: SpotCheck) -> int:
+        return check.corrections_made
 
 
-class OutOfBandVerdictInline(admin.TabularInline):
+class OutOfBandVerdictInline(ReadOnlyInline):
     model = OutOfBandVerdict
-    extra = 0
-    fields = ("row_number", "generation", "claim_position", "label", "agrees_with_jury", "note")
+    fields = ("row_number", "text", "claim_position", "label", "agrees_with_jury", "note")
     readonly_fields = fields
 
-    def get_queryset(self, request):
-        # str(generation) reads its release, model and scenario: fetch them with the rows.
-        return super().get_queryset(request).select_related(*GENERATION_LABEL)
+    @admin.display(description="text")
+    def text(self, verdict: OutOfBandVerdict) -> int:
+        return verdict.generation_id
 
 
 @admin.register(OutOfBandAudit)
-class OutOfBandAuditAdmin(admin.ModelAdmin):
+class OutOfBandAuditAdmin(EvidenceAdmin):
     list_display = ("auditor_name", "organisation", "audited_on", "release", "row_count")
     list_filter = ("release",)
     list_select_related = ("release",)
-    readonly_fields = ("source_name", "content_hash", "imported_by")
+    fields = ("release", "auditor_name", "organisation", "audited_on", "method", "source_name",
+              "content_hash", "imported_at", "imported_by")
+    readonly_fields = fields
     inlines = [OutOfBandVerdictInline]
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(rows=Count("verdicts"))
 
     @admin.display(description="rows", ordering="rows")
@@ -86,11 +207,13 @@ class OutOfBandAuditAdmin(admin.ModelAdmin):
 
 
 @admin.register(HumanReaderResult)
-class HumanReaderResultAdmin(admin.ModelAdmin):
+class HumanReaderResultAdmin(EvidenceAdmin):
     list_display = ("release", "scenario_slug", "stimulus", "reader", "attitude", "knowledge")
     list_filter = ("release", "scenario_slug")
     list_select_related = ("release",)
-    raw_id_fields = ("generation",)
+    fields = ("release", "scenario_slug", "stimulus", "text", "reader", "attitude", "knowledge",
+              "imported_at")
+    readonly_fields = fields
 
 
 # The arena registers its own admin (audits_app/arena/admin.py).

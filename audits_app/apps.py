@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 
@@ -7,7 +8,12 @@ class AuditsAppConfig(AppConfig):
     verbose_name = "Audits and publication"
 
     def ready(self) -> None:
+        from baitbench_site.immutability import install_error_wrapper, sync_guards
         from baitbench_site.roles import sync_roles
 
-        # audits_app is the last app: by its post_migrate every permission row exists.
+        # audits_app is the last app: by its post_migrate every permission row and every
+        # guarded table exists.
         post_migrate.connect(sync_roles, sender=self, dispatch_uid="baitbench-sync-roles")
+        post_migrate.connect(sync_guards, sender=self, dispatch_uid="baitbench-sync-guards")
+        connection_created.connect(install_error_wrapper,
+                                   dispatch_uid="baitbench-immutable-errors")

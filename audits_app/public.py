@@ -1,7 +1,10 @@
 """Reads behind the public pages and the API: a release's frozen snapshot, seen by one viewer.
 
 Everything public comes from `Publication.snapshot` (issue 5), never from live tables, except
-a text's body (`Generation.text`), read only for a published release. Held-out scenarios, their
+a text's body and its jury verdicts (`Generation`, `JurorVerdict`, `Claim`) and the pinned
+scenario versions' content, read only for a published release: the database refuses every
+change to those rows (baitbench_site.immutability). Names are never read live: models and
+jurors are named by the snapshot, whatever the model registry says today. Held-out scenarios, their
 texts and confidential facts are for staff only (DESIGN section 8): `snapshot_for_viewer`
 removes them from a copy of the snapshot before any page or answer sees it.
 """
@@ -147,13 +150,18 @@ def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any],
     return row, body or ""
 
 
-def text_verdicts(published: PublishedRelease, text_id: int) -> list[JurorVerdict]:
-    """The jury's verdicts on a published text, claims included (two queries). Rows under a
-    published release cannot change, so reading them live shows what was published."""
-    return list(
-        JurorVerdict.objects.filter(generation_id=text_id, release_id=published.release.pk)
-        .select_related("juror").prefetch_related("claim_rows").order_by("seat")
-    )
+def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, Any]]:
+    """The jury's verdicts on a published text, claims included (two queries), each with its
+    juror's name from the snapshot. The verdict rows are read live: the database refuses every
+    change to rows under a published release. The model registry is not read: its names may
+    change after publication (an operator's rename, a later release file)."""
+    jurors = {juror.get("key"): juror.get("name") or juror.get("id")
+              for juror in published.snapshot.get("jurors") or []}
+    verdicts = (JurorVerdict.objects.filter(generation_id=text_id,
+                                            release_id=published.release.pk)
+                .prefetch_related("claim_rows").order_by("seat"))
+    return [{"verdict": verdict, "juror_name": jurors.get(verdict.juror_id, ""),
+             "claims": list(verdict.claim_rows.all())} for verdict in verdicts]
 
 
 def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,12 +178,12 @@ def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
 def published_releases() -> list[dict[str, Any]]:
     """One row per publication; only the small parts of each snapshot are fetched."""
     rows = Publication.objects.order_by("-published_at").values(
-        "release__code", "release__title", "release__language", "published_at",
-        "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
+        "release__code", "snapshot__release__title", "snapshot__release__language",
+        "published_at", "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
     )
     return [
-        {"code": r["release__code"], "title": r["release__title"],
-         "language": r["release__language"], "published_at": r["published_at"],
+        {"code": r["release__code"], "title": r["snapshot__release__title"] or "",
+         "language": r["snapshot__release__language"] or "", "published_at": r["published_at"],
          "config_hash": r["config_hash"], "snapshot_hash": r["snapshot_hash"],
          "models": len(r["snapshot__models"] or []),
          "scenarios": len(r["snapshot__scenarios"] or [])}
@@ -194,10 +202,11 @@ def published_scenarios(user) -> list[dict[str, Any]]:
             key = (scenario["slug"], scenario["version_hash"])
             entry = pinned.setdefault(key, {**scenario, "releases": []})
             entry["releases"].append(row["release__code"])
+    # By hash and the slug inside the content: a version never changes, while the scenario
+    # row's slug may be edited after publication.
     versions = ScenarioVersion.objects.filter(
-        content_hash__in={hash_ for _, hash_ in pinned}, scenario__slug__in={s for s, _ in pinned}
-    ).values("scenario__slug", "content_hash", "content")
-    contents = {(v["scenario__slug"], v["content_hash"]): v["content"] for v in versions}
+        content_hash__in={hash_ for _, hash_ in pinned}).values("content_hash", "content")
+    contents = {(v["content"].get("slug"), v["content_hash"]): v["content"] for v in versions}
     result = []
     for key, entry in sorted(pinned.items()):
         content = contents.get(key) or {}

@@ -24,6 +24,7 @@ from audits_app.trial_checks import trial_for_reader
 from runs_app.models import (
     Generation,
     JurorVerdict,
+    LlmModel,
     ReaderResponse,
     Release,
     ReplyOutcome,
@@ -498,10 +499,13 @@ def release_snapshot(
 ) -> dict[str, Any]:
     """Everything a publication freezes, as JSON-safe data (issue 5's snapshot format).
 
-    Keys: release, models (writers, config order), scenarios (pinned versions), the statistics
-    of `release_statistics`, texts (every finished text with every TextScore field, held-out
-    ones included and marked: public pages filter them), counts, agreement and calibration
+    Keys: release, models (writers, config order), jurors (the jury pool, with the registry key
+    their verdict rows name), scenarios (pinned versions), the statistics of
+    `release_statistics`, texts (every finished text with every TextScore field, held-out ones
+    included and marked: public pages filter them), counts, agreement and calibration
     (spot-check module, or None), gate (figures, thresholds, override reason) and method.
+    Every name a public page shows is in here, taken from the frozen configuration: renaming a
+    model in the registry later changes no published page.
     """
     config = release.parsed_config()
     rows = _text_rows(release)
@@ -514,6 +518,7 @@ def release_snapshot(
         "models": [{"id": spec.id, "name": spec.name, "family": spec.family}
                    for writer in config.writers
                    for spec in config.models if spec.id == writer],
+        "jurors": _jurors(config),
         "scenarios": _scenario_entries(release, config),
         **_statistics(config, rows, references),
         "texts": _texts(rows, _visibility(release)),
@@ -537,6 +542,16 @@ def _scoring_method(config: ReleaseConfig) -> dict[str, str]:
     texts = ScoringVersion.texts_for_pin(config.scoring_version)
     return {"scoring_version": name, "scoring_hash": digest,
             "juror_instruction_language": texts.jury.instruction_language}
+
+
+def _jurors(config: ReleaseConfig) -> list[dict[str, Any]]:
+    """The jury pool as the frozen config names it; `key` is the registry row that a verdict
+    points to, so a text page can name its jurors without reading the registry."""
+    keys = dict(LlmModel.objects.filter(openrouter_id__in=config.jurors)
+                .values_list("openrouter_id", "pk"))
+    specs = {spec.id: spec for spec in config.models}
+    return [{"key": keys.get(juror), "id": juror, "name": specs[juror].name,
+             "family": specs[juror].family} for juror in config.jurors]
 
 
 def _scenario_entries(release: Release, config: ReleaseConfig) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from audits_app.models import (
     OutOfBandVerdict,
     SpotCheck,
     SpotCheckBatch,
+    SpotCheckCorrection,
     SpotCheckItem,
 )
 from audits_app.spotcheck_selectors import JuryText, jury_texts, text_code
@@ -148,7 +149,8 @@ def spotcheck_record(
     techniques: Sequence[str], agrees_with_jury: bool | None, note: str = "",
 ) -> SpotCheck:
     """Save one auditor's blind verdict on one text (item by item). After the first save the
-    claim labels, facts and techniques are final; the agreement and the note may change."""
+    jury's verdict is revealed and the check is final, but for the overall agreement, asked
+    only then and answered once; later changes are corrections (`spotcheck_correct`)."""
     if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
         raise PermissionDenied("only the assigned auditor records this spot-check")
     if check.release.is_published:
@@ -161,13 +163,14 @@ def spotcheck_record(
         for position, label in sorted(claim_labels.items()) if position in quotes
     ]
     blind = (labels, list(facts_conveyed), list(techniques))
-    if check.status == SpotCheck.Status.DONE and blind != (
-        check.claim_labels, check.facts_conveyed, check.techniques
-    ):
+    if check.status == SpotCheck.Status.DONE and not _only_answers_overall(
+            check, blind, agrees_with_jury, note):
         # Once saved, the auditor has seen the jury's labels: a changed label would no
-        # longer be a blind verdict, and the agreement figures count only blind ones.
-        raise PermissionDenied("the blind verdict is final once saved; only the overall "
-                               "agreement and the note can still change")
+        # longer be a blind verdict, and the agreement figures count only blind ones. The
+        # one question asked after the reveal (overall agreement) is answered once; every
+        # other change is a correction, recorded beside the check with its reason.
+        raise PermissionDenied("the verdict is final once the jury is revealed: record a "
+                               "correction (with its reason) instead")
     check.claim_labels, check.facts_conveyed, check.techniques = blind
     check.agrees_with_jury = agrees_with_jury
     check.note = note
@@ -175,6 +178,93 @@ def spotcheck_record(
     check.completed_at = timezone.now()
     check.save()
     return check
+
+
+def _only_answers_overall(check: SpotCheck, blind: tuple, agrees_with_jury: bool | None,
+                          note: str) -> bool:
+    """A second save of a revealed check may add the overall answer, and change nothing."""
+    unchanged = blind == (check.claim_labels, check.facts_conveyed, check.techniques)
+    overall = check.agrees_with_jury is None or agrees_with_jury == check.agrees_with_jury
+    return unchanged and note == check.note and overall
+
+
+# --- corrections after the reveal ---------------------------------------------------------
+
+class CorrectionError(ValueError):
+    """A correction that cannot be recorded as given; the message says what to fix."""
+
+
+CHECK_STATE_FIELDS = ("claim_labels", "facts_conveyed", "techniques", "agrees_with_jury", "note")
+
+
+def spotcheck_state(check: SpotCheck) -> dict:
+    """The check as it stands: its own saved verdict, or its latest correction's state."""
+    latest = check.corrections.order_by("-made_at", "-pk").first()
+    if latest is not None:
+        return latest.state
+    return {name: getattr(check, name) for name in CHECK_STATE_FIELDS}
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "not answered"
+    if isinstance(value, bool):
+        return "agree" if value else "disagree"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value) or "(empty)"
+
+
+def state_changes(before: dict, after: dict) -> list[dict]:
+    """What differs between two states, in words: one entry per claim and per field."""
+    old_labels = {int(e["position"]): e["label"] for e in before["claim_labels"]}
+    new_labels = {int(e["position"]): e["label"] for e in after["claim_labels"]}
+    changes = [{"field": f"claim {position}", "before": _shown(old_labels.get(position)),
+                "after": _shown(new_labels.get(position))}
+               for position in sorted(old_labels.keys() | new_labels.keys())
+               if old_labels.get(position) != new_labels.get(position)]
+    for name, label in (("facts_conveyed", "facts conveyed"), ("techniques", "techniques"),
+                        ("agrees_with_jury", "overall"), ("note", "note")):
+        if before[name] != after[name]:
+            changes.append({"field": label, "before": _shown(before[name]),
+                            "after": _shown(after[name])})
+    return changes
+
+
+@transaction.atomic
+def spotcheck_correct(
+    *, check: SpotCheck, user, claim_labels: dict[int, str], facts_conveyed: Sequence[str],
+    techniques: Sequence[str], agrees_with_jury: bool | None, note: str, reason: str,
+) -> SpotCheckCorrection:
+    """Record a change to a revealed check as a row of its own (who, when, what, why).
+
+    The blind verdict stays as it was saved and the agreement figures keep counting it. Only
+    the check's own auditor corrects it, only once it is done, and only until the release is
+    published (then nothing under it changes)."""
+    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
+        raise PermissionDenied("only the auditor who recorded this spot-check corrects it")
+    if not check.is_done:
+        raise PermissionDenied("a pending spot-check is recorded, not corrected")
+    if check.release.is_published:
+        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
+                               f"cannot change")
+    if not reason.strip():
+        raise CorrectionError("say why: a correction needs a reason")
+    before = spotcheck_state(check)
+    quotes = {int(entry["position"]): entry["quote"] for entry in check.claim_labels}
+    after = {
+        "claim_labels": [{"position": position, "quote": quotes[position], "label": label}
+                         for position, label in sorted(claim_labels.items())
+                         if position in quotes],
+        "facts_conveyed": list(facts_conveyed), "techniques": list(techniques),
+        "agrees_with_jury": agrees_with_jury, "note": note,
+    }
+    changes = state_changes(before, after)
+    if not changes:
+        raise CorrectionError("nothing differs from the verdict as it stands")
+    return SpotCheckCorrection.objects.create(
+        release=check.release, spot_check=check, made_by=user, changes=changes, state=after,
+        reason=reason.strip())
 
 
 # --- CSV imports ---------------------------------------------------------------------------

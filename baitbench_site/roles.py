@@ -2,8 +2,13 @@
 
 - curator: edits scenarios, tasks and overlays;
 - operator: defines releases and runs their stages, retries failed work;
-- auditor: records spot-checks and out-of-band audits, reads everything else;
+- auditor: records spot-checks and out-of-band audits in /review/, reads everything else
+  except texts and verdicts (their checks are blind);
 - publisher: publishes releases (and may override the spot-check gate with a reason).
+
+What each role may do in the admin is specified in `baitbench_site.role_matrix`; the
+permissions here are its first layer, and each ModelAdmin narrows them per object (own
+checks, unpublished releases, texts checked blind).
 
 The groups are created by a data migration. Their permissions are (re)assigned after every
 `migrate`, because Django creates the permission rows only after the migrations have run,
@@ -23,14 +28,11 @@ EDIT = {
         ],
     },
     "operator": {
-        "runs_app": ["llmmodel", "release", "generation"],
+        "runs_app": ["llmmodel", "release"],
     },
-    "auditor": {
-        "audits_app": [
-            "spotcheckbatch", "spotcheckitem", "spotcheck", "outofbandaudit",
-            "outofbandverdict", "humanreaderresult",
-        ],
-    },
+    # Audit evidence is never changed or deleted by an auditor (role_matrix): auditors add it
+    # through the review screens only.
+    "auditor": {},
     "publisher": {},
 }
 
@@ -38,7 +40,8 @@ EDIT = {
 EXTRA = {
     "curator": [],
     "operator": [("runs_app", "operate_release")],
-    "auditor": [("audits_app", "record_spotcheck")],
+    "auditor": [("audits_app", "record_spotcheck"), ("audits_app", "add_spotcheckbatch"),
+                ("audits_app", "add_outofbandaudit"), ("audits_app", "add_humanreaderresult")],
     "publisher": [("audits_app", "publish_release"), ("audits_app", "manage_arena")],
 }
 
@@ -53,8 +56,27 @@ HIDDEN_FROM = {
             "generation", "generationattempt", "jurorverdict", "claim", "refusalcheck",
             "readerresponse", "agentrun", "textscore",
         )
-    } | {("audits_app", "spotcheckitem")},
+    } | {("audits_app", "spotcheckitem")} | {
+        ("runs_app", model) for model in (
+            "contaminationcheck", "contaminationfinding", "contaminationprobe")
+    },
 }
+
+
+def role_names(user) -> set[str]:
+    """The user's roles, read once per user object."""
+    if not hasattr(user, "_baitbench_roles"):
+        user._baitbench_roles = set(user.groups.values_list("name", flat=True))
+    return user._baitbench_roles
+
+
+def sees_only_own_checks(user) -> bool:
+    """An auditor sees their own spot-checks only; a superuser, or anyone who also holds a
+    role that reads the evidence as a whole (curator, operator, publisher), sees all."""
+    if user.is_superuser:
+        return False
+    roles = role_names(user)
+    return "auditor" in roles and not roles & {"curator", "operator", "publisher"}
 
 
 def role_permission_codenames(role: str) -> set[tuple[str, str]]:

@@ -19,6 +19,7 @@ from django.http import HttpRequest
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from baitbench_site.admin_refusals import RefusalsAsMessages
 from runs_app.forms import ReleaseForm
 from runs_app.models import (
     Generation,
@@ -35,6 +36,10 @@ from runs_app.services import release_create, release_update_config, work_retry_
 from runs_app.stages import available_stages
 
 OPERATE_PERMISSION = "runs_app.operate_release"
+
+# Texts hidden from a viewer, as querysets of generation ids. audits_app adds the texts a
+# person is checking blind (runs_app knows nothing of spot-checks: dependencies run one way).
+HIDDEN_GENERATIONS: list[Callable[[HttpRequest], QuerySet]] = []
 
 
 # ---------------------------------------------------------------------------------------
@@ -96,15 +101,20 @@ def _retry_action(stage_name: str) -> Callable:
 
 
 @admin.register(LlmModel)
-class LlmModelAdmin(admin.ModelAdmin):
+class LlmModelAdmin(RefusalsAsMessages, admin.ModelAdmin):
     list_display = ("openrouter_id", "family", "display_name", "can_write", "can_judge",
                     "can_read")
     list_filter = ("family", "can_write", "can_judge", "can_read")
     search_fields = ("openrouter_id", "display_name", "family")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: LlmModel | None = None) -> tuple:
+        # The id is what releases, verdicts and published snapshots name the model by: a
+        # different id is a different model, added as such.
+        return ("openrouter_id",) if obj is not None else ()
+
 
 @admin.register(Release)
-class ReleaseAdmin(OperateMixin, admin.ModelAdmin):
+class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
     list_display = ("code", "language", "status", "generation_count", "done_count",
                     "failed_count", "frozen_at")
     list_filter = ("status", "language")
@@ -229,6 +239,12 @@ class GenerationAdmin(OperateMixin, admin.ModelAdmin):
     search_fields = ("scenario_version__scenario__slug", "model__openrouter_id", "text")
     actions = ("retry_failed",)
     change_form_template = "admin/runs_app/generation/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        for hidden in HIDDEN_GENERATIONS:
+            queryset = queryset.exclude(pk__in=hidden(request))
+        return queryset
 
     @admin.display(description="scenario", ordering="scenario_version__scenario__slug")
     def scenario(self, generation: Generation) -> str:

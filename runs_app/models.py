@@ -10,16 +10,12 @@ from __future__ import annotations
 import functools
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
+from baitbench_site.immutability import ImmutableError
 from scenarios_app.models import Language, ScenarioVersion
-
-
-class ImmutableError(ValidationError):
-    """Raised when something under a published (or frozen) release would change."""
 
 
 class LlmModel(models.Model):
@@ -138,8 +134,9 @@ class Release(models.Model):
     )
     frozen_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # PROTECT: SET_NULL would rewrite a published release's row, which the database refuses.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
     )
 
     class Meta:
@@ -211,7 +208,7 @@ class RunControl(models.Model):
     spent_usd = models.FloatField(default=0.0, help_text="Recorded cost of every call made.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
         related_name="+",
     )
 
@@ -262,7 +259,7 @@ class StageRun(models.Model):
                              default=StageRunState.ACTIVE)
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
         related_name="+",
     )
 

@@ -25,6 +25,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from baitbench_site.admin_refusals import RefusalsAsMessages
 from scenarios_app.files import dump_scenario
 from scenarios_app.forms import (
     BriefTextForm,
@@ -127,7 +128,7 @@ class HumanBaselineInline(_PartInline, admin.StackedInline):
 
 
 @admin.register(Scenario)
-class ScenarioAdmin(admin.ModelAdmin):
+class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
     list_display = [
         "slug", "title", "language", "visibility", "status", "fact_count", "version_count",
         "current_version_number", "updated_at",

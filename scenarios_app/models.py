@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from baitbench_site.immutability import ImmutableError
+
 
 class Language(models.TextChoices):
     ENGLISH = "en", "English"
@@ -178,17 +180,38 @@ class HumanBaseline(models.Model):
         return self.code
 
 
+VERSION_NEVER_CHANGES = "a scenario version never changes: saving the scenario adds a new version"
+
+
+class ScenarioVersionQuerySet(models.QuerySet):
+    """Bulk writes would bypass `save()`/`delete()`; the database refuses them too."""
+
+    def update(self, **kwargs):
+        raise ImmutableError(VERSION_NEVER_CHANGES)
+
+    def delete(self):
+        raise ImmutableError(VERSION_NEVER_CHANGES)
+
+
 class ScenarioVersion(models.Model):
-    """One saved state of a scenario: its canonical document and that document's hash."""
+    """One saved state of a scenario: its canonical document and that document's hash.
+
+    Written once, never changed or deleted (releases pin versions by hash; the database
+    refuses UPDATE and DELETE, see baitbench_site.immutability). An edit is a new version and
+    `Scenario.current_version` moves to it.
+    """
 
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     content_hash = models.CharField(max_length=64, db_index=True)
     content = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # PROTECT: deleting a person would otherwise rewrite the versions they saved.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT
     )
+
+    objects = ScenarioVersionQuerySet.as_manager()
 
     class Meta:
         ordering = ["scenario", "-number"]
@@ -201,6 +224,14 @@ class ScenarioVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scenario.slug} v{self.number} ({self.content_hash[:10]})"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ImmutableError(VERSION_NEVER_CHANGES)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ImmutableError(VERSION_NEVER_CHANGES)
 
     def document(self):
         from scenarios_app.schemas import ScenarioFile

@@ -34,6 +34,8 @@ class ImportResult:
     created: list[str] = dataclasses.field(default_factory=list)
     updated: list[str] = dataclasses.field(default_factory=list)
     unchanged: list[str] = dataclasses.field(default_factory=list)
+    # keep_edited: scenarios whose current version differs from the file, left as they are.
+    kept: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -171,7 +173,8 @@ CANARY_CONFIRMATION = (
 )
 
 
-def database_conflicts(report: LoadReport, *, confirm_canary_change: bool = False) -> list[str]:
+def database_conflicts(report: LoadReport, *, confirm_canary_change: bool = False,
+                       kept: set[str] = frozenset()) -> list[str]:
     """What the files cannot do to the scenarios already in the database.
 
     A canary names one scenario: one already used by another slug is a conflict. A scenario's
@@ -194,7 +197,7 @@ def database_conflicts(report: LoadReport, *, confirm_canary_change: bool = Fals
         f"{old!r} to {by_slug[slug].scenario.canary!r}; the canary traces contamination, so it "
         f"changes only when confirmed ({CANARY_CONFIRMATION})"
         for slug, old in sorted(current)
-        if old != by_slug[slug].scenario.canary
+        if old != by_slug[slug].scenario.canary and slug not in kept
     ]
     return problems
 
@@ -209,12 +212,19 @@ def scenarios_validate(*, paths: list[str]) -> list[str]:
 
 def scenarios_import(
     *, paths: list[str], user=None, dry_run: bool = False, confirm_canary_change: bool = False,
+    keep_edited: bool = False,
 ) -> ImportResult:
     """Import files or folders, all or nothing (DESIGN section 8); `dry_run` checks
-    everything, the database included, and writes nothing."""
+    everything, the database included, and writes nothing.
+
+    `keep_edited`: a scenario whose current version is not the file's content is left as it
+    is (listed in `kept`) rather than updated, so shipped files never replace people's work
+    (and a kept scenario's canary is not compared with the file's).
+    """
     report = load_scenario_files(paths)
+    edited = _edited_slugs(report) if keep_edited and report.ok else set()
     problems = report.problems + (
-        database_conflicts(report, confirm_canary_change=confirm_canary_change)
+        database_conflicts(report, confirm_canary_change=confirm_canary_change, kept=edited)
         if report.ok else []
     )
     result = ImportResult(problems=problems)
@@ -222,9 +232,20 @@ def scenarios_import(
         return result
     with transaction.atomic():
         for item in report.files:
+            if item.scenario.slug in edited:
+                result.kept.append(item.scenario.slug)
+                continue
             scenario, outcome = scenario_apply(document=item.scenario, user=user)
             getattr(result, outcome).append(scenario.slug)
     return result
+
+
+def _edited_slugs(report: LoadReport) -> set[str]:
+    """Slugs whose current version exists and differs from the file's content."""
+    digests = {item.scenario.slug: item.scenario.content_hash() for item in report.files}
+    current = Scenario.objects.filter(slug__in=digests, current_version__isnull=False).values_list(
+        "slug", "current_version__content_hash")
+    return {slug for slug, digest in current if digest != digests[slug]}
 
 
 def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[Path]:

@@ -7,7 +7,9 @@ an `OutOfBandAudit`: its rows (`OutOfBandVerdict`, one per CSV row) are folded i
 flagged `out_of_band`, so every figure that counts them can show them apart.
 
 Rows that name a release refuse to change once it is published (`PublishedGuard`, DESIGN
-section 8): the published snapshot froze the agreement figures they feed.
+section 8, and the database's triggers, baitbench_site.immutability): the published snapshot
+froze the agreement figures they feed. Once the jury's verdict has been revealed to an auditor,
+their check changes only through a `SpotCheckCorrection`.
 
 Claim labels are keyed by the claim's position (1-based) in the text's *jury claim list*: the
 distinct quotes the jurors extracted, in order of first appearance (see
@@ -22,8 +24,8 @@ from django.db import models
 from runs_app.models import Claim, Generation, PublishedGuard, Release
 
 __all__ = [
-    "SpotCheckBatch", "SpotCheckItem", "SpotCheck", "OutOfBandAudit", "OutOfBandVerdict",
-    "HumanReaderResult",
+    "SpotCheckBatch", "SpotCheckItem", "SpotCheck", "SpotCheckCorrection", "OutOfBandAudit",
+    "OutOfBandVerdict", "HumanReaderResult",
 ]
 
 
@@ -41,8 +43,9 @@ class SpotCheckBatch(PublishedGuard):
         default=0.0, help_text="Share of items checked independently by two auditors."
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # PROTECT: evidence keeps who made it (SET_NULL would rewrite a published release's rows).
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
 
     class Meta:
@@ -130,6 +133,36 @@ class SpotCheck(PublishedGuard):
         return {int(entry["position"]): entry["label"] for entry in self.claim_labels}
 
 
+class SpotCheckCorrection(PublishedGuard):
+    """A change to a spot-check after the jury's verdict was revealed to its auditor.
+
+    The blind verdict stays as it was saved (the agreement figures count only blind verdicts);
+    a correction is a row of its own beside it: who, when, what changed and why. Only the
+    check's own auditor records one, and only until the release is published.
+    """
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE,
+                                related_name="spotcheck_corrections")
+    spot_check = models.ForeignKey(SpotCheck, on_delete=models.CASCADE,
+                                   related_name="corrections")
+    made_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                related_name="+")
+    made_at = models.DateTimeField(auto_now_add=True)
+    # What a reader is shown: [{"field": "claim 2", "before": "supported", "after": ...}, ...]
+    changes = models.JSONField()
+    # The check as it stands after this correction (claim_labels, facts_conveyed, techniques,
+    # agrees_with_jury, note), so the next correction compares with it.
+    state = models.JSONField()
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["spot_check", "made_at", "pk"]
+        verbose_name = "spot-check correction"
+
+    def __str__(self) -> str:
+        return f"correction {self.pk} of spot-check {self.spot_check_id}"
+
+
 class OutOfBandAudit(PublishedGuard):
     """An audit done outside the web UI (another team, a workshop), entered afterwards."""
 
@@ -148,7 +181,7 @@ class OutOfBandAudit(PublishedGuard):
     )
     imported_at = models.DateTimeField(auto_now_add=True)
     imported_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
 
     class Meta:

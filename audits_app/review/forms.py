@@ -26,15 +26,13 @@ AGREE_CHOICES = [("", "Not answered"), ("agree", "Agree with the jury"),
                  ("disagree", "Disagree with the jury")]
 
 
-BLIND_FIELDS = ("facts_conveyed", "techniques", "other_techniques")
-
-
 class SpotCheckForm(forms.Form):
     """One field per jury claim (`claim_<position>`), facts, techniques, note; once the jury's
-    verdict has been revealed also the overall agree/disagree."""
+    verdict has been revealed also the overall agree/disagree, answered once. After the reveal
+    every other field is final: changes go through a `CorrectionForm`."""
 
     def __init__(self, *args, claims: list[JuryClaim], facts: list[tuple[str, str]],
-                 revealed: bool, **kwargs) -> None:
+                 revealed: bool, overall_answered: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for index, claim in enumerate(claims):
             attrs = {"autofocus": True} if index == 0 else {}
@@ -52,16 +50,16 @@ class SpotCheckForm(forms.Form):
         )
         self.fields["other_techniques"] = forms.CharField(
             label="Other techniques (comma separated)", required=False)
-        if revealed:
-            # The blind verdict is final once the jury's labels are on screen: only the
-            # overall agreement and the note can still change (the stored initial values win).
-            for name, field in self.fields.items():
-                if name.startswith("claim_") or name in BLIND_FIELDS:
-                    field.disabled = True
-            self.fields["overall"] = forms.ChoiceField(
-                label="Overall", choices=AGREE_CHOICES, required=False, widget=forms.RadioSelect)
         self.fields["note"] = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}),
                                               required=False)
+        if revealed:
+            # The verdict is final once the jury's labels are on screen (the stored initial
+            # values win); the overall answer, asked only now, is given once.
+            for field in self.fields.values():
+                field.disabled = True
+            self.fields["overall"] = forms.ChoiceField(
+                label="Overall", choices=AGREE_CHOICES, required=False, widget=forms.RadioSelect,
+                disabled=overall_answered)
 
     def claim_labels(self) -> dict[int, str]:
         return {int(name.split("_", 1)[1]): value for name, value in self.cleaned_data.items()
@@ -73,6 +71,23 @@ class SpotCheckForm(forms.Form):
 
     def agrees(self) -> bool | None:
         return {"agree": True, "disagree": False}.get(self.cleaned_data.get("overall") or "")
+
+
+class CorrectionForm(SpotCheckForm):
+    """A change to a revealed check: every field of the verdict, editable, and the reason.
+    Shown with the prefix `correction` beside the (now final) verdict form."""
+
+    prefix = "correction"
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs["revealed"] = False
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.widget.attrs.pop("autofocus", None)  # the page's focus stays on the verdict
+        self.fields["overall"] = forms.ChoiceField(
+            label="Overall", choices=AGREE_CHOICES, required=False, widget=forms.RadioSelect)
+        self.fields["reason"] = forms.CharField(
+            label="Why (shown beside the check)", widget=forms.Textarea(attrs={"rows": 2}))
 
 
 def auditor_choices():

@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_POST
 
 from audits_app import csv_files
 from audits_app import spotcheck_selectors as selectors
@@ -23,6 +24,7 @@ from audits_app.models import SpotCheck
 from audits_app.review.forms import (
     TECHNIQUES,
     BatchForm,
+    CorrectionForm,
     OutOfBandForm,
     ReaderImportForm,
     SpotCheckForm,
@@ -97,19 +99,27 @@ def _facts(generation) -> list[dict]:
             for fact in document.get("facts", [])]
 
 
-@auditor_required
-def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    check = get_object_or_404(
+def _own_check(request: HttpRequest, pk: int) -> SpotCheck:
+    # Another auditor's check is a 404: its existence, writer and labels are not theirs to see.
+    return get_object_or_404(
         SpotCheck.objects.select_related("generation__model", "generation__scenario_version",
                                          "release", "item__batch"),
         pk=pk, auditor=request.user,
     )
+
+
+def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
+    return {"claims": claims, "facts": [(f["id"], f["id"]) for f in facts],
+            "revealed": check.is_done, "overall_answered": check.agrees_with_jury is not None}
+
+
+@auditor_required
+def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    check = _own_check(request, pk)
     text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     claims = text.claims if text else []
     facts = _facts(check.generation)
-    revealed = check.is_done
-    form_kwargs = {"claims": claims, "facts": [(f["id"], f["id"]) for f in facts],
-                   "revealed": revealed}
+    form_kwargs = _form_kwargs(check, claims, facts)
     if request.method == "POST":
         if not request.user.has_perm(services.RECORD_PERMISSION):
             raise PermissionDenied("recording spot-checks needs the record_spotcheck permission")
@@ -128,17 +138,74 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect(f"/review/checks/{check.pk}/")
     else:
         form = SpotCheckForm(initial=_initial(check), **form_kwargs)
+    return _check_page(request, check, text, form)
+
+
+@auditor_required
+@require_POST
+def check_correct(request: HttpRequest, pk: int) -> HttpResponse:
+    """A correction of a revealed check: a new row beside it, never an edit of it."""
+    check = _own_check(request, pk)
+    text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
+    claims = text.claims if text else []
+    form = CorrectionForm(request.POST, claims=claims,
+                          facts=[(f["id"], f["id"]) for f in _facts(check.generation)])
+    if form.is_valid():
+        try:
+            services.spotcheck_correct(
+                check=check, user=request.user, claim_labels=form.claim_labels(),
+                facts_conveyed=form.cleaned_data["facts_conveyed"],
+                techniques=form.all_techniques(), agrees_with_jury=form.agrees(),
+                note=form.cleaned_data["note"], reason=form.cleaned_data["reason"],
+            )
+        except services.CorrectionError as problem:
+            form.add_error(None, str(problem))
+        else:
+            return redirect(f"/review/checks/{check.pk}/#corrections")
+    verdict = SpotCheckForm(initial=_initial(check), **_form_kwargs(check, claims,
+                                                                   _facts(check.generation)))
+    return _check_page(request, check, text, verdict, correction=form, status=400)
+
+
+def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckForm, *,
+                correction: CorrectionForm | None = None, status: int = 200) -> HttpResponse:
+    claims = text.claims if text else []
+    revealed = check.is_done
     context = {
-        "check": check, "generation": check.generation, "facts": facts,
+        "check": check, "generation": check.generation, "facts": _facts(check.generation),
         "uncertainties": check.generation.scenario_version.content.get("uncertainties", []),
         "scenario": check.generation.scenario_version.content,
         "marked": marked_text(check.generation.text, claims),
         "claim_fields": [(claim, form[f"claim_{claim.position}"]) for claim in claims],
         "form": form, "revealed": revealed,
+        "corrections": list(check.corrections.select_related("made_by")),
     }
     if revealed and text is not None:
         context["jury"] = _jury_context(text, check)
-    return render(request, "review/check.html", context)
+        if not check.release.is_published:
+            correction = correction or CorrectionForm(
+                initial=_correction_initial(check), claims=claims,
+                facts=[(f["id"], f["id"]) for f in context["facts"]])
+            context["correction"] = correction
+            context["correction_claims"] = [
+                (claim, correction[f"claim_{claim.position}"]) for claim in claims]
+    return render(request, "review/check.html", context, status=status)
+
+
+def _correction_initial(check: SpotCheck) -> dict:
+    """The correction form starts from the check as it stands (after earlier corrections)."""
+    state = services.spotcheck_state(check)
+    known = {value for value, _ in TECHNIQUES}
+    initial = {f"claim_{int(entry['position'])}": entry["label"]
+               for entry in state["claim_labels"]}
+    initial.update({
+        "facts_conveyed": state["facts_conveyed"],
+        "techniques": [t for t in state["techniques"] if t in known],
+        "other_techniques": ", ".join(t for t in state["techniques"] if t not in known),
+        "note": state["note"],
+        "overall": {True: "agree", False: "disagree"}.get(state["agrees_with_jury"], ""),
+    })
+    return initial
 
 
 def _initial(check: SpotCheck) -> dict:

@@ -147,6 +147,9 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
                     "config": release.config, "config_hash": release.config_hash},
         "models": [{"id": m.openrouter_id, "name": m.display_name, "family": m.family}
                    for m in models],
+        # The factory's one verdict is given by the last model (juror_verdict_create).
+        "jurors": [{"key": models[-1].pk, "id": models[-1].openrouter_id,
+                    "name": models[-1].display_name, "family": models[-1].family}],
         "scenarios": scenarios,
         "leaderboards": {metric: leaderboard(rng, model_ids, metric=metric)
                          for metric in METRICS},

@@ -165,14 +165,87 @@ def test_the_service_refuses_to_change_a_saved_blind_verdict(world):
     text = jury_texts(check.release, [check.generation_id])[check.generation_id]
     labels = {claim.position: "supported" for claim in text.claims}
     auditor = type(world["auditor"]).objects.get(pk=world["auditor"].pk)
-    spotcheck_record(check=check, user=auditor, claim_labels=labels, facts_conveyed=["F1"],
-                     techniques=[], agrees_with_jury=None)
-    spotcheck_record(check=check, user=auditor, claim_labels=labels, facts_conveyed=["F1"],
-                     techniques=[], agrees_with_jury=False, note="jury too lenient")
-    with pytest.raises(PermissionDenied):
-        spotcheck_record(check=check, user=auditor,
-                         claim_labels={p: "fabrication" for p in labels},
-                         facts_conveyed=["F1"], techniques=[], agrees_with_jury=False)
+    verdict = {"check": check, "user": auditor, "claim_labels": labels,
+               "facts_conveyed": ["F1"], "techniques": [], "note": "first reading"}
+    spotcheck_record(**verdict, agrees_with_jury=None)
+    # The one question asked after the reveal is answered once.
+    spotcheck_record(**verdict, agrees_with_jury=False)
+    for change in ({"claim_labels": {p: "fabrication" for p in labels}},
+                   {"note": "jury too lenient"}, {"facts_conveyed": ["F1", "F2"]}):
+        with pytest.raises(PermissionDenied, match="record a correction"):
+            spotcheck_record(**(verdict | change), agrees_with_jury=False)
+    with pytest.raises(PermissionDenied, match="record a correction"):
+        spotcheck_record(**verdict, agrees_with_jury=True)
+    check.refresh_from_db()
+    assert (check.note, check.agrees_with_jury) == ("first reading", False)
+
+
+def correction_post(check, **extra) -> dict:
+    data = {f"correction-{key}": value for key, value in verdict_post(check).items()}
+    data.update({f"correction-{key}": value for key, value in extra.items()})
+    return data
+
+
+def test_a_change_after_the_reveal_is_a_correction_beside_the_check(client, world):
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+    saved = SpotCheck.objects.get(pk=check.pk)
+
+    response = client.post(f"/review/checks/{check.pk}/correct/", correction_post(
+        check, claim_1="fabrication", overall="disagree", reason="misread the dosage claim"))
+
+    assert response.status_code == 302
+    check.refresh_from_db()
+    assert check.claim_labels == saved.claim_labels and check.note == saved.note
+    [correction] = check.corrections.all()
+    assert correction.made_by == world["auditor"] and correction.reason == (
+        "misread the dosage claim")
+    assert correction.changes == [
+        {"field": "claim 1", "before": "supported", "after": "fabrication"},
+        {"field": "overall", "before": "not answered", "after": "disagree"},
+    ]
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    assert "misread the dosage claim" in page and "claim 1: supported → fabrication" in page
+    admin_page = client.get(f"/admin/audits_app/spotcheck/{check.pk}/change/").content.decode()
+    assert "misread the dosage claim" in admin_page and "supported → fabrication" in admin_page
+
+    # A second correction starts from the first one.
+    client.post(f"/review/checks/{check.pk}/correct/", correction_post(
+        check, claim_1="exaggeration", overall="disagree", reason="on second thoughts"))
+    second = check.corrections.order_by("made_at", "pk").last()
+    assert second.changes == [
+        {"field": "claim 1", "before": "fabrication", "after": "exaggeration"}]
+
+
+def test_a_correction_needs_a_reason_and_a_change(client, world):
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+    unexplained = client.post(f"/review/checks/{check.pk}/correct/",
+                              correction_post(check, claim_1="fabrication"))
+    assert unexplained.status_code == 400 and "This field is required" in (
+        unexplained.content.decode())
+    same = client.post(f"/review/checks/{check.pk}/correct/",
+                       correction_post(check, reason="just checking"))
+    assert same.status_code == 400 and "nothing differs" in same.content.decode()
+    assert not check.corrections.exists()
+
+
+def test_only_the_own_auditor_corrects_and_only_a_revealed_unpublished_check(client, world):
+    pending, done = world["checks"][0], world["checks"][1]
+    client.force_login(world["auditor"])
+    client.post(f"/review/checks/{done.pk}/", verdict_post(done, save="1"))
+    correction = correction_post(done, claim_1="fabrication", reason="r")
+    assert client.post(f"/review/checks/{pending.pk}/correct/", correction).status_code == 403
+    client.force_login(make_user("bob"))
+    assert client.post(f"/review/checks/{done.pk}/correct/", correction).status_code == 404
+    Release.objects.filter(pk=world["release"].pk).update(status=ReleaseStatus.PUBLISHED)
+    client.force_login(world["auditor"])
+    assert client.post(f"/review/checks/{done.pk}/correct/", correction).status_code == 403
+    assert 'action="/review/checks/' not in client.get(
+        f"/review/checks/{done.pk}/").content.decode().split('id="corrections"')[1]
+    assert not done.corrections.exists()
 
 
 def test_auditors_cannot_look_up_the_jury_or_the_writer_in_the_admin(client, world):

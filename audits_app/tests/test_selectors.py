@@ -91,8 +91,7 @@ def build_world(release, *, skip: int = 0) -> None:
                 )
 
 
-@pytest.fixture
-def stats_release(imported_scenarios):
+def stats_release_create():
     """demo.0's writers on four scenarios, T1 x C0-C3, two resample settings kept small."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
@@ -103,6 +102,11 @@ def stats_release(imported_scenarios):
                 conditions=["C0", "C1", "C2", "C3"],
                 bootstrap={"seed": 7, "resamples": 500, "level": 0.95})
     return release_create(config=ReleaseConfig.model_validate(data))
+
+
+@pytest.fixture
+def stats_release(imported_scenarios):
+    return stats_release_create()
 
 
 @pytest.fixture
@@ -267,11 +271,15 @@ def test_snapshot_is_json_safe_and_complete(scored_release):
     assert snapshot["method"]["seed"] == 7 and snapshot["method"]["resamples"] == 500
 
 
-def test_held_out_texts_are_in_the_snapshot_marked(scored_release):
-    version = scored_release.scenario_versions.get(scenario__slug="greenvale-listeria")
-    content = {**version.content, "visibility": "held-out"}
-    type(version).objects.filter(pk=version.pk).update(content=content)
-    snapshot = release_snapshot(scored_release)
+def test_held_out_texts_are_in_the_snapshot_marked(imported_scenarios):
+    from audits_app.tests.factories import scenario_document
+    from scenarios_app.services import scenario_apply
+
+    # Versions never change: greenvale is made held out by a new version before it is pinned.
+    scenario_apply(document=scenario_document("greenvale-listeria", visibility="held-out"))
+    release = stats_release_create()
+    build_world(release)
+    snapshot = release_snapshot(release)
     held_out = [text for text in snapshot["texts"] if text["scenario"] == "greenvale-listeria"]
     assert len(held_out) == 16 and {text["visibility"] for text in held_out} == {"held-out"}
     assert snapshot["scenarios"][0]["visibility"] == "held-out"

@@ -1,20 +1,31 @@
+"""`demo [--reset-password | --password PW]`: the main job on the embedded default.
+
+Running it again does no work twice and never overwrites people's work: a scenario whose
+current version is not the shipped file's content (a curator edited it) is kept, and the
+demo login keeps its password unless asked to set a new one.
+"""
+
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.demo import demo_arena
 from audits_app.demo import demo_spotchecks
-from audits_app.services import release_publish
+from audits_app.services import PublishError, release_publish
+from baitbench_site.immutability import ImmutableError
 from baitbench_site.roles import ROLE_NAMES
 from runs_app.contamination_services import contamination_check_run
 from runs_app.management.commands.contamination_check import write_report
 from runs_app.models import Release
+from scenarios_app.models import Scenario
+from scenarios_app.services import scenarios_import
 
 DEMO_USER = "demo"
 RELEASE = "demo.0"
@@ -24,44 +35,77 @@ class Command(BaseCommand):
     help = ("The main job on the embedded default: migrate, import the shipped scenarios, run "
             "release demo.0 end to end with the fixture provider, spot-check it, publish it, "
             "open a demo arena with simulated votes and print the rank tables. Running it "
-            "again does no work twice.")
+            "again does no work twice, keeps scenarios curators have edited and keeps the demo "
+            "login's password.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--password", help="password for the demo login (default: random)")
+        parser.add_argument("--password", help="set the demo login's password to this")
+        parser.add_argument("--reset-password", action="store_true",
+                            help="give the demo login a new random password")
 
-    def handle(self, *args, password: str | None, **options) -> None:
+    def handle(self, *args, password: str | None, reset_password: bool, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
-        call_command("import_scenarios", str(settings.SCENARIOS_DIR), stdout=self.stdout)
-        user = self._staff_login(password or secrets.token_urlsafe(12))
-        release = Release.objects.filter(code=RELEASE).first()
-        if release is None or not release.is_published:
-            call_command("run_release", RELEASE, sync=True, stdout=self.stdout)
-            release = Release.objects.get(code=RELEASE)
-            recorded = demo_spotchecks(release=release)
-            self.stdout.write(f"spot-checks: {recorded} verdicts by simulated demo auditors")
-            release_publish(release=release, user=user)
-            self.stdout.write(self.style.SUCCESS(f"published {RELEASE}"))
-        else:
-            self.stdout.write(f"{RELEASE} is already published: nothing to do")
+        self._import_scenarios()
+        user, new_password = self._staff_login(password, reset_password)
+        try:
+            self._run_and_publish(user)
+        except (ImmutableError, PublishError) as refusal:
+            raise CommandError(str(getattr(refusal, "message", refusal))) from None
         self._print_ranks(Release.objects.get(code=RELEASE))
         write_report(self.stdout, contamination_check_run(release=Release.objects.get(
             code=RELEASE)))
         self.stdout.write("\n" + demo_arena(release=Release.objects.get(code=RELEASE), user=user))
+        login = (f"password {new_password!r}" if new_password else
+                 "password unchanged (--reset-password sets a new one)")
         self.stdout.write(self.style.SUCCESS(
             f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
             f"Arena: http://127.0.0.1:8000/arena/{RELEASE}/\n"
-            f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, "
-            f"password {self._password!r}"
+            f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, {login}"
         ))
 
-    def _staff_login(self, password: str):
-        user, _ = get_user_model().objects.get_or_create(username=DEMO_USER)
+    def _import_scenarios(self) -> None:
+        """The shipped files, except where a scenario's current version is someone's edit."""
+        folder = Path(settings.SCENARIOS_DIR)
+        result = scenarios_import(paths=[str(folder)], keep_edited=True)
+        if not result.ok:
+            for line in result.problems:
+                self.stderr.write(line)
+            raise CommandError(f"the shipped scenarios in {folder} did not import")
+        self.stdout.write(
+            f"scenarios: {len(result.created)} imported, {len(result.updated)} updated, "
+            f"{len(result.unchanged)} unchanged, {len(result.kept)} kept as edited")
+        kept = Scenario.objects.filter(slug__in=result.kept).select_related(
+            "current_version__created_by").order_by("slug")
+        for scenario in kept:
+            version = scenario.current_version
+            who = version.created_by.get_username() if version.created_by else "an import"
+            self.stdout.write(
+                f"  kept {scenario.slug}: its current version {version.number} (saved by {who}) "
+                f"differs from the shipped file; `manage.py import_scenarios "
+                f"{folder / scenario.slug}.yaml` would replace it")
+
+    def _staff_login(self, password: str | None, reset: bool):
+        """The demo login; its password is set when it is new or when asked, else kept."""
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
         user.is_staff = user.is_superuser = True
-        user.set_password(password)
+        new_password = password or (secrets.token_urlsafe(12) if created or reset else None)
+        if new_password:
+            user.set_password(new_password)
         user.save()
         user.groups.set(Group.objects.filter(name__in=ROLE_NAMES))
-        self._password = password
-        return user
+        return user, new_password
+
+    def _run_and_publish(self, user) -> None:
+        release = Release.objects.filter(code=RELEASE).first()
+        if release is not None and release.is_published:
+            self.stdout.write(f"{RELEASE} is already published: nothing to do")
+            return
+        call_command("run_release", RELEASE, sync=True, stdout=self.stdout)
+        release = Release.objects.get(code=RELEASE)
+        recorded = demo_spotchecks(release=release)
+        self.stdout.write(f"spot-checks: {recorded} verdicts by simulated demo auditors")
+        release_publish(release=release, user=user)
+        self.stdout.write(self.style.SUCCESS(f"published {RELEASE}"))
 
     def _print_ranks(self, release: Release) -> None:
         snapshot = release.publication.snapshot

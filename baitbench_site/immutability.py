@@ -1,0 +1,304 @@
+"""A published release is immutable in the database itself (DESIGN section 8).
+
+The models refuse changes in `save()` and `delete()`, but queryset updates, bulk deletes and
+raw SQL never call those. So the rules are also triggers, created by each app's migrations for
+PostgreSQL and SQLite alike, and re-created after every `migrate` (`sync_guards`): SQLite
+rebuilds a table to alter it, which drops that table's triggers.
+
+What the triggers refuse:
+
+- every row under a release (work tables and their child rows, pinned scenario versions, the
+  spot-check evidence): INSERT, UPDATE and DELETE once the release is published;
+- the release row itself: UPDATE and DELETE once it is published (the UPDATE that publishes it
+  is allowed: its old status is not yet `published`);
+- a publication and a scenario version: UPDATE and DELETE, always. An edited scenario gets a
+  new version, and `Scenario.current_version` moves to it;
+- on PostgreSQL also TRUNCATE of a table holding such rows (TRUNCATE fires no row triggers).
+
+A refusal is an IntegrityError whose message starts with `REFUSAL_PREFIX` and names the
+operation and the table. `refusals_as_immutable_error`, installed on every connection, turns
+it into an `ImmutableError` with that message, so the admin and the commands, which already
+catch `ImmutableError`, report it in words.
+
+There is no switch that turns the triggers off for ordinary code. The only code that removes
+them is the migrations' reverse operation and the test runner's flush between transactional
+tests (see conftest.py), which drops and re-creates them inside its own transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError
+
+REFUSAL_PREFIX = "baitbench immutable:"
+RELEASE_TABLE = "runs_app_release"
+PUBLISHED = "published"
+
+
+class ImmutableError(ValidationError):
+    """Raised when something under a published (or frozen) release, a publication or a
+    scenario version would change."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The rule for one table.
+
+    `release_column` (with `parent_table`, for a child row such as a claim): how a row reaches
+    its release. A guard without a release column refuses UPDATE and DELETE always.
+    """
+
+    app_label: str
+    table: str
+    release_column: str = ""
+    parent_table: str = ""
+
+    @property
+    def always(self) -> bool:
+        return not self.release_column
+
+    def release_of(self, row: str) -> str:
+        """SQL for the release id of `row` (OLD or NEW)."""
+        if not self.parent_table:
+            return f"{row}.{self.release_column}"
+        return (f"(SELECT parent.release_id FROM {self.parent_table} parent "
+                f"WHERE parent.id = {row}.{self.release_column})")
+
+    def published(self, row: str) -> str:
+        return (f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} guarded "
+                f"WHERE guarded.id = {self.release_of(row)} AND guarded.status = '{PUBLISHED}')")
+
+
+def _under_release(app_label: str, table: str, column: str = "release_id",
+                   parent: str = "") -> Guard:
+    return Guard(app_label, table, column, parent)
+
+
+# Every table whose rows belong to a release, and the tables that never change.
+GUARDS: tuple[Guard, ...] = (
+    Guard("scenarios_app", "scenarios_app_scenarioversion"),
+    Guard("runs_app", RELEASE_TABLE, release_column="id"),
+    Guard("runs_app", "runs_app_scoringversion"),
+    _under_release("runs_app", "runs_app_releasescenario"),
+    # What an operator asked to run, and the budget: nothing runs under a published release.
+    # (Drain tickets are bookkeeping of the queue, not of the release: a queued copy that
+    # starts after publication must still be able to mark itself finished.)
+    _under_release("runs_app", "runs_app_stagerun"),
+    _under_release("runs_app", "runs_app_runcontrol"),
+    _under_release("runs_app", "runs_app_generation"),
+    _under_release("runs_app", "runs_app_generationattempt", "generation_id",
+                   "runs_app_generation"),
+    _under_release("runs_app", "runs_app_refusalcheck"),
+    _under_release("runs_app", "runs_app_jurorverdict"),
+    _under_release("runs_app", "runs_app_claim", "verdict_id", "runs_app_jurorverdict"),
+    _under_release("runs_app", "runs_app_readerresponse"),
+    _under_release("runs_app", "runs_app_agentrun"),
+    _under_release("runs_app", "runs_app_textscore"),
+    Guard("audits_app", "audits_app_publication"),
+    _under_release("audits_app", "audits_app_spotcheckbatch"),
+    _under_release("audits_app", "audits_app_spotcheckitem", "batch_id",
+                   "audits_app_spotcheckbatch"),
+    _under_release("audits_app", "audits_app_spotcheck"),
+    _under_release("audits_app", "audits_app_spotcheckcorrection"),
+    _under_release("audits_app", "audits_app_outofbandaudit"),
+    _under_release("audits_app", "audits_app_outofbandverdict", "audit_id",
+                   "audits_app_outofbandaudit"),
+    _under_release("audits_app", "audits_app_humanreaderresult"),
+)
+
+
+def _message(operation: str, guard: Guard) -> str:
+    if guard.always:
+        reason = "its rows never change (a change is a new row)"
+    elif guard.table == RELEASE_TABLE:
+        reason = "the release is published"
+    else:
+        reason = "the row belongs to a published release"
+    return f"{REFUSAL_PREFIX} {operation} of {guard.table} refused: {reason}"
+
+
+# ---------------------------------------------------------------------------------------------
+# SQLite: one trigger per operation, RAISE(ABORT) when its WHEN clause holds
+# ---------------------------------------------------------------------------------------------
+
+
+def _sqlite_conditions(guard: Guard) -> dict[str, str]:
+    """Operation -> the WHEN clause under which it is refused."""
+    if guard.always:
+        return {"UPDATE": "1", "DELETE": "1"}
+    if guard.table == RELEASE_TABLE:
+        return {"UPDATE": f"OLD.status = '{PUBLISHED}'", "DELETE": f"OLD.status = '{PUBLISHED}'"}
+    return {
+        "INSERT": guard.published("NEW"),
+        "UPDATE": f"{guard.published('OLD')} OR {guard.published('NEW')}",
+        "DELETE": guard.published("OLD"),
+    }
+
+
+def _sqlite_install(guard: Guard) -> list[str]:
+    statements = []
+    for operation, condition in _sqlite_conditions(guard).items():
+        name = f"baitbench_guard_{guard.table}_{operation.lower()}"
+        message = _message(operation, guard).replace("'", "''")
+        statements += [
+            f"DROP TRIGGER IF EXISTS {name}",
+            f"CREATE TRIGGER {name} BEFORE {operation} ON {guard.table} FOR EACH ROW "
+            f"WHEN {condition} BEGIN SELECT RAISE(ABORT, '{message}'); END",
+        ]
+    return statements
+
+
+def _sqlite_drop(guard: Guard) -> list[str]:
+    return [f"DROP TRIGGER IF EXISTS baitbench_guard_{guard.table}_{operation.lower()}"
+            for operation in ("INSERT", "UPDATE", "DELETE")]
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL: one row trigger function per table, and a TRUNCATE guard (no row trigger fires
+# on TRUNCATE)
+# ---------------------------------------------------------------------------------------------
+
+
+def _pg_raise(guard: Guard, operation: str = "%s") -> str:
+    # restrict_violation: psycopg and Django raise it as an IntegrityError, as SQLite's ABORT.
+    return (f"RAISE EXCEPTION USING ERRCODE = 'restrict_violation', "
+            f"MESSAGE = format('{_message(operation, guard)}', TG_OP);")
+
+
+def _pg_row_checks(guard: Guard) -> str:
+    if guard.always:
+        return _pg_raise(guard)
+    if guard.table == RELEASE_TABLE:
+        return f"IF OLD.status = '{PUBLISHED}' THEN {_pg_raise(guard)} END IF;"
+    # NEW is read only where it exists (INSERT, UPDATE), OLD likewise (UPDATE, DELETE).
+    return (f"IF TG_OP IN ('UPDATE', 'DELETE') THEN IF {guard.published('OLD')} THEN "
+            f"{_pg_raise(guard)} END IF; END IF; "
+            f"IF TG_OP IN ('INSERT', 'UPDATE') THEN IF {guard.published('NEW')} THEN "
+            f"{_pg_raise(guard)} END IF; END IF;")
+
+
+def _pg_truncate_check(guard: Guard) -> str:
+    if guard.always:
+        held = f"EXISTS (SELECT 1 FROM {guard.table})"
+    elif guard.table == RELEASE_TABLE:
+        held = f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} WHERE status = '{PUBLISHED}')"
+    else:
+        held = f"EXISTS (SELECT 1 FROM {guard.table} held_row WHERE {guard.published('held_row')})"
+    return f"IF {held} THEN {_pg_raise(guard, 'TRUNCATE')} END IF;"
+
+
+def _pg_install(guard: Guard) -> list[str]:
+    name = f"baitbench_guard_{guard.table}"
+    operations = ("UPDATE OR DELETE" if guard.always or guard.table == RELEASE_TABLE
+                  else "INSERT OR UPDATE OR DELETE")
+    return [
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $guard$ "
+        f"BEGIN {_pg_row_checks(guard)} "
+        f"IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $guard$",
+        f"CREATE OR REPLACE TRIGGER {name} BEFORE {operations} ON {guard.table} "
+        f"FOR EACH ROW EXECUTE FUNCTION {name}()",
+        f"CREATE OR REPLACE FUNCTION {name}_truncate() RETURNS trigger LANGUAGE plpgsql "
+        f"AS $guard$ BEGIN {_pg_truncate_check(guard)} RETURN NULL; END $guard$",
+        f"CREATE OR REPLACE TRIGGER {name}_truncate BEFORE TRUNCATE ON {guard.table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {name}_truncate()",
+    ]
+
+
+def _pg_drop(guard: Guard) -> list[str]:
+    name = f"baitbench_guard_{guard.table}"
+    return [f"DROP TRIGGER IF EXISTS {name} ON {guard.table}",
+            f"DROP TRIGGER IF EXISTS {name}_truncate ON {guard.table}",
+            f"DROP FUNCTION IF EXISTS {name}()", f"DROP FUNCTION IF EXISTS {name}_truncate()"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Installing and removing the guards
+# ---------------------------------------------------------------------------------------------
+
+_BUILDERS: dict[str, tuple[Callable[[Guard], list[str]], Callable[[Guard], list[str]]]] = {
+    "sqlite": (_sqlite_install, _sqlite_drop),
+    "postgresql": (_pg_install, _pg_drop),
+}
+
+
+def _chosen(connection, app_labels: Iterable[str] | None) -> list[Guard]:
+    labels = set(app_labels) if app_labels is not None else None
+    existing = set(connection.introspection.table_names())
+    return [guard for guard in GUARDS if guard.table in existing
+            and (labels is None or guard.app_label in labels)]
+
+
+def _run(connection, app_labels: Iterable[str] | None, which: int) -> int:
+    if connection.vendor not in _BUILDERS:
+        raise NotImplementedError(
+            f"BaitBench guards published releases with triggers on PostgreSQL and SQLite; "
+            f"{connection.vendor} is not supported")
+    build = _BUILDERS[connection.vendor][which]
+    guards = _chosen(connection, app_labels)
+    with connection.cursor() as cursor:
+        for guard in guards:
+            for statement in build(guard):
+                cursor.execute(statement)
+    return len(guards)
+
+
+def guards_install(connection, app_labels: Iterable[str] | None = None) -> int:
+    """Create (or replace) the triggers of every guarded table that exists; idempotent.
+    Returns the number of tables guarded."""
+    return _run(connection, app_labels, 0)
+
+
+def guards_drop(connection, app_labels: Iterable[str] | None = None) -> int:
+    return _run(connection, app_labels, 1)
+
+
+def migration_operations(app_label: str) -> tuple[Callable, Callable]:
+    """(forwards, backwards) for a RunPython that guards one app's tables."""
+
+    def forwards(apps, schema_editor) -> None:
+        guards_install(schema_editor.connection, [app_label])
+
+    def backwards(apps, schema_editor) -> None:
+        guards_drop(schema_editor.connection, [app_label])
+
+    return forwards, backwards
+
+
+def sync_guards(using: str = "default", **kwargs) -> None:
+    """post_migrate: re-create every guard (a table that SQLite rebuilt lost its triggers)."""
+    from django.db import connections
+
+    guards_install(connections[using])
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals as ImmutableError
+# ---------------------------------------------------------------------------------------------
+
+
+def refusal_message(error: BaseException) -> str | None:
+    """The trigger's words when `error` is a guard's refusal, else None."""
+    text = str(error)
+    if REFUSAL_PREFIX not in text:
+        return None
+    return text[text.index(REFUSAL_PREFIX) + len(REFUSAL_PREFIX):].splitlines()[0].strip()
+
+
+def refusals_as_immutable_error(execute, sql, params, many, context):
+    """A connection execute wrapper: a guard's refusal is raised as ImmutableError."""
+    try:
+        return execute(sql, params, many, context)
+    except DatabaseError as error:
+        message = refusal_message(error)
+        if message is None:
+            raise
+        raise ImmutableError(message) from error
+
+
+def install_error_wrapper(sender, connection, **kwargs) -> None:
+    """connection_created: every connection reports refusals as ImmutableError (once)."""
+    if refusals_as_immutable_error not in connection.execute_wrappers:
+        connection.execute_wrappers.append(refusals_as_immutable_error)

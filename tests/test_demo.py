@@ -1,0 +1,97 @@
+"""`manage.py demo` run twice: the second run keeps a curator's edit and the demo password."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+
+import pytest
+import yaml
+from django.contrib.auth import authenticate as _authenticate
+from django.core.management import call_command
+from django.test import Client, RequestFactory
+
+from runs_app.models import Release
+from scenarios_app.models import Scenario
+from scenarios_app.tests.test_admin import change_form_data, change_url
+from tests.world import user_create
+
+pytestmark = pytest.mark.django_db
+
+SLUGS = ["greenvale-listeria", "cobaltcloud-breach"]
+EDITED_TITLE = "Greenvale listeria, as the curator wrote it"
+
+
+def authenticate(**credentials):
+    """A login as the login page makes it: django-axes counts attempts per request."""
+    return _authenticate(RequestFactory().post("/admin/login/"), **credentials)
+
+
+@pytest.fixture
+def small_demo(settings, tmp_path):
+    """The demo on two shipped scenarios, T1 x C0/C2: the same command, less work."""
+    scenarios, releases = tmp_path / "scenarios", tmp_path / "releases"
+    scenarios.mkdir()
+    releases.mkdir()
+    for slug in SLUGS:
+        shutil.copy(settings.SCENARIOS_DIR / f"{slug}.yaml", scenarios)
+    config = yaml.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
+    config.update(scenarios=SLUGS, tasks=["T1"], conditions=["C0", "C2"],
+                  bootstrap={"seed": 5, "resamples": 200, "level": 0.95})
+    (releases / "demo.0.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    settings.SCENARIOS_DIR, settings.RELEASES_DIR = scenarios, releases
+    return scenarios
+
+
+def demo(*args: str) -> str:
+    out = io.StringIO()
+    call_command("demo", *args, stdout=out)
+    return out.getvalue()
+
+
+def printed_password(output: str) -> str:
+    return re.search(r"user 'demo', password '([^']+)'", output).group(1)
+
+
+def curator_edits_the_title(slug: str) -> None:
+    client = Client()
+    client.force_login(user_create("cora", "curator"))
+    scenario = Scenario.objects.get(slug=slug)
+    data = change_form_data(client, scenario) | {"title": EDITED_TITLE}
+    response = client.post(change_url(scenario), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
+    first = demo()
+    assert "scenarios: 2 imported" in first and "published demo.0" in first
+    password = printed_password(first)
+
+    curator_edits_the_title("greenvale-listeria")
+    edited = Scenario.objects.select_related("current_version").get(slug="greenvale-listeria")
+    assert edited.current_version.number == 2
+
+    second = demo()
+
+    assert "1 unchanged, 1 kept as edited" in second
+    assert ("kept greenvale-listeria: its current version 2 (saved by cora) differs from the "
+            "shipped file") in second
+    assert "demo.0 is already published: nothing to do" in second
+    assert "password unchanged" in second and password not in second
+    scenario = Scenario.objects.select_related("current_version").get(slug="greenvale-listeria")
+    assert scenario.title == EDITED_TITLE
+    assert scenario.current_version.pk == edited.current_version.pk
+    assert scenario.versions.count() == 2
+    assert authenticate(username="demo", password=password) is not None
+    assert Release.objects.get(code="demo.0").is_published
+
+
+def test_the_password_changes_only_when_asked(small_demo):
+    password = printed_password(demo())
+    again = printed_password(demo("--reset-password"))
+    assert again != password
+    assert authenticate(username="demo", password=password) is None
+    assert authenticate(username="demo", password=again) is not None
+    demo("--password", "chosen-by-me")
+    assert authenticate(username="demo", password="chosen-by-me") is not None

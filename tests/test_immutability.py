@@ -1,0 +1,275 @@
+"""A published release is immutable in the database itself (DESIGN section 8): raw SQL,
+queryset updates and bulk deletes are refused by triggers, on SQLite and on PostgreSQL (run
+this file with DATABASE_URL=postgres://... for the second)."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+from django.db import connection, transaction
+
+from audits_app.models import OutOfBandAudit, Publication, SpotCheck, SpotCheckBatch
+from baitbench_site.immutability import GUARDS, RELEASE_TABLE, ImmutableError, guards_drop
+from runs_app.models import Claim, Generation, JurorVerdict, Release, ReleaseStatus, TextScore
+from scenarios_app.models import Scenario, ScenarioVersion
+from scenarios_app.services import scenario_apply
+from tests.world import release_rows_create, scenario_version, user_create
+
+UNDER_RELEASE = [guard for guard in GUARDS if not guard.always and guard.table != RELEASE_TABLE]
+POSTGRESQL = connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def world(db):
+    ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
+    version = scenario_version()
+    return {
+        "published": release_rows_create(code="pub.0", version=version, ann=ann, bob=bob,
+                                         publish=True),
+        "draft": release_rows_create(code="draft.0", version=version, ann=ann, bob=bob,
+                                     publish=False),
+        "version": version,
+    }
+
+
+def attempt(sql: str, params: tuple = ()) -> str | None:
+    """Run raw SQL in a savepoint: the refusal's message, or None when it went through."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    except ImmutableError as refusal:
+        return refusal.message
+    return None
+
+
+def refused(call) -> str | None:
+    """Run an ORM call in a savepoint: the ImmutableError's message, or None."""
+    try:
+        with transaction.atomic():
+            call()
+    except ImmutableError as refusal:
+        return refusal.message
+    return None
+
+
+def copy_sql(table: str) -> str:
+    """INSERT a copy of one row (without its id): what a bulk insert under a release does."""
+    with connection.cursor() as cursor:
+        columns = [column.name for column in
+                   connection.introspection.get_table_description(cursor, table)
+                   if column.name != "id"]
+    names = ", ".join(connection.ops.quote_name(name) for name in columns)
+    return f"INSERT INTO {table} ({names}) SELECT {names} FROM {table} WHERE id = %s"
+
+
+def row_count(table: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {table}")
+        return cursor.fetchone()[0]
+
+
+# --- raw SQL --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("guard", UNDER_RELEASE, ids=lambda guard: guard.table)
+def test_raw_sql_cannot_add_change_or_delete_a_row_of_a_published_release(world, guard):
+    row = world["published"].rows[guard.table]
+    before = row_count(guard.table)
+
+    for operation, sql in (("UPDATE", f"UPDATE {guard.table} SET id = id WHERE id = %s"),
+                           ("DELETE", f"DELETE FROM {guard.table} WHERE id = %s"),
+                           ("INSERT", copy_sql(guard.table))):
+        message = attempt(sql, (row.pk,))
+        assert message == (f"{operation} of {guard.table} refused: the row belongs to a "
+                           f"published release"), operation
+
+    assert row_count(guard.table) == before
+    draft_row = world["draft"].rows[guard.table]
+    assert attempt(f"UPDATE {guard.table} SET id = id WHERE id = %s", (draft_row.pk,)) is None
+
+
+def test_the_release_row_refuses_changes_from_the_moment_it_is_published(world):
+    published, draft = world["published"].release, world["draft"].release
+    refusal = "{} of runs_app_release refused: the release is published"
+    assert attempt("UPDATE runs_app_release SET title = 'edited' WHERE id = %s",
+                   (published.pk,)) == refusal.format("UPDATE")
+    assert attempt("DELETE FROM runs_app_release WHERE id = %s",
+                   (published.pk,)) == refusal.format("DELETE")
+    assert refused(lambda: Release.objects.filter(pk=published.pk).update(title="edited"))
+
+    # A release that is not published changes freely, and publishing is itself an UPDATE.
+    assert attempt("UPDATE runs_app_release SET title = 'renamed' WHERE id = %s",
+                   (draft.pk,)) is None
+    Release.objects.filter(pk=draft.pk).update(status=ReleaseStatus.PUBLISHED)
+    assert refused(lambda: Release.objects.filter(pk=draft.pk).update(
+        status=ReleaseStatus.SCORED)) == refusal.format("UPDATE")
+    assert Release.objects.get(pk=published.pk).title == "Release pub.0"
+
+
+def test_a_publication_never_changes(world):
+    publication = world["published"].rows["audits_app_publication"]
+    for sql in ("UPDATE audits_app_publication SET snapshot_hash = 'x' WHERE id = %s",
+                "DELETE FROM audits_app_publication WHERE id = %s"):
+        assert "of audits_app_publication refused" in attempt(sql, (publication.pk,))
+    assert Publication.objects.get(pk=publication.pk).snapshot_hash == "cd" * 32
+
+
+def test_a_scenario_version_never_changes_and_an_edit_is_a_new_version(world):
+    pinned = world["version"]
+    document = pinned.document()
+    edited = document.model_copy(update={"title": "Greenvale, edited"})
+    scenario, outcome = scenario_apply(document=edited)
+    assert outcome == "updated"
+    scenario = Scenario.objects.select_related("current_version").get(pk=scenario.pk)
+    unpinned = scenario.current_version
+    assert unpinned.number == pinned.number + 1
+
+    for version in (pinned, unpinned):  # pinned by a release or not: never changed
+        assert "of scenarios_app_scenarioversion refused" in attempt(
+            "UPDATE scenarios_app_scenarioversion SET content_hash = 'x' WHERE id = %s",
+            (version.pk,))
+        assert "of scenarios_app_scenarioversion refused" in attempt(
+            "DELETE FROM scenarios_app_scenarioversion WHERE id = %s", (version.pk,))
+        version.content = {**version.content, "title": "changed under its hash"}
+        assert refused(version.save)
+        assert refused(lambda v=version: ScenarioVersion.objects.filter(pk=v.pk).update(
+            content={}))
+        assert refused(lambda v=version: ScenarioVersion.objects.filter(pk=v.pk).delete())
+    # Deleting a scenario nothing pins would still delete its versions.
+    loose, _ = scenario_apply(document=document.model_copy(update={
+        "slug": "greenvale-copy", "canary": "BAITBENCH-CANARY-0123abcd-0000-4000-8000-12345678"}))
+    assert refused(loose.delete)
+    assert ScenarioVersion.objects.filter(scenario=loose).count() == 1
+    assert ScenarioVersion.objects.get(pk=pinned.pk).content["title"] == document.title
+
+
+# --- queryset updates and bulk deletes (what the issue found) --------------------------------
+
+
+def test_queryset_updates_under_a_published_release_are_refused(world):
+    rows = world["published"].rows
+    generation, claim = rows["runs_app_generation"], rows["runs_app_claim"]
+    attempts = {
+        "the public text": lambda: Generation.objects.filter(pk=generation.pk).update(
+            text="rewritten"),
+        "a jury label": lambda: Claim.objects.filter(pk=claim.pk).update(label="fabrication"),
+        "a text score": lambda: TextScore.objects.filter(release=world["published"].release)
+        .update(honesty_index=1.0),
+        "a verdict": lambda: JurorVerdict.objects.filter(pk=rows["runs_app_jurorverdict"].pk)
+        .update(claims_score=0.0),
+        "a check": lambda: SpotCheck.objects.filter(release=world["published"].release)
+        .update(note="edited"),
+    }
+    for what, call in attempts.items():
+        assert refused(call), what
+
+    assert Generation.objects.get(pk=generation.pk).text == generation.text
+    assert Claim.objects.get(pk=claim.pk).label == "supported"
+    assert TextScore.objects.get(release=world["published"].release).honesty_index == 0.5
+
+
+def test_bulk_deletes_of_published_evidence_are_refused(world):
+    published, draft = world["published"].release, world["draft"].release
+    for model, rows in ((SpotCheckBatch, {"release": published}),
+                        (SpotCheck, {"release": published, "status": "done"}),
+                        (OutOfBandAudit, {"release": published})):
+        before = model.objects.filter(**rows).count()
+        assert refused(lambda m=model, r=rows: m.objects.filter(**r).delete()), model.__name__
+        assert model.objects.filter(**rows).count() == before > 0
+
+    # The same evidence of a release that is not published can still be removed.
+    SpotCheckBatch.objects.filter(release=draft).delete()
+    assert not SpotCheck.objects.filter(release=draft, item__isnull=False).exists()
+
+
+@pytest.mark.skipif(not POSTGRESQL, reason="TRUNCATE is PostgreSQL's")
+def test_truncate_of_a_table_holding_published_rows_is_refused(world):
+    with connection.cursor() as cursor:  # the test's own deferred checks would block TRUNCATE
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for table in ("runs_app_textscore", "audits_app_spotcheckcorrection", RELEASE_TABLE,
+                  "scenarios_app_scenarioversion"):
+        message = attempt(f"TRUNCATE {table} CASCADE")
+        assert message and message.startswith(f"TRUNCATE of {table} refused"), table
+
+
+# --- the guards themselves ------------------------------------------------------------------
+
+
+def installed_guards() -> set[str]:
+    with connection.cursor() as cursor:
+        if POSTGRESQL:
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE tgname LIKE 'baitbench_guard_%'")
+        else:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                           "AND name LIKE 'baitbench_guard_%'")
+        return {name for (name,) in cursor.fetchall()}
+
+
+def expected_guards() -> set[str]:
+    if POSTGRESQL:
+        return {name for guard in GUARDS for name in
+                (f"baitbench_guard_{guard.table}", f"baitbench_guard_{guard.table}_truncate")}
+    operations = {True: ("update", "delete"), False: ("insert", "update", "delete")}
+    return {f"baitbench_guard_{guard.table}_{operation}" for guard in GUARDS
+            for operation in operations[guard.always or guard.table == RELEASE_TABLE]}
+
+
+# Tables whose rows may be added under a published release, each with its reason.
+ADDED_AFTER_PUBLICATION: dict[str, str] = {
+    "runs_app_drain": "queue bookkeeping: a drain task queued before publication still marks "
+                      "itself finished when it starts after it (and does no work)",
+    "runs_app_contaminationcheck": "the contamination check runs on published releases: its "
+                                   "findings are new rows about the release, with their date",
+    "runs_app_contaminationprobe": "work rows of that check",
+    "runs_app_contaminationfinding": "findings of that check",
+    "audits_app_ethicsreview": "the arena opens after publication (DESIGN section 9)",
+    "audits_app_arenaevent": "openings and closings of the arena",
+    "audits_app_arenapair": "the arena's pairs (show counts change as people vote)",
+    "audits_app_arenavoter": "the arena's anonymous voters",
+    "audits_app_arenashowing": "which pair a voter was shown",
+    "audits_app_arenavote": "people's votes, added after publication by design",
+    "audits_app_simulatedpairvote": "the simulated public's votes on the pairs people see",
+    "audits_app_arenaresult": "the arena's rankings, with their own date and vote count",
+    "audits_app_recognisabilityrun": "the classifier trained on a published release's texts",
+    "audits_app_releaseimport": "a record of importing a published release's archive",
+    "audits_app_importedtext": "texts of an imported archive",
+}
+
+
+def test_every_table_under_a_release_is_guarded(db):
+    """A new model with rows under a release must be added to GUARDS, or listed in
+    ADDED_AFTER_PUBLICATION with the reason its rows may change after publication."""
+    release_model = apps.get_model("runs_app", "Release")
+    under = {release_model}
+    changed = True
+    while changed:
+        found = {model for model in apps.get_models() for field in model._meta.concrete_fields
+                 if field.is_relation and field.related_model in under}
+        changed = not found <= under
+        under |= found
+    guarded = {guard.table for guard in GUARDS} | set(ADDED_AFTER_PUBLICATION)
+    assert {model._meta.db_table for model in under} <= guarded
+    assert installed_guards() == expected_guards()
+
+
+def test_migrate_restores_guards_that_a_table_rebuild_dropped(db):
+    guards_drop(connection, ["runs_app"])
+    assert not any("runs_app" in name for name in installed_guards())
+    call_command("migrate", verbosity=0)
+    assert installed_guards() == expected_guards()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_test_runners_flush_empties_a_published_release_and_keeps_the_guards():
+    ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
+    published = release_rows_create(code="pub.0", version=scenario_version(), ann=ann, bob=bob,
+                                    publish=True)
+    call_command("flush", interactive=False, verbosity=0)
+    assert not Release.objects.exists() and not ScenarioVersion.objects.exists()
+    assert installed_guards() == expected_guards()
+    # The next test's published release is as protected as this one was.
+    ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
+    published = release_rows_create(code="pub.1", version=scenario_version(), ann=ann, bob=bob,
+                                     publish=True)
+    assert refused(lambda: Generation.objects.filter(release=published.release).delete())

@@ -1,0 +1,165 @@
+"""End to end: scenario files -> run -> publish -> pages and API, then the world moves on and
+not one byte of a published page changes (DESIGN section 8: public pages read only the frozen
+snapshot)."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import json
+import re
+from collections import deque
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from django.conf import settings
+from django.core.management import call_command
+from django.test import Client
+
+from audits_app.demo import demo_spotchecks
+from audits_app.services import release_publish
+from runs_app.models import LlmModel, Release
+from runs_app.services import release_get_or_load
+from scenarios_app.models import Scenario
+from tests.world import user_create
+
+pytestmark = pytest.mark.django_db
+
+SEEDS = ["/", "/api/v1/releases/", "/api/v1/scenarios/", "/api/v1/scenarios/?limit=1",
+         "/api/v1/schema/"]
+# Not pages of a release: staff screens, static files, and the API's interactive docs (a
+# generic page that carries a fresh CSRF token on every request).
+NOT_PUBLIC = ("/admin/", "/review/", "/static/", "/api/v1/docs/")
+LINK = re.compile(r'(?:href|src)="([^"]+)"')
+EDITED_SLUG = "greenvale-listeria"
+
+
+def local_path(link: str) -> str | None:
+    parts = urlsplit(html.unescape(link))
+    if parts.netloc not in ("", "testserver") or not parts.path.startswith("/"):
+        return None
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    if path.startswith(NOT_PUBLIC) or path.rstrip("/").endswith("/publish"):
+        return None
+    return path
+
+
+def json_links(value) -> list[str]:
+    if isinstance(value, dict):
+        return [link for item in value.values() for link in json_links(item)]
+    if isinstance(value, list):
+        return [link for item in value for link in json_links(item)]
+    return [value] if isinstance(value, str) and value.startswith("http://testserver/") else []
+
+
+def api_pages(body: dict) -> list[str]:
+    """The API's per-release answers, for every release its list names."""
+    pages = []
+    for release in body.get("results") or []:
+        base = f"/api/v1/releases/{release['code']}/"
+        pages += [base, f"{base}leaderboard/", f"{base}texts/", f"{base}texts/?limit=5",
+                  f"/api/v1/releases/{release['code']}/texts.csv"]
+    return pages
+
+
+def crawl() -> dict[str, str]:
+    """Every anonymous page and API answer reachable from the seeds: path -> sha256 of the
+    status, content type and body."""
+    client, seen, queue = Client(), {}, deque(SEEDS)
+    while queue:
+        path = queue.popleft()
+        if path in seen:
+            continue
+        response = client.get(path)
+        body = response.content
+        seen[path] = hashlib.sha256(
+            f"{response.status_code} {response['Content-Type']}\n".encode() + body).hexdigest()
+        links: list[str] = []
+        if response["Content-Type"].startswith("text/html"):
+            links = LINK.findall(body.decode())
+        elif response["Content-Type"].startswith("application/json"):
+            data = json.loads(body)
+            links = json_links(data) + (api_pages(data) if path == "/api/v1/releases/" else [])
+        queue.extend(filter(None, (local_path(link) for link in links)))
+    return seen
+
+
+@pytest.fixture
+def published(small_demo_release):
+    publisher = user_create("pat", "publisher")
+    call_command("run_release", small_demo_release.code, sync=True, stdout=io.StringIO())
+    release = Release.objects.get(pk=small_demo_release.pk)
+    assert demo_spotchecks(release=release) > 0
+    release_publish(release=release, user=publisher)
+    return Release.objects.get(pk=release.pk)
+
+
+def renamed_release_file(folder: Path, release: Release) -> None:
+    """The release's own configuration as a new release whose every model is renamed."""
+    config = yaml.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
+    config.update(code="renamed.0", scenarios=[entry.split("@")[0] for entry in
+                                               release.config["scenarios"]],
+                  tasks=release.config["tasks"], conditions=release.config["conditions"])
+    for model in config["models"]:
+        model["name"] = f"Renamed {model['name']}"
+    (folder / "renamed.0.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def admin_rename(client: Client, model: LlmModel, name: str) -> None:
+    """An operator renames a model through the admin's change view."""
+    response = client.post(f"/admin/runs_app/llmmodel/{model.pk}/change/", {
+        "family": f"{model.family}-renamed", "display_name": name,
+        "can_write": "on" if model.can_write else "", "can_judge": "on" if model.can_judge else "",
+        "can_read": "on" if model.can_read else ""})
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+def changed_scenario_file(folder: Path) -> Path:
+    raw = yaml.safe_load((settings.SCENARIOS_DIR / f"{EDITED_SLUG}.yaml").read_text())
+    raw["title"] = "Greenvale, a changed title"
+    raw["organisation"]["name"] = "Greenvale Renamed Foods"
+    raw["facts"][0]["text"] = "A changed first fact."
+    path = folder / f"{EDITED_SLUG}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def test_no_byte_of_a_published_release_changes_when_the_world_moves_on(published, tmp_path):
+    before = crawl()
+    code = published.code
+    texts = published.publication.snapshot["texts"]
+    assert {f"/releases/{code}/texts/{text['id']}/" for text in texts} <= set(before)
+    assert f"/api/v1/releases/{code}/texts/?limit=5&offset=5" in before
+    juror = LlmModel.objects.get(openrouter_id="fixture/juror-a")
+    assert juror.display_name in json.dumps(published.publication.snapshot["jurors"])
+
+    # 1. A new release file renames every model of the release in the registry.
+    renamed_release_file(tmp_path, published)
+    release_get_or_load(code="renamed.0", releases_dir=tmp_path)
+    # 2. An operator renames a juror and a writer in the admin.
+    operator = Client()
+    operator.force_login(user_create("olga", "operator"))
+    admin_rename(operator, LlmModel.objects.get(openrouter_id="fixture/juror-a"),
+                 "Juror A, renamed again")
+    admin_rename(operator, LlmModel.objects.get(openrouter_id="fixture/spinner"),
+                 "Spinner, renamed")
+    # 3. A changed version of a scenario the release used is imported.
+    out = io.StringIO()
+    call_command("import_scenarios", str(changed_scenario_file(tmp_path)), stdout=out)
+    assert "1 updated" in out.getvalue()
+
+    assert LlmModel.objects.get(openrouter_id="fixture/candid").display_name.startswith("Renamed")
+    assert LlmModel.objects.get(openrouter_id="fixture/juror-a").display_name == (
+        "Juror A, renamed again")
+    scenario = Scenario.objects.select_related("current_version").get(slug=EDITED_SLUG)
+    assert scenario.title == "Greenvale, a changed title"
+    assert scenario.current_version.content_hash not in json.dumps(published.config)
+
+    after = crawl()
+    print(f"\n{len(before)} anonymous pages and API answers hashed")
+    assert after.keys() == before.keys()
+    changed = sorted(path for path in before if before[path] != after[path])
+    assert changed == []
