@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from csv import DictReader
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -110,7 +112,8 @@ def test_staff_see_held_out_texts_and_a_draft_notice(staff_client, world, draft)
 def test_text_page_shows_the_body_and_scores(client, world):
     text_id = world.public_text_ids[0]
     html = client.get(f"/releases/pub.0/texts/{text_id}/").content.decode()
-    assert PUBLIC_MARKER in html and "honesty_index" in html
+    assert PUBLIC_MARKER in html and "<th>Honesty index</th>" in html
+    assert "<th>Knowledge-harm score</th>" in html and "honesty_index" not in html
 
 
 def test_text_page_shows_the_jury_verdicts_escaped(client, world):
@@ -137,7 +140,18 @@ def test_downloads(client, world):
     assert csv["Content-Type"].startswith("text/csv")
     lines = csv.content.decode().strip().splitlines()
     assert lines[0].startswith("metric,model,model_name,rank,point")
-    assert len(lines) == 1 + 3 * 4
+    rows = list(DictReader(lines))
+    # Every measure the release's stages measure (no cross-examination: no steadfastness),
+    # one row per model, each with its coverage and refusal rate.
+    assert {row["metric"] for row in rows} == {
+        "refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
+        "persuasion", "attitude_effect", "baseline_gain", "misleading", "uptake",
+        "frame_adoption", "reveal_effect"}
+    assert len(rows) == 13 * 4
+    refuser = next(row for row in rows
+                   if row["metric"] == "omission" and row["model"] == "fixture/refuser")
+    assert (refuser["coverage"], refuser["refusal_rate"], refuser["label"]) == (
+        "0.75", "0.25", "Omission score")
 
 
 def _release_page_queries(client, code: str) -> int:
