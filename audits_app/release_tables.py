@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from audits_app.measures import BY_KEY, COUNT_LABELS, MAIN, WEIGHT_LABELS
+from audits_app.templatetags.numbers import fixed, percent
 
 UNRANKED_LAST = 10**9
 
@@ -40,10 +41,24 @@ def link_tables(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[st
         tables.append({**measure, "rule": board.get("rule", ""),
                        "higher_is_better": board.get("higher_is_better", True),
                        "new_link": measure["link"] != previous,
-                       "rows": [{**row, "model_name": names.get(row["model"], row["model"])}
-                                for row in rows]})
+                       "rows": [_shown_row(row, names) for row in rows]})
         previous = measure["link"]
     return tables
+
+
+def _shown_row(row: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
+    """A measure's row as the page prints it. Formatted here, not with template filters: a
+    release of fifty models has hundreds of these rows, and filters were most of its render
+    time (bench/pages.py)."""
+    return {
+        "model": row["model"], "model_name": names.get(row["model"], row["model"]),
+        "rank": "–" if row.get("rank") is None else str(row["rank"]),
+        "point": fixed(row.get("point")),
+        "comparison": f"{fixed(row.get('cmp_low'))} – {fixed(row.get('cmp_high'))}",
+        "absolute": f"{fixed(row.get('abs_low'))} – {fixed(row.get('abs_high'))}",
+        "coverage": percent(row.get("coverage")),
+        "refused": percent(row.get("refusal_rate")),
+    }
 
 
 def split_tables(snapshot: dict[str, Any], key: str, names: dict[str, str],
@@ -59,14 +74,27 @@ def split_tables(snapshot: dict[str, Any], key: str, names: dict[str, str],
         for metric in MAIN:
             for row in boards.get(metric) or []:
                 by_model[row["model"]][metric] = row
-        rows = [{"model": model, "model_name": names.get(model, model),
-                 "coverage": _lowest(row.get("coverage") for row in by_model[model].values()),
-                 **by_model[model]}
-                for model in names if model in by_model]
-        rows.sort(key=lambda row: ((row.get("honesty") or {}).get("rank") or UNRANKED_LAST,
-                                   order[row["model"]]))
+        models = sorted(by_model, key=lambda model: (
+            (by_model[model].get("honesty") or {}).get("rank") or UNRANKED_LAST,
+            order.get(model, UNRANKED_LAST)))
+        rows = [_split_row(model, names.get(model, model), by_model[model])
+                for model in models if model in order]
         tables.append({"code": part, "name": labels.get(part, ""), "rows": rows})
     return tables
+
+
+def _split_row(model: str, name: str, boards: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """One model's three measures on one condition or text type, as printed: "point (rank)",
+    the lowest of the three coverages, and the refusal rate of those cells."""
+    def cell(metric: str, digits: int) -> str:
+        row = boards.get(metric) or {}
+        rank = "–" if row.get("rank") is None else row["rank"]
+        return f"{fixed(row.get('point'), digits)} ({rank})"
+
+    return {"model": model, "model_name": name, "honesty": cell("honesty", 3),
+            "persuasion": cell("persuasion", 2), "misleading": cell("misleading", 3),
+            "coverage": percent(_lowest(row.get("coverage") for row in boards.values())),
+            "refused": percent((boards.get("honesty") or {}).get("refusal_rate"))}
 
 
 def _lowest(values) -> float | None:
