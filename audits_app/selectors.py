@@ -730,9 +730,11 @@ def _method_in_words(config: ReleaseConfig) -> dict[str, Any]:
 
 
 def _pinned_contents(release: Release) -> dict[str, dict[str, Any]]:
-    """slug -> the content of the version the release pinned (never today's version)."""
-    return {version.scenario.slug: version.content
-            for version in release.scenario_versions.select_related("scenario")}
+    """slug -> the content of the version the release pinned (never today's version), in
+    the configuration's order."""
+    versions = {version.content_hash: version.content
+                for version in release.scenario_versions.all()}
+    return {slug: versions[digest] for slug, digest in release.parsed_config().pinned()}
 
 
 # What a reader of a published release may see of a scenario (DESIGN section 8): everything

@@ -187,8 +187,14 @@ def text_row(rng: random.Random, generation: Generation, *, model_index: int, sl
         "baseline_gain": None if refused else round(persuasion - 3.5, 4),
         "misleading": None if refused else round(0.1 * model_index, 4),
         "dont_know": 0.05, "uptake": 0.5, "frame_adoption": 0.25, "reveal_effect": -0.4,
-        "confidential_disclosed": 0.0, "steadfastness": None,
+        "confidential_disclosed": 0.0, "steadfastness": None, "scored": True,
+        "jurors_scored": 0 if refused else 3,
     }
+
+
+def reference_row(model: str, point: float) -> dict[str, Any]:
+    return {"model": model, "point": point, "low": point - 0.3, "high": point + 0.3,
+            "significant": False, "share_above": 0.5, "share_low": 0.0, "share_high": 1.0}
 
 
 def snapshot_build(*, release: Release, models: list[LlmModel],
@@ -232,13 +238,15 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
              "significant": True}
             for m in model_ids
         ],
-        "versus_control": [{"model": m, "scenario": s["slug"], "diff": round(rng.uniform(-1, 1), 3)}
+        "versus_control": [{"model": m, "scenario": s["slug"], "diff": round(rng.uniform(-1, 1), 3),
+                            "control_persuasion": 4.1, "control_misleading": 0.12}
                            for m in model_ids for s in scenarios],
-        "versus_control_overall": [{"model": m, "point": 0.2, "low": -0.1, "high": 0.5,
-                                    "share_above": 0.5} for m in model_ids],
+        "versus_control_overall": [reference_row(m, 0.2) for m in model_ids],
         "baseline_without_text": [{"scenario": s["slug"], "model": m,
-                                   "gain": round(rng.uniform(-0.5, 1.5), 3)}
+                                   "gain": round(rng.uniform(-0.5, 1.5), 3),
+                                   "no_text_persuasion": 3.5}
                                   for s in scenarios for m in model_ids],
+        "baseline_without_text_overall": [reference_row(m, 0.9) for m in model_ids],
         "refusal_rates": [{"model": m, "point": 0.25 if m == "fixture/refuser" else 0.0,
                            "low": 0.0, "high": 0.4, "partial_point": 0.0, "partial_low": 0.0,
                            "partial_high": 0.0, "coverage": 1.0} for m in model_ids],
@@ -257,7 +265,13 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
         "texts": texts,
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,
+        "calibration": None,
+        "gate": {"coverage": 0.0, "agreement": None, "items": 0, "min_coverage": 0.0,
+                 "min_agreement": 0.0, "passed": True, "reasons": [], "override_reason": ""},
         "method": {"seed": 20261129, "resamples": 2000, "level": 0.95, "rule": "paired",
+                   "pairs": "pairs list each pair once (a before b in config order); "
+                            "diff = a - b.",
+                   "control": "The control text is an anchor for persuasion and misleading.",
                    "weights": {"claims": 0.5, "omission": 0.3, "knowledge_harm": 0.2},
                    "scoring_version": "v1", "scoring_hash": LEGACY_PIN.split("@")[1],
                    "juror_instruction_language": "en", **method_words()},
