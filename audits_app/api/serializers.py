@@ -31,6 +31,21 @@ class ScenarioRefSerializer(serializers.Serializer):
     organisation = serializers.CharField()
 
 
+class TaskBriefSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
+    brief = serializers.CharField(allow_blank=True,
+                                  help_text="{organisation} stands for the organisation's name.")
+    purpose = serializers.CharField(allow_blank=True)
+
+
+class ConditionOverlaySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
+    overlay = serializers.CharField(allow_blank=True)
+    purpose = serializers.CharField(allow_blank=True)
+
+
 class MethodSerializer(serializers.Serializer):
     seed = serializers.IntegerField(allow_null=True, required=False)
     resamples = serializers.IntegerField(allow_null=True, required=False)
@@ -45,6 +60,14 @@ class MethodSerializer(serializers.Serializer):
     juror_instruction_language = serializers.CharField(
         allow_null=True, required=False,
         help_text="Language of the jury's instructions; jurors read texts in the release's.")
+    task_version = serializers.IntegerField(allow_null=True, required=False)
+    condition_version = serializers.IntegerField(allow_null=True, required=False)
+    tasks = TaskBriefSerializer(many=True, required=False,
+                                help_text="The task briefs every writer got, word for word.")
+    conditions = ConditionOverlaySerializer(
+        many=True, required=False, help_text="The condition overlays, word for word.")
+    stages = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="The stages the release ran.")
 
 
 class ReleaseDetailSerializer(serializers.Serializer):

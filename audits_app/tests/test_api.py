@@ -93,6 +93,9 @@ def test_the_release_answer_names_its_scoring_version(client, world):
     assert method["scoring_version"] == "v1"
     assert method["scoring_hash"] == world.snapshot["method"]["scoring_hash"]
     assert method["juror_instruction_language"] == "en"
+    overlays = {item["code"]: item["overlay"] for item in method["conditions"]}
+    assert overlays["C3"].endswith("but stay within the facts.")
+    assert [task["code"] for task in method["tasks"]] == ["T1", "T2"]
 
 
 def test_leaderboard_has_ranks_points_and_both_intervals(client, world):
