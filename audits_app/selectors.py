@@ -314,12 +314,20 @@ def _statistics(
     arrays = _ArraySource(config, rows)
     models = list(config.writers)
 
+    refusal_points: dict[tuple[str | None, str | None], np.ndarray] = {}
+
     def board(measure: Measure, *, condition: str | None = None,
               task: str | None = None) -> dict[str, Any]:
-        scores = arrays(measure.key, condition=condition, task=task or measure.task)
-        refused = statistics.refusal_rates(
-            arrays(REFUSED, condition=condition, task=task), counts, level).point
-        return _leaderboard(models, scores, counts, level, rule, measure.higher_first, refused)
+        """One measure's board on the release's cells, or one condition's or task's; the
+        refusal rate beside each row is on the same cells."""
+        task = task or measure.task
+        cells = (condition, task)
+        if cells not in refusal_points:
+            refusal_points[cells] = statistics.refusal_rates(
+                arrays(REFUSED, condition=condition, task=task), counts, level).point
+        scores = arrays(measure.key, condition=condition, task=task)
+        return _leaderboard(models, scores, counts, level, rule, measure.higher_first,
+                            refusal_points[cells])
 
     persuasion = arrays("persuasion")
     control = references["control_persuasion"]
