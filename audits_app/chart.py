@@ -1,7 +1,8 @@
 """The main chart of a release, drawn on the server as SVG (issue 5): pure, snapshot in, text out.
 
 Honesty on x, persuasion on y, one dot per model whose area follows the misleading share, the
-comparison intervals as whiskers, and the control text as a dashed anchor line. The panel
+comparison intervals as whiskers, the control text as a dashed anchor line and the human
+baselines (texts people wrote, read by the same panel) as a dotted one. The panel
 ranks models only (DESIGN section 2), so the axes carry the scores without effect-size claims.
 """
 
@@ -104,13 +105,23 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def human_baselines_persuasion(snapshot: dict[str, Any]) -> float | None:
+    """The human baselines' scenario-weighted persuasion, if the snapshot has it."""
+    for row in snapshot.get("anchors_overall") or []:
+        if row.get("stimulus") == "human":
+            return row.get("persuasion")
+    return None
+
+
 def release_chart_svg(snapshot: dict[str, Any]) -> str:
     points = chart_points(snapshot)
     control = (snapshot.get("control") or {}).get("persuasion")
+    human = human_baselines_persuasion(snapshot)
+    anchors = [value for value in (control, human) if value is not None]
     x_ticks = nice_ticks(*_span([v for p in points for v in (p.honesty_low, p.honesty_high)],
                                 (0.0, 1.0)))
     y_values = [v for p in points for v in (p.persuasion_low, p.persuasion_high)]
-    y_ticks = nice_ticks(*_span(y_values + ([control] if control is not None else []), (1.0, 7.0)))
+    y_ticks = nice_ticks(*_span(y_values + anchors, (1.0, 7.0)))
     x = Axis(x_ticks[0], x_ticks[-1], LEFT, WIDTH - RIGHT)
     y = Axis(y_ticks[0], y_ticks[-1], HEIGHT - BOTTOM, TOP)
     title = (snapshot.get("release") or {}).get("code", "")
@@ -124,6 +135,8 @@ def release_chart_svg(snapshot: dict[str, Any]) -> str:
     ]
     if control is not None:
         parts += _control_anchor(x, y, control)
+    if human is not None:
+        parts += _human_anchor(x, y, human)
     offsets = label_offsets([(x.position(p.honesty), y.position(p.persuasion)) for p in points])
     for point, offset in zip(points, offsets, strict=True):
         parts += _dot(x, y, point, label_offset=offset)
@@ -168,6 +181,19 @@ def _control_anchor(x: Axis, y: Axis, control: float) -> list[str]:
         f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#b35900" '
         f'stroke-dasharray="6 4" stroke-width="1.5"/>',
         f'<text x="{x.end - 4}" y="{py - 6}" text-anchor="end" fill="#b35900">control text</text>',
+        "</g>",
+    ]
+
+
+def _human_anchor(x: Axis, y: Axis, value: float) -> list[str]:
+    """The human baselines (texts people wrote), read by the same panel: a dotted anchor."""
+    py = y.position(value)
+    return [
+        f'<g data-anchor="human" class="human"><title>Human baselines: persuasion '
+        f'{_fmt(value)}</title>',
+        f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#5a5a5a" '
+        f'stroke-dasharray="2 3" stroke-width="1.5"/>',
+        f'<text x="{x.start + 4}" y="{py - 6}" fill="#5a5a5a">human baselines</text>',
         "</g>",
     ]
 

@@ -25,7 +25,8 @@ from scenarios_app.models import ScenarioVersion, Visibility
 METRICS = ("honesty", "persuasion", "misleading")
 TEXT_FILTERS = ("model", "scenario", "task", "condition")
 LEADERBOARD_COLUMNS = ["metric", "model", "model_name", "rank", "point", "abs_low", "abs_high",
-                       "cmp_low", "cmp_high", "n_texts"]
+                       "cmp_low", "cmp_high", "n_texts", "coverage", "scenarios",
+                       "refusal_rate", "higher_is_better", "rule", "label"]
 TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visibility", "refusal",
                 "claims", "omission", "knowledge_harm", "honesty_index", "persuasion",
                 "attitude_effect", "baseline_gain", "misleading", "dont_know", "uptake",
@@ -107,8 +108,11 @@ def snapshot_for_viewer(snapshot: dict[str, Any], user) -> dict[str, Any]:
     visible["scenarios"] = [s for s in snapshot.get("scenarios", []) if s["slug"] in public]
     visible["texts"] = [t for t in snapshot.get("texts", [])
                         if t.get("scenario") in public and t.get("visibility") == "public"]
-    for key in ("versus_control", "baseline_without_text"):
+    for key in ("versus_control", "baseline_without_text", "anchors"):
         visible[key] = [row for row in snapshot.get(key, []) if row.get("scenario") in public]
+    visible["scenario_content"] = {slug: content for slug, content
+                                   in (snapshot.get("scenario_content") or {}).items()
+                                   if slug in public}
     visible["release"] = _release_without_held_out(snapshot.get("release") or {}, public)
     return visible
 
@@ -165,14 +169,27 @@ def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, A
 
 
 def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every measure's rows (the CSV), in the release's measure order, each with its
+    coverage and refusal rate beside it."""
     names = model_names(snapshot)
+    boards = snapshot.get("leaderboards") or {}
     rows = []
-    for metric in METRICS:
-        board = (snapshot.get("leaderboards") or {}).get(metric) or {}
+    for metric in measure_keys(snapshot):
+        board = boards[metric]
+        extra = {"higher_is_better": board.get("higher_is_better"), "rule": board.get("rule"),
+                 "label": board.get("label") or metric}
         for row in board.get("rows", []):
             rows.append({"metric": metric, "model_name": names.get(row["model"], row["model"]),
-                         **row})
+                         **extra, **row})
     return rows
+
+
+def measure_keys(snapshot: dict[str, Any]) -> list[str]:
+    """The snapshot's measures in page order (`method.measures`; older snapshots: METRICS)."""
+    boards = snapshot.get("leaderboards") or {}
+    listed = [m["key"] for m in (snapshot.get("method") or {}).get("measures") or []]
+    ordered = [key for key in listed or METRICS if key in boards]
+    return ordered + sorted(key for key in boards if key not in ordered)
 
 
 def published_releases() -> list[dict[str, Any]]:

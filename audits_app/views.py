@@ -15,7 +15,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from audits_app import csv_files, public
+from audits_app import release_tables as tables
 from audits_app.chart import chart_points, release_chart_svg
+from audits_app.measures import FIELD_LABELS
 from audits_app.views_checks import checks_context
 from runs_app.models import Release
 
@@ -35,23 +37,30 @@ def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     published = public.published_from(publication, request.user)
     snapshot = published.snapshot
     names = public.model_names(snapshot)
+    labels = tables.measure_labels(snapshot)
+    method = snapshot.get("method") or {}
     context = {
         "published": published,
         "snapshot": snapshot,
         "chart_svg": release_chart_svg(snapshot),
         "chart_rows": _chart_table(snapshot),
-        "rank_tables": [_rank_table(snapshot, metric, names) for metric in public.METRICS],
-        "per_condition": _per_condition(snapshot, names),
-        "c1_minus_c3": _named(snapshot.get("c1_minus_c3", []), names),
-        "c2_vs_c0": _named(snapshot.get("c2_vs_c0", []), names),
+        "link_tables": tables.link_tables(snapshot, names),
+        "per_condition": tables.split_tables(snapshot, "per_condition", names,
+                                             tables.condition_names(snapshot)),
+        "per_task": tables.split_tables(snapshot, "per_task", names,
+                                        tables.task_names(snapshot)),
+        "c1_minus_c3": tables.labelled(_named(snapshot.get("c1_minus_c3", []), names), labels),
+        "c2_vs_c0": tables.labelled(_named(snapshot.get("c2_vs_c0", []), names), labels),
         "versus_control": _versus_control(snapshot, names),
         "versus_control_overall": _named(snapshot.get("versus_control_overall", []), names),
         "refusal_rates": _named(snapshot.get("refusal_rates", []), names),
-        "method": snapshot.get("method") or {},
+        "anchors": tables.anchor_tables(snapshot),
+        "method": method,
+        "measures": tables.measures(snapshot),
+        "weights": tables.weights(method),
         "calibration": _calibration(snapshot),
         "jury_check": _jury_check(snapshot),
-        "counts": {k: v for k, v in (snapshot.get("counts") or {}).items()
-                   if isinstance(v, int | float | str)},
+        "counts": tables.counts(snapshot),
         **checks_context(published, request.user),
     }
     return render(request, "audits_app/release_detail.html", context)
@@ -119,6 +128,8 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     context = {
         "published": published,
         "scenario": scenario,
+        "content": (snapshot.get("scenario_content") or {}).get(slug),
+        "anchors": [row for row in snapshot.get("anchors") or [] if row.get("scenario") == slug],
         "baseline": _named([r for r in snapshot.get("baseline_without_text", [])
                             if r.get("scenario") == slug], names),
         "versus_control": _named([r for r in snapshot.get("versus_control", [])
@@ -151,7 +162,8 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     published = public.published_release_get(code, request.user)
     row, body = public.text_get(published, text_id)
     names = public.model_names(published.snapshot)
-    scores = [(key, _shown(row.get(key))) for key in public.TEXT_COLUMNS[7:]]
+    scores = [(FIELD_LABELS.get(key, key), _shown(row.get(key)))
+              for key in public.TEXT_COLUMNS[7:]]
     return render(request, "audits_app/text_detail.html", {
         "published": published, "text": row, "model_name": names.get(row["model"], row["model"]),
         "body": body, "scores": scores, "verdicts": public.text_verdicts(published, text_id),
@@ -171,26 +183,6 @@ def _named(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, 
 
 def _chart_table(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     return [point.__dict__ for point in chart_points(snapshot)]
-
-
-def _rank_table(snapshot: dict[str, Any], metric: str, names: dict[str, str]) -> dict[str, Any]:
-    board = (snapshot.get("leaderboards") or {}).get(metric) or {}
-    rows = sorted(board.get("rows", []), key=lambda row: (row.get("rank") or 0, row["model"]))
-    return {"metric": metric, "higher_is_better": board.get("higher_is_better", True),
-            "rule": board.get("rule", ""), "rows": _named(rows, names)}
-
-
-def _per_condition(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
-    tables = []
-    for condition, boards in sorted((snapshot.get("per_condition") or {}).items()):
-        by_model: dict[str, dict[str, Any]] = defaultdict(dict)
-        for metric in public.METRICS:
-            for row in boards.get(metric) or []:
-                by_model[row["model"]][metric] = row
-        rows = [{"model": m, "model_name": names.get(m, m), **by_model[m]}
-                for m in names if m in by_model]
-        tables.append({"condition": condition, "rows": rows})
-    return tables
 
 
 def _versus_control(snapshot: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:

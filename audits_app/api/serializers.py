@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -30,6 +31,21 @@ class ScenarioRefSerializer(serializers.Serializer):
     organisation = serializers.CharField()
 
 
+class TaskBriefSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
+    brief = serializers.CharField(allow_blank=True,
+                                  help_text="{organisation} stands for the organisation's name.")
+    purpose = serializers.CharField(allow_blank=True)
+
+
+class ConditionOverlaySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
+    overlay = serializers.CharField(allow_blank=True)
+    purpose = serializers.CharField(allow_blank=True)
+
+
 class MethodSerializer(serializers.Serializer):
     seed = serializers.IntegerField(allow_null=True, required=False)
     resamples = serializers.IntegerField(allow_null=True, required=False)
@@ -44,6 +60,14 @@ class MethodSerializer(serializers.Serializer):
     juror_instruction_language = serializers.CharField(
         allow_null=True, required=False,
         help_text="Language of the jury's instructions; jurors read texts in the release's.")
+    task_version = serializers.IntegerField(allow_null=True, required=False)
+    condition_version = serializers.IntegerField(allow_null=True, required=False)
+    tasks = TaskBriefSerializer(many=True, required=False,
+                                help_text="The task briefs every writer got, word for word.")
+    conditions = ConditionOverlaySerializer(
+        many=True, required=False, help_text="The condition overlays, word for word.")
+    stages = serializers.ListField(child=serializers.CharField(), required=False,
+                                   help_text="The stages the release ran.")
 
 
 class ReleaseDetailSerializer(serializers.Serializer):
@@ -64,13 +88,23 @@ class ReleaseDetailSerializer(serializers.Serializer):
 class LeaderboardRowSerializer(serializers.Serializer):
     model = serializers.CharField()
     model_name = serializers.CharField()
-    rank = serializers.IntegerField(allow_null=True)
+    rank = serializers.IntegerField(
+        allow_null=True, help_text="By the release's rule (a class under 'classes'); null "
+                                   "without data.")
     point = serializers.FloatField(allow_null=True)
     abs_low = serializers.FloatField(allow_null=True, help_text="Absolute interval, low end.")
     abs_high = serializers.FloatField(allow_null=True)
     cmp_low = serializers.FloatField(allow_null=True, help_text="Comparison interval, low end.")
     cmp_high = serializers.FloatField(allow_null=True)
     n_texts = serializers.IntegerField(allow_null=True)
+    coverage = serializers.FloatField(
+        allow_null=True, required=False,
+        help_text="Share of the measure's cells (scenario x task x condition x variant) scored.")
+    scenarios = serializers.IntegerField(
+        allow_null=True, required=False, help_text="Scenarios with a score (the intervals' n).")
+    refusal_rate = serializers.FloatField(
+        allow_null=True, required=False,
+        help_text="Share of the same cells the model refused outright.")
 
 
 class PairSerializer(serializers.Serializer):
@@ -82,11 +116,26 @@ class PairSerializer(serializers.Serializer):
     significant = serializers.BooleanField()
 
 
+@extend_schema_field(PairSerializer(many=True))
+class PairsField(serializers.ListField):
+    """Pairs as the frozen snapshot holds them: plain JSON already in `PairSerializer`'s
+    shape. A board has M(M-1)/2 pairs; serialising them field by field took most of the
+    answer's time at 50 models (bench/pages.py)."""
+
+    def to_representation(self, data):
+        return data
+
+
 class MetricBoardSerializer(serializers.Serializer):
     higher_is_better = serializers.BooleanField()
     rule = serializers.CharField()
+    label = serializers.CharField(required=False, help_text="The measure's name for readers.")
+    what = serializers.CharField(required=False, help_text="What the measure is.")
+    direction = serializers.CharField(required=False,
+                                      help_text="Which way is ranked first, and whether that "
+                                                "is better.")
     rows = LeaderboardRowSerializer(many=True)
-    pairs = PairSerializer(many=True)
+    pairs = PairsField(help_text="Every pair once; diff = a - b on the cells both have.")
 
 
 class ControlSerializer(serializers.Serializer):
@@ -94,11 +143,70 @@ class ControlSerializer(serializers.Serializer):
     misleading = serializers.FloatField(allow_null=True)
 
 
+class MeasureSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The key under `metrics`.")
+    label = serializers.CharField()
+    link = serializers.CharField(help_text="The link of the chain it belongs to.")
+    what = serializers.CharField()
+    direction = serializers.CharField()
+    higher_is_better = serializers.BooleanField(help_text="Ranked highest first.")
+    stage = serializers.CharField(help_text="The stage that measures it.")
+    task = serializers.CharField(allow_null=True, help_text="Measured on this task only.")
+
+
+class RefusalRateSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    point = serializers.FloatField(allow_null=True, help_text="Whole refusals.")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    partial_point = serializers.FloatField(allow_null=True, required=False,
+                                           help_text="Partial refusals.")
+    partial_low = serializers.FloatField(allow_null=True, required=False)
+    partial_high = serializers.FloatField(allow_null=True, required=False)
+    coverage = serializers.FloatField(allow_null=True, required=False,
+                                      help_text="Share of cells with a refusal verdict.")
+
+
+class AnchorSerializer(serializers.Serializer):
+    scenario = serializers.CharField()
+    stimulus = serializers.ChoiceField(choices=["control", "human", "none"])
+    key = serializers.CharField(allow_blank=True, help_text="H1 or H2 for a human baseline.")
+    label = serializers.CharField()
+    task = serializers.CharField(allow_null=True)
+    author = serializers.CharField(allow_null=True)
+    persuasion = serializers.FloatField(allow_null=True)
+    misleading = serializers.FloatField(allow_null=True)
+    readers = serializers.IntegerField()
+
+
+class AnchorOverallSerializer(serializers.Serializer):
+    stimulus = serializers.ChoiceField(choices=["control", "human", "none"])
+    label = serializers.CharField()
+    persuasion = serializers.FloatField(allow_null=True)
+    misleading = serializers.FloatField(allow_null=True)
+    scenarios = serializers.IntegerField()
+
+
 class LeaderboardSerializer(serializers.Serializer):
     release = serializers.CharField()
-    metrics = serializers.DictField(child=MetricBoardSerializer(),
-                                    help_text="Keyed by honesty, persuasion, misleading.")
+    rule = serializers.CharField(allow_null=True, help_text="'paired' or 'classes'.")
+    measures = MeasureSerializer(many=True, help_text="The keys of `metrics`, in page order.")
+    metrics = serializers.DictField(
+        child=MetricBoardSerializer(),
+        help_text="One entry per measure the release's stages measure: honesty, persuasion, "
+                  "misleading, and refusal, partial_refusal, claims, omission, knowledge_harm, "
+                  "attitude_effect, baseline_gain, uptake, frame_adoption, reveal_effect, "
+                  "steadfastness where measured.")
+    per_task = serializers.DictField(
+        child=serializers.DictField(child=LeaderboardRowSerializer(many=True)),
+        help_text="Per task: honesty, persuasion and misleading rows on that task's texts "
+                  "(the class tables under 'classes').")
+    refusal_rates = RefusalRateSerializer(many=True)
     control = ControlSerializer()
+    anchors = AnchorSerializer(many=True, help_text="How the panel read each scenario's "
+                                                    "control text, human baselines and no text.")
+    anchors_overall = AnchorOverallSerializer(many=True)
 
 
 class TextScoreSerializer(serializers.Serializer):

@@ -16,7 +16,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import csv_files, public
+from audits_app import csv_files, measures, public
 from audits_app.api import serializers
 from runs_app.models import Release
 
@@ -103,16 +103,33 @@ class LeaderboardView(GenericAPIView):
                    responses={200: serializers.LeaderboardSerializer, 404: NOT_FOUND})
     def get(self, request: Request, code: str) -> Response:
         published = public.published_release_get(code, request.user)
-        names = public.model_names(published.snapshot)
-        metrics = {}
-        for metric, board in (published.snapshot.get("leaderboards") or {}).items():
-            rows = [{**row, "model_name": names.get(row["model"], row["model"])}
-                    for row in board.get("rows", [])]
-            metrics[metric] = {**board, "rows": rows}
-        data = {"release": published.code, "metrics": metrics,
-                "control": published.snapshot.get("control")
-                or {"persuasion": None, "misleading": None}}
+        snapshot = published.snapshot
+        names = public.model_names(snapshot)
+
+        def named(rows: list[dict]) -> list[dict]:
+            return [{**row, "model_name": names.get(row["model"], row["model"])} for row in rows]
+
+        boards = snapshot.get("leaderboards") or {}
+        keys = public.measure_keys(snapshot)
+        data = {
+            "release": published.code, "rule": (snapshot.get("method") or {}).get("rule"),
+            "measures": [_measure(snapshot, key) for key in keys],
+            "metrics": {key: {**boards[key], "rows": named(boards[key].get("rows", []))}
+                        for key in keys},
+            "per_task": {task: {metric: named(rows) for metric, rows in tables.items()}
+                         for task, tables in (snapshot.get("per_task") or {}).items()},
+            "refusal_rates": named(snapshot.get("refusal_rates") or []),
+            "control": snapshot.get("control") or {"persuasion": None, "misleading": None},
+            "anchors": snapshot.get("anchors") or [],
+            "anchors_overall": snapshot.get("anchors_overall") or [],
+        }
         return Response(self.get_serializer(data).data)
+
+
+def _measure(snapshot: dict, key: str) -> dict:
+    """A measure's words from the snapshot; older snapshots did not freeze them."""
+    listed = {m["key"]: m for m in (snapshot.get("method") or {}).get("measures") or []}
+    return listed.get(key) or measures.BY_KEY[key].as_dict()
 
 
 @extend_schema_view(get=extend_schema(

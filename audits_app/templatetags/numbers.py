@@ -19,3 +19,20 @@ def fixed(value: object, digits: int = 3) -> str:
         return f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def percent(value: object, digits: int = 0) -> str:
+    """A share (0-1) as a percentage, or a dash where there is none."""
+    if value is None or value == "":
+        return "–"
+    try:
+        return f"{100 * float(value):.{int(digits)}f} %"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def organisation(brief: object) -> str:
+    """A task brief as every writer got it, with its organisation placeholder named."""
+    return str(brief).replace("{organisation}", "[the organisation]")

@@ -1,5 +1,8 @@
 """A published release with a hand-made, realistic snapshot (issue 5).
 
+`test_snapshot_shape` checks that this snapshot has the keys of a real published one, so the
+page and API tests built on it read what the publish service writes.
+
 `published_release_create` writes the rows the public pages read: scenarios (two public, one
 held out) with pinned versions, models, generations with their texts, and the `Publication`
 whose snapshot has the shape the publish service produces. Numbers are deterministic and
@@ -20,6 +23,14 @@ import yaml
 from django.conf import settings
 from django.utils import timezone
 
+from audits_app.measures import (
+    BY_KEY,
+    CONDITION_PURPOSES,
+    SMALL_SAMPLE,
+    TASK_PURPOSES,
+    release_measures,
+)
+from audits_app.selectors import PUBLIC_CONTENT_KEYS
 from runs_app.models import (
     Claim,
     Generation,
@@ -31,6 +42,7 @@ from runs_app.models import (
 )
 from runs_app.scoring_versions import LEGACY_PIN
 from scenarios_app.models import Scenario, ScenarioVersion
+from scenarios_app.prompt_texts import CONDITIONS_V1, TASKS_V1
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
 
@@ -75,35 +87,88 @@ def _interval(rng: random.Random, point: float, width: float) -> tuple[float, fl
     return round(point - half, 4), round(point + half, 4)
 
 
-def leaderboard(rng: random.Random, model_ids: list[str], *, metric: str) -> dict[str, Any]:
-    """Rows and pairs for one metric; honesty falls and persuasion rises down the model list."""
+# A release with every stage but the cross-examination (no T4 in TASKS).
+STAGES = ["generate", "refusal", "jury", "panel", "uptake", "reveal"]
+POINTS = {  # (first model, last model): honesty falls, persuasion rises down the model list
+    "honesty": (0.92, 0.42), "claims": (0.95, 0.5), "omission": (0.9, 0.3),
+    "knowledge_harm": (0.9, 0.4), "persuasion": (3.6, 5.4), "attitude_effect": (-0.4, 1.0),
+    "baseline_gain": (0.2, 1.8), "misleading": (0.08, 0.58), "refusal": (0.0, 0.2),
+    "partial_refusal": (0.0, 0.1), "uptake": (0.3, 0.8), "frame_adoption": (0.2, 0.7),
+    "reveal_effect": (-0.1, -1.2), "steadfastness": (0.8, 0.3),
+}
+WIDE = {"persuasion", "attitude_effect", "baseline_gain", "reveal_effect"}
+
+
+def board_rows(rng: random.Random, model_ids: list[str], *, metric: str) -> list[dict[str, Any]]:
+    """Rows of one measure, ranked by the paired rule's shape (a tie every third place)."""
     count = len(model_ids)
+    first, last = POINTS[metric]
     rows = []
     for index, model_id in enumerate(model_ids):
-        if metric == "honesty":
-            point = 0.92 - 0.5 * index / max(count - 1, 1)
-        elif metric == "persuasion":
-            point = 3.6 + 1.8 * index / max(count - 1, 1)
-        else:
-            point = 0.08 + 0.5 * index / max(count - 1, 1)
-        width = 0.05 if metric != "persuasion" else 0.3
+        point = first + (last - first) * index / max(count - 1, 1)
+        width = 0.3 if metric in WIDE else 0.05
         abs_low, abs_high = _interval(rng, point, width)
         cmp_low, cmp_high = _interval(rng, point, width * 0.7)
+        refuser = model_id == "fixture/refuser"
         rows.append({"model": model_id, "rank": 0, "point": round(point, 4),
                      "abs_low": abs_low, "abs_high": abs_high,
-                     "cmp_low": cmp_low, "cmp_high": cmp_high, "n_texts": 16})
-    higher = metric != "misleading"
+                     "cmp_low": cmp_low, "cmp_high": cmp_high, "n_texts": 16,
+                     "coverage": 0.75 if refuser else 1.0, "scenarios": 3,
+                     "refusal_rate": 0.25 if refuser else 0.0})
+    higher = BY_KEY[metric].higher_first
     ordered = sorted(rows, key=lambda row: -row["point"] if higher else row["point"])
     for place, row in enumerate(ordered):
         row["rank"] = 1 + place if place % 3 != 2 else ordered[place - 1]["rank"]
+    return ordered
+
+
+def leaderboard(rng: random.Random, model_ids: list[str], *, metric: str) -> dict[str, Any]:
+    """Rows and pairs of one measure, with its words, as the snapshot holds them."""
+    rows = board_rows(rng, model_ids, metric=metric)
+    points = {row["model"]: row["point"] for row in rows}
     pairs = []
-    for i, a in enumerate(rows):
-        for b in rows[i + 1:]:
-            diff = round(a["point"] - b["point"], 4)
+    for i, a in enumerate(model_ids):
+        for b in model_ids[i + 1:]:
+            diff = round(points[a] - points[b], 4)
             low, high = diff - 0.1, diff + 0.1
-            pairs.append({"a": a["model"], "b": b["model"], "diff": diff, "low": round(low, 4),
+            pairs.append({"a": a, "b": b, "diff": diff, "low": round(low, 4),
                           "high": round(high, 4), "significant": low > 0 or high < 0})
-    return {"higher_is_better": higher, "rule": "paired", "rows": ordered, "pairs": pairs}
+    measure = BY_KEY[metric]
+    return {"higher_is_better": measure.higher_first, "rule": "paired", "rows": rows,
+            "pairs": pairs, "label": measure.label, "what": measure.what,
+            "direction": measure.direction}
+
+
+def anchors(rng: random.Random, documents: dict[str, ScenarioFile]) -> list[dict[str, Any]]:
+    rows = []
+    for slug, document in documents.items():
+        rows.append({"scenario": slug, "stimulus": "control", "key": "", "label": "Control text",
+                     "task": None, "author": None, "persuasion": 4.1, "misleading": 0.12,
+                     "readers": 12})
+        rows += [{"scenario": slug, "stimulus": "human", "key": human.id,
+                  "label": f"Human baseline {human.id}", "task": human.task,
+                  "author": human.author, "persuasion": round(rng.uniform(4.2, 5.0), 3),
+                  "misleading": round(rng.uniform(0.1, 0.3), 3), "readers": 12}
+                 for human in document.human_baselines]
+        rows.append({"scenario": slug, "stimulus": "none", "key": "", "label": "No text",
+                     "task": None, "author": None, "persuasion": 3.5, "misleading": 0.4,
+                     "readers": 12})
+    return rows
+
+
+def method_words(language: str = "en") -> dict[str, Any]:
+    """The method section's words, from the task and condition texts every writer got."""
+    return {
+        "task_version": 1, "condition_version": 1,
+        "tasks": [{"code": code, "name": TASKS_V1[language][code][0],
+                   "brief": TASKS_V1[language][code][1], "purpose": TASK_PURPOSES[code]}
+                  for code in TASKS],
+        "conditions": [{"code": code, "name": CONDITIONS_V1[language][code][0],
+                        "overlay": CONDITIONS_V1[language][code][1],
+                        "purpose": CONDITION_PURPOSES[code]} for code in CONDITIONS],
+        "measures": [measure.as_dict() for measure in release_measures(STAGES, TASKS)],
+        "stages": STAGES, "small_sample": SMALL_SAMPLE,
+    }
 
 
 def text_row(rng: random.Random, generation: Generation, *, model_index: int, slug: str,
@@ -122,8 +187,14 @@ def text_row(rng: random.Random, generation: Generation, *, model_index: int, sl
         "baseline_gain": None if refused else round(persuasion - 3.5, 4),
         "misleading": None if refused else round(0.1 * model_index, 4),
         "dont_know": 0.05, "uptake": 0.5, "frame_adoption": 0.25, "reveal_effect": -0.4,
-        "confidential_disclosed": 0.0, "steadfastness": None,
+        "confidential_disclosed": 0.0, "steadfastness": None, "scored": True,
+        "jurors_scored": 0 if refused else 3,
     }
+
+
+def reference_row(model: str, point: float) -> dict[str, Any]:
+    return {"model": model, "point": point, "low": point - 0.3, "high": point + 0.3,
+            "significant": False, "share_above": 0.5, "share_low": 0.0, "share_high": 1.0}
 
 
 def snapshot_build(*, release: Release, models: list[LlmModel],
@@ -131,6 +202,8 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
                    seed: int = 7) -> dict[str, Any]:
     rng = random.Random(seed)
     model_ids = [model.openrouter_id for model in models]
+    documents = {v.scenario.slug: v.document() for v in versions}
+    measures = [measure.key for measure in release_measures(STAGES, TASKS)]
     scenarios = [
         {"slug": v.scenario.slug, "title": v.scenario.title,
          "visibility": v.scenario.visibility, "version_hash": v.content_hash,
@@ -138,10 +211,10 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
         for v in versions
     ]
     per_condition = {
-        condition: {metric: leaderboard(rng, model_ids, metric=metric)["rows"]
-                    for metric in METRICS}
+        condition: {metric: board_rows(rng, model_ids, metric=metric) for metric in METRICS}
         for condition in CONDITIONS
     }
+    anchor_rows = anchors(rng, documents)
     return {
         "release": {"code": release.code, "language": release.language, "title": release.title,
                     "config": release.config, "config_hash": release.config_hash},
@@ -152,9 +225,12 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
                     "name": models[-1].display_name, "family": models[-1].family}],
         "scenarios": scenarios,
         "leaderboards": {metric: leaderboard(rng, model_ids, metric=metric)
-                         for metric in METRICS},
-        "control": {"persuasion": 4.1, "misleading": 0.12},
+                         for metric in measures},
+        "control": {"persuasion": 4.1, "misleading": 0.12, "no_text_persuasion": 3.5,
+                    "note": "The control text is an anchor."},
         "per_condition": per_condition,
+        "per_task": {task: {metric: board_rows(rng, model_ids, metric=metric)
+                            for metric in METRICS} for task in TASKS},
         "c1_minus_c3": [
             {"model": m, "metric": metric, "point": 0.05, "low": -0.01, "high": 0.11,
              "significant": False}
@@ -165,22 +241,44 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
              "significant": True}
             for m in model_ids
         ],
-        "versus_control": [{"model": m, "scenario": s["slug"], "diff": round(rng.uniform(-1, 1), 3)}
+        "versus_control": [{"model": m, "scenario": s["slug"], "diff": round(rng.uniform(-1, 1), 3),
+                            "control_persuasion": 4.1, "control_misleading": 0.12}
                            for m in model_ids for s in scenarios],
-        "versus_control_overall": [{"model": m, "point": 0.2, "low": -0.1, "high": 0.5,
-                                    "share_above": 0.5} for m in model_ids],
+        "versus_control_overall": [reference_row(m, 0.2) for m in model_ids],
         "baseline_without_text": [{"scenario": s["slug"], "model": m,
-                                   "gain": round(rng.uniform(-0.5, 1.5), 3)}
+                                   "gain": round(rng.uniform(-0.5, 1.5), 3),
+                                   "no_text_persuasion": 3.5}
                                   for s in scenarios for m in model_ids],
+        "baseline_without_text_overall": [reference_row(m, 0.9) for m in model_ids],
         "refusal_rates": [{"model": m, "point": 0.25 if m == "fixture/refuser" else 0.0,
-                           "low": 0.0, "high": 0.4} for m in model_ids],
+                           "low": 0.0, "high": 0.4, "partial_point": 0.0, "partial_low": 0.0,
+                           "partial_high": 0.0, "coverage": 1.0} for m in model_ids],
+        "anchors": anchor_rows,
+        "anchors_overall": [
+            {"stimulus": "control", "label": "Control text", "persuasion": 4.1,
+             "misleading": 0.12, "scenarios": len(documents)},
+            {"stimulus": "human", "label": "Human baselines", "persuasion": 4.6,
+             "misleading": 0.2, "scenarios": len(documents)},
+            {"stimulus": "none", "label": "No text", "persuasion": 3.5, "misleading": 0.4,
+             "scenarios": len(documents)}],
+        "scenario_content": {
+            slug: {key: value for key, value in document.model_dump(mode="json").items()
+                   if key in PUBLIC_CONTENT_KEYS}
+            for slug, document in documents.items()},
         "texts": texts,
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,
+        "calibration": None,
+        "reader_trial": None,  # no trial of this reader was run before publication
+        "gate": {"coverage": 0.0, "agreement": None, "items": 0, "min_coverage": 0.0,
+                 "min_agreement": 0.0, "passed": True, "reasons": [], "override_reason": ""},
         "method": {"seed": 20261129, "resamples": 2000, "level": 0.95, "rule": "paired",
+                   "pairs": "pairs list each pair once (a before b in config order); "
+                            "diff = a - b.",
+                   "control": "The control text is an anchor for persuasion and misleading.",
                    "weights": {"claims": 0.5, "omission": 0.3, "knowledge_harm": 0.2},
                    "scoring_version": "v1", "scoring_hash": LEGACY_PIN.split("@")[1],
-                   "juror_instruction_language": "en"},
+                   "juror_instruction_language": "en", **method_words()},
     }
 
 
@@ -202,7 +300,7 @@ def published_release_create(*, code: str = "pub.0", model_count: int = 4,
     ]
     config = {"code": code, "writers": [m.openrouter_id for m in models],
               "scenarios": [f"{v.scenario.slug}@{v.content_hash}" for v in versions],
-              "tasks": TASKS,
+              "tasks": TASKS, "stages": STAGES,
               "conditions": CONDITIONS, "ranking_rule": "paired"}
     release = Release.objects.create(
         code=code, language="en", title=f"Release {code} <i>test</i>", config=config,

@@ -93,14 +93,31 @@ def test_the_release_answer_names_its_scoring_version(client, world):
     assert method["scoring_version"] == "v1"
     assert method["scoring_hash"] == world.snapshot["method"]["scoring_hash"]
     assert method["juror_instruction_language"] == "en"
+    overlays = {item["code"]: item["overlay"] for item in method["conditions"]}
+    assert overlays["C3"].endswith("but stay within the facts.")
+    assert [task["code"] for task in method["tasks"]] == ["T1", "T2"]
 
 
 def test_leaderboard_has_ranks_points_and_both_intervals(client, world):
     board = client.get("/api/v1/releases/pub.0/leaderboard/").json()
-    assert set(board["metrics"]) == {"honesty", "persuasion", "misleading"}
-    row = board["metrics"]["honesty"]["rows"][0]
-    assert {"rank", "point", "abs_low", "abs_high", "cmp_low", "cmp_high", "model_name"} <= set(row)
+    # Every link the release's stages measure (it runs no cross-examination), in page order.
+    assert [m["key"] for m in board["measures"]] == [
+        "refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
+        "persuasion", "attitude_effect", "baseline_gain", "misleading", "uptake",
+        "frame_adoption", "reveal_effect"]
+    assert set(board["metrics"]) == {m["key"] for m in board["measures"]}
+    assert "steadfastness" not in board["metrics"]
+    for key, metric in board["metrics"].items():
+        assert metric["label"] and metric["direction"], key
+        row = metric["rows"][0]
+        assert {"rank", "point", "abs_low", "abs_high", "cmp_low", "cmp_high", "model_name",
+                "coverage", "refusal_rate", "scenarios", "n_texts"} <= set(row), key
+        assert len(metric["pairs"]) == 6, key
+    assert board["metrics"]["misleading"]["higher_is_better"] is False
     assert board["control"]["persuasion"] == pytest.approx(4.1)
+    assert set(board["per_task"]) == {"T1", "T2"}
+    assert {r["stimulus"] for r in board["anchors_overall"]} == {"control", "human", "none"}
+    assert {row["model"]: row["partial_point"] for row in board["refusal_rates"]}
 
 
 def test_texts_filter_and_paginate(client, world):

@@ -51,7 +51,9 @@ def test_leaderboard_renders_one_dot_per_model_without_console_errors(
     dots = browser_page.locator("figure.chart svg circle[data-model]")
     assert dots.count() == len(world.snapshot["models"])
     assert browser_page.locator('svg [data-anchor="control"]').count() == 1
-    assert browser_page.locator("table.ranks").count() == 3
+    # One table per measure the release publishes, each with a row per model.
+    measures = world.snapshot["method"]["measures"]
+    assert browser_page.locator("table.ranks").count() == len(measures)
     assert not errors, errors
     ARTIFACTS.mkdir(exist_ok=True)
     browser_page.screenshot(path=str(ARTIFACTS / "release-page.png"), full_page=True)
@@ -106,3 +108,31 @@ def test_the_browsable_api_renders_a_list_in_the_browser(world, browser_page, li
     assert browser_page.locator(".pagination").count() == 1
     assert hosts <= LOOPBACK, hosts
     assert not errors, errors
+
+
+def test_the_link_tables_render_with_coverage_and_refusal(world, browser_page, live_server):
+    errors, hosts = watch(browser_page)
+
+    response = browser_page.goto(f"{live_server.url}/releases/pub.0/#ranks")
+
+    assert response is not None and response.status == 200
+    for measure in world.snapshot["method"]["measures"]:
+        key = measure["key"]
+        table = browser_page.locator(f'table.ranks[data-metric="{key}"]')
+        assert table.is_visible(), measure["key"]
+        assert table.locator("caption").inner_text() == measure["label"]
+        assert table.locator("tbody tr").count() == len(world.snapshot["models"])
+        headers = table.locator("thead th").all_inner_texts()
+        assert headers[-2:] == ["Coverage", "Refused"], headers
+        refuser = table.locator("tbody tr", has_text="Refuser (fixture)")
+        assert refuser.locator("td").last.inner_text() == "25 %", measure["key"]
+    # The class tables per text type, the anchors and the method are rendered too.
+    assert browser_page.locator("table.split").count() == 2 + 4  # T1, T2 and C0-C3
+    assert browser_page.locator("table.anchors").is_visible()
+    assert browser_page.locator("#small-sample table").is_visible()
+    assert hosts <= LOOPBACK, hosts
+    assert not errors, errors
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser_page.locator('table.ranks[data-metric="omission"]').screenshot(
+        path=str(ARTIFACTS / "release-link-table.png"))
+    browser_page.screenshot(path=str(ARTIFACTS / "release-page-links.png"), full_page=True)

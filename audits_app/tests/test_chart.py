@@ -88,3 +88,17 @@ def test_labels_of_models_with_equal_scores_do_not_overlap():
 
     offsets = label_offsets([(100.0, 50.0), (100.0, 50.0), (400.0, 50.0), (100.0, 52.0)])
     assert offsets == [0.0, 14.0, 0.0, 28.0]
+
+
+def test_the_human_baselines_are_a_second_anchor_at_their_persuasion():
+    data = snapshot([("a", "A", 0.1), ("b", "B", 0.2)])
+    assert 'data-anchor="human"' not in release_chart_svg(data)  # older snapshots have none
+    data["anchors_overall"] = [
+        {"stimulus": "control", "label": "Control text", "persuasion": 4.2},
+        {"stimulus": "human", "label": "Human baselines", "persuasion": 5.5}]
+    root = ET.fromstring(release_chart_svg(data))
+    human = next(g for g in root.iter() if g.get("data-anchor") == "human")
+    control = next(g for g in root.iter() if g.get("data-anchor") == "control")
+    assert "human baselines" in "".join(human.itertext())
+    # Higher persuasion is higher on the chart: a smaller y.
+    assert float(human.find(f"{SVG}line").get("y1")) < float(control.find(f"{SVG}line").get("y1"))

@@ -40,8 +40,12 @@ WRITERS = ["fixture/candid", "fixture/advocate", "fixture/spinner", "fixture/ref
 HONESTY = {"candid": 0.9, "advocate": 0.65, "spinner": 0.3, "refuser": 0.8}
 PERSUASION = {"candid": 4.0, "advocate": 5.0, "spinner": 5.6, "refuser": 3.6}
 MISLEADING = {"candid": 0.05, "advocate": 0.3, "spinner": 0.55, "refuser": 0.1}
+OMISSION = {"candid": 1.0, "advocate": 0.6, "spinner": 0.2, "refuser": 0.9}
+UPTAKE = {"candid": 0.2, "advocate": 0.6, "spinner": 0.9, "refuser": 0.1}
 CONTROL_ATTITUDE = [4, 5, 5]  # mean 4.667: between candid and advocate
 NO_TEXT_ATTITUDE = [3, 3, 3]
+# The human baselines: H1 reads very favourably and is fully understood, H2 not.
+H1_ATTITUDE, H2_ATTITUDE = [6, 6, 6], [2, 3, 1]
 
 
 def profile(generation: Generation) -> str:
@@ -49,18 +53,27 @@ def profile(generation: Generation) -> str:
 
 
 def score_values(generation: Generation, scenario_index: int) -> dict:
-    """Directional values with a little spread per scenario and text, so intervals are real."""
+    """Directional values with a little spread per scenario and text, so intervals are real.
+
+    The advocate partly refuses damage control (C2); the journalist agent found no story
+    verdict for the spinner's balanced (C0) texts, so its uptake covers three cells in four.
+    """
     name = profile(generation)
     wobble = 0.02 * scenario_index + 0.01 * (generation.pk % 3)
     # C3 ("stay within the facts") is 0.1 more honest than C1 (advocate) on the same assignment.
     shift = {"C1": -0.05, "C3": 0.05}.get(generation.condition, 0.0)
     refused = name == "refuser" and generation.condition == "C2"
+    partial = name == "advocate" and generation.condition == "C2"
+    no_uptake = name == "spinner" and generation.condition == "C0"
     return {
-        "refusal": "refused" if refused else "complied",
+        "refusal": "refused" if refused else "partial" if partial else "complied",
         # A refused text still gets numbers here, to show they are not counted.
         "honesty_index": 0.0 if refused else HONESTY[name] + shift + wobble,
+        "omission": 0.0 if refused else OMISSION[name] + wobble,
         "persuasion": 1.0 if refused else PERSUASION[name] + 5 * wobble,
         "misleading": 1.0 if refused else MISLEADING[name] + wobble,
+        "uptake": None if no_uptake else UPTAKE[name] + wobble,
+        "reveal_effect": -2.0 * (1 - HONESTY[name]) + wobble,
         "jurors_scored": 3,
     }
 
@@ -81,14 +94,23 @@ def build_world(release, *, skip: int = 0) -> None:
         correct = [item["correct"] for item in version.content["knowledge_questions"]]
         # One of four knowledge questions wrong, one "don't know": misleading 0.25.
         knowledge = [correct[0], (correct[1] + 1) % 4, None, correct[3]]
+        all_wrong = [(answer + 1) % 4 for answer in correct]
         for position in ("P01", "P02"):
-            for stimulus, attitude in ((Stimulus.CONTROL, CONTROL_ATTITUDE),
-                                       (Stimulus.NONE, NO_TEXT_ATTITUDE)):
+            for stimulus, key, attitude, answers in (
+                    (Stimulus.CONTROL, "", CONTROL_ATTITUDE, knowledge),
+                    (Stimulus.NONE, "", NO_TEXT_ATTITUDE, knowledge),
+                    (Stimulus.HUMAN, "H1", H1_ATTITUDE, correct),
+                    (Stimulus.HUMAN, "H2", H2_ATTITUDE, all_wrong)):
                 ReaderResponse.objects.create(
                     release=release, scenario_version=version, stimulus=stimulus,
-                    position=position, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
-                    attitude=attitude, knowledge=knowledge,
+                    stimulus_key=key, position=position, status=WorkStatus.DONE,
+                    outcome=ReplyOutcome.SCORED, attitude=attitude, knowledge=answers,
                 )
+        # An unscored reply is no answer: it never reaches an anchor.
+        ReaderResponse.objects.create(
+            release=release, scenario_version=version, stimulus=Stimulus.HUMAN,
+            stimulus_key="H1", position="P03", status=WorkStatus.DONE,
+            outcome=ReplyOutcome.UNSCORED, attitude=[1, 1, 1], knowledge=all_wrong)
 
 
 def stats_release_create():
@@ -184,13 +206,31 @@ def test_references_are_the_panel_means(scored_release):
 # --- statistics -----------------------------------------------------------------------------
 
 
-def test_leaderboards_match_the_statistics_module(scored_release):
+def arrays_from_the_database(release, field: str) -> np.ndarray:
+    """[writers, scenarios, conditions] straight from TextScore rows, written apart from the
+    selector: a refused text has no score; anything else has its field's value."""
+    scores = np.full((len(WRITERS), len(SCENARIOS), 4), np.nan)
+    for text in TextScore.objects.filter(release=release).select_related(
+            "generation__model", "generation__scenario_version__scenario"):
+        generation = text.generation
+        value = getattr(text, field)
+        if text.refusal != "refused" and value is not None:
+            scores[WRITERS.index(generation.model.openrouter_id),
+                   SCENARIOS.index(generation.scenario_version.scenario.slug),
+                   ["C0", "C1", "C2", "C3"].index(generation.condition)] = value
+    return scores
+
+
+def test_leaderboards_are_the_statistics_of_the_texts_scores(scored_release):
     figures = release_statistics(scored_release)
-    config = scored_release.parsed_config()
-    counts = statistics.resample_counts(4, config.bootstrap.resamples, config.bootstrap.seed)
-    for name, higher in (("honesty", True), ("persuasion", True), ("misleading", False)):
-        arrays = release_score_arrays(scored_release, name)
-        expected = statistics.leaderboard(arrays.scores, counts, 0.95, higher, "paired")
+    counts = statistics.resample_counts(4, 500, 7)  # the release's seed and resamples
+    for name, field, higher in (("honesty", "honesty_index", True),
+                                ("persuasion", "persuasion", True),
+                                ("misleading", "misleading", False),
+                                ("uptake", "uptake", True),
+                                ("reveal_effect", "reveal_effect", True)):
+        expected = statistics.leaderboard(arrays_from_the_database(scored_release, field),
+                                          counts, 0.95, higher, "paired")
         board = figures["leaderboards"][name]
         assert board["higher_is_better"] is higher and board["rule"] == "paired"
         for i, model in enumerate(WRITERS):
@@ -204,6 +244,90 @@ def test_leaderboards_match_the_statistics_module(scored_release):
         assert pair["diff"] == pytest.approx(expected.pairwise.diff[0, 2])
         assert pair["low"] == pytest.approx(expected.pairwise.low[0, 2])
         assert len(board["pairs"]) == 6
+
+
+def test_every_link_the_stages_measure_has_a_board_with_its_words(scored_release):
+    # demo.0's stage set without T4: every link but steadfastness.
+    boards = release_statistics(scored_release)["leaderboards"]
+    assert set(boards) == {
+        "refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
+        "persuasion", "attitude_effect", "baseline_gain", "misleading", "uptake",
+        "frame_adoption", "reveal_effect"}
+    for key, board in boards.items():
+        assert board["label"] and board["what"] and board["direction"], key
+        assert "_" not in board["label"], key
+    assert boards["misleading"]["higher_is_better"] is False
+    assert boards["refusal"]["higher_is_better"] is False
+
+
+def test_coverage_and_refusal_stand_beside_every_figure(scored_release):
+    figures = release_statistics(scored_release)
+    honesty = {row["model"]: row for row in figures["leaderboards"]["honesty"]["rows"]}
+    # The refuser refused C2 (one condition in four): those cells are neither scored nor held
+    # against it.
+    assert honesty["fixture/refuser"]["coverage"] == 0.75
+    assert honesty["fixture/refuser"]["refusal_rate"] == 0.25
+    assert honesty["fixture/refuser"]["n_texts"] == 12
+    assert honesty["fixture/refuser"]["scenarios"] == 4
+    assert honesty["fixture/candid"]["coverage"] == 1.0
+    assert honesty["fixture/candid"]["refusal_rate"] == 0.0
+    # A link has its own coverage: the spinner's C0 texts have no uptake verdict.
+    uptake = {row["model"]: row for row in figures["leaderboards"]["uptake"]["rows"]}
+    spinner = uptake["fixture/spinner"]
+    assert (spinner["coverage"], spinner["n_texts"], spinner["refusal_rate"]) == (0.75, 12, 0)
+    # A link nothing measured here (the jury wrote no claims scores) covers nothing, ranks nobody.
+    claims = figures["leaderboards"]["claims"]["rows"]
+    assert all(row["coverage"] == 0 and row["point"] is None and row["rank"] is None
+               for row in claims)
+    # Per condition, the refusal rate is that condition's.
+    c2 = {row["model"]: row for row in figures["per_condition"]["C2"]["honesty"]}
+    assert c2["fixture/refuser"]["refusal_rate"] == 1.0 and c2["fixture/refuser"]["coverage"] == 0
+
+
+def test_whole_and_partial_refusals_have_rates_with_intervals(scored_release):
+    rates = {row["model"]: row for row in release_statistics(scored_release)["refusal_rates"]}
+    assert rates["fixture/refuser"]["point"] == 0.25
+    assert rates["fixture/refuser"]["partial_point"] == 0
+    assert rates["fixture/advocate"]["point"] == 0
+    assert rates["fixture/advocate"]["partial_point"] == 0.25
+    advocate = rates["fixture/advocate"]
+    assert advocate["partial_low"] <= 0.25 <= advocate["partial_high"]
+    assert all(row["coverage"] == 1.0 for row in rates.values())
+    boards = release_statistics(scored_release)["leaderboards"]
+    partial = {row["model"]: row for row in boards["partial_refusal"]["rows"]}
+    assert partial["fixture/advocate"]["point"] == pytest.approx(0.25)
+    # Fewest refusals first; the partly refusing advocate comes last.
+    assert boards["partial_refusal"]["rows"][-1]["model"] == "fixture/advocate"
+
+
+def test_the_human_baselines_are_anchors_beside_the_control_text(scored_release):
+    figures = release_statistics(scored_release)
+    rows = [row for row in figures["anchors"] if row["scenario"] == "greenvale-listeria"]
+    assert [(row["stimulus"], row["key"]) for row in rows] == [
+        ("control", ""), ("human", "H1"), ("human", "H2"), ("none", "")]
+    control, h1, h2, no_text = rows
+    assert control["persuasion"] == pytest.approx(np.mean(CONTROL_ATTITUDE))
+    assert control["misleading"] == pytest.approx(0.25)
+    # Only the two scored readings count; the unscored reply is not an answer.
+    assert h1["readers"] == 2 and h1["persuasion"] == 6.0 and h1["misleading"] == 0.0
+    assert h2["persuasion"] == 2.0 and h2["misleading"] == 1.0
+    assert no_text["persuasion"] == 3.0
+    scenario = next(s for s in scored_release.scenario_versions.all()
+                    if s.scenario.slug == "greenvale-listeria").content["human_baselines"][0]
+    assert (h1["task"], h1["author"]) == (scenario["task"], scenario["author"])
+    overall = {row["stimulus"]: row for row in figures["anchors_overall"]}
+    assert overall["human"]["persuasion"] == pytest.approx(4.0)  # (6 + 2) / 2
+    assert overall["human"]["misleading"] == pytest.approx(0.5)
+    assert overall["control"]["scenarios"] == 4
+
+
+def test_each_text_type_has_its_own_table(scored_release):
+    per_task = release_statistics(scored_release)["per_task"]
+    assert set(per_task) == {"T1"}
+    assert set(per_task["T1"]) == {"honesty", "persuasion", "misleading"}
+    honesty = per_task["T1"]["honesty"]
+    assert honesty[0]["model"] == "fixture/candid" and honesty[0]["rank"] == 1
+    assert {"coverage", "refusal_rate", "scenarios"} <= set(honesty[0])
 
 
 def test_directional_facts_show(scored_release):
@@ -289,3 +413,125 @@ def test_release_stays_unpublished_by_reading(scored_release):
     release_snapshot(scored_release)
     scored_release.refresh_from_db()
     assert scored_release.status != ReleaseStatus.PUBLISHED
+
+
+def variant_release(code: str, **changes):
+    """stats.0's world with other stages, tasks or rule."""
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    data.update(code=code, scenarios=SCENARIOS, tasks=["T1"], conditions=["C0", "C1", "C2", "C3"],
+                bootstrap={"seed": 7, "resamples": 500, "level": 0.95})
+    data.update(changes)
+    release = release_create(config=ReleaseConfig.model_validate(data))
+    build_world(release)
+    return release
+
+
+def test_a_release_publishes_only_the_links_its_stages_measure(imported_scenarios):
+    # en.0's stage set: no journalist, so no uptake and no cross-examination.
+    release = variant_release("en-shaped.0", journalist=None,
+                              stages=["generate", "refusal", "jury", "panel", "reveal"])
+    snapshot = release_snapshot(release)
+    assert set(snapshot["leaderboards"]) == {
+        "refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
+        "persuasion", "attitude_effect", "baseline_gain", "misleading", "reveal_effect"}
+    assert [m["key"] for m in snapshot["method"]["measures"]] == [
+        "refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
+        "persuasion", "attitude_effect", "baseline_gain", "misleading", "reveal_effect"]
+
+
+def test_steadfastness_covers_the_live_interviews_only(imported_scenarios):
+    release = variant_release("t4.0", tasks=["T1", "T4"], conditions=["C0", "C2"])
+    TextScore.objects.filter(release=release, generation__task="T4").update(steadfastness=0.5)
+    TextScore.objects.filter(release=release, generation__task="T4",
+                             generation__model__openrouter_id="fixture/spinner").update(
+        steadfastness=0.1)
+    board = release_statistics(release)["leaderboards"]["steadfastness"]
+    rows = {row["model"]: row for row in board["rows"]}
+    # Its cells are the T4 cells: four scenarios x two conditions.
+    assert rows["fixture/candid"]["coverage"] == 1.0 and rows["fixture/candid"]["n_texts"] == 8
+    # The refuser refused C2: half its interviews; its refusal rate is on those same cells.
+    assert rows["fixture/refuser"]["coverage"] == 0.5
+    assert rows["fixture/refuser"]["refusal_rate"] == 0.5
+    assert board["rows"][-1]["model"] == "fixture/spinner"
+
+
+def test_a_classes_release_has_a_class_table_per_text_type(imported_scenarios):
+    release = variant_release("classes.0", tasks=["T1", "T2"], ranking_rule="classes")
+    figures = release_statistics(release)
+    assert set(figures["per_task"]) == {"T1", "T2"}
+    for task, tables in figures["per_task"].items():
+        honesty = {row["model"]: row["rank"] for row in tables["honesty"]}
+        # Classes: the candid model opens class 1, the spinner is in a later class.
+        assert honesty["fixture/candid"] == 1 and honesty["fixture/spinner"] > 1, task
+        assert all(row["n_texts"] <= 4 * 4 for row in tables["honesty"]), task
+    assert figures["leaderboards"]["honesty"]["rule"] == "classes"
+
+
+def test_the_method_is_frozen_in_words(scored_release):
+    method = release_snapshot(scored_release)["method"]
+    assert [task["code"] for task in method["tasks"]] == ["T1"]
+    assert method["tasks"][0]["name"] == "Press release" and method["tasks"][0]["purpose"]
+    assert "{organisation}" in method["tasks"][0]["brief"]
+    overlays = {item["code"]: item["overlay"] for item in method["conditions"]}
+    assert overlays["C3"].endswith("but stay within the facts.")
+    assert "but stay within the facts" not in overlays["C1"]
+    assert method["small_sample"]["scenarios"] == [6, 8, 12, 20]
+    assert method["small_sample"]["false_positive_expanded_t"][1] == 0.052
+
+
+def test_the_scenario_content_is_public_only(scored_release):
+    snapshot = release_snapshot(scored_release)
+    content = snapshot["scenario_content"]
+    assert list(content) == SCENARIOS
+    for version in scored_release.scenario_versions.all():
+        published = json.dumps(content[version.scenario.slug])
+        assert version.content["canary"] not in published
+        for item in version.content["confidential"]:
+            assert item["text"] not in published
+        shown = content[version.scenario.slug]
+        assert shown["facts"] == version.content["facts"]  # labels included
+        assert shown["control_text"] == version.content["control_text"]
+
+
+# --- the hand-made snapshot of the page tests -----------------------------------------------
+
+# Parts whose keys are data (measures, conditions, tasks, slugs) or free-form, not schema.
+KEYED_BY_DATA = {"leaderboards", "per_condition", "per_task", "scenario_content"}
+FREE_FORM = {"config", "agreement", "calibration", "gate", "counts", "weights", "small_sample"}
+
+
+def shape(value, name: str = ""):
+    """The keys of a snapshot part, recursively; lists by their first item."""
+    if name in FREE_FORM:
+        return "free"
+    if isinstance(value, dict):
+        if name in KEYED_BY_DATA:
+            return {"*": shape(next(iter(value.values())), name + "*")} if value else {}
+        return {key: shape(item, key) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0], name)] if value else []
+    return "value"
+
+
+def test_the_page_tests_snapshot_has_the_shape_the_publish_service_writes(scored_release):
+    from audits_app.tests.factories import published_release_create
+
+    real = shape(release_snapshot(scored_release))
+    made = shape(published_release_create(code="shape.0", publish=False).snapshot)
+
+    def compare(left, right, path: str) -> list[str]:
+        if isinstance(left, dict) and isinstance(right, dict):
+            return [f"{path}.{key}: only in the {'real' if key in left else 'hand-made'} one"
+                    for key in sorted(set(left) ^ set(right))] + [
+                problem for key in set(left) & set(right)
+                for problem in compare(left[key], right[key], f"{path}.{key}")]
+        if isinstance(left, list) and isinstance(right, list) and left and right:
+            return compare(left[0], right[0], f"{path}[0]")
+        return []
+
+    # The real release has no spot-check figures yet: the hand-made one says None too.
+    problems = compare(real, made, "snapshot")
+    assert problems == [], "\n".join(problems)
