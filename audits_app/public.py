@@ -32,8 +32,13 @@ TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visi
 
 @dataclass(frozen=True)
 class PublishedRelease:
+    """A release's snapshot as one viewer sees it. For staff looking at a release that is
+    not published yet, `draft` is set: the snapshot was computed just now and the publication
+    is an unsaved stand-in (no date, no hash)."""
+
     publication: Publication
     snapshot: dict[str, Any]  # already filtered for the viewer
+    draft: Any = None  # audits_app.drafts.Draft for an unpublished release
 
     @property
     def release(self) -> Release:
@@ -85,6 +90,27 @@ def published_release_get(code: str, user) -> PublishedRelease:
     return published_from(publication, user)
 
 
+def release_view_get(code: str, user) -> PublishedRelease:
+    """A published release for anyone; for staff, an unpublished one too, computed now and
+    marked as a draft (`audits_app.drafts`). Anyone else gets a 404 for a draft."""
+    publication = publication_get(code)
+    if publication is not None:
+        return published_from(publication, user)
+    release = Release.objects.filter(code=code).first() if is_staff(user) else None
+    if release is None:
+        raise Http404("No published release with this code.")
+    return draft_view(release)
+
+
+def draft_view(release: Release) -> PublishedRelease:
+    from audits_app.drafts import draft_get
+
+    snapshot, draft = draft_get(release)
+    stand_in = Publication(release=release, published_at=None, config_hash=release.config_hash,
+                           snapshot_hash="", gate_override_reason="")
+    return PublishedRelease(stand_in, snapshot, draft=draft)
+
+
 def published_from(publication: Publication, user) -> PublishedRelease:
     return PublishedRelease(
         publication, snapshot_for_viewer(publication_snapshot(publication), user))
@@ -116,8 +142,11 @@ def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict
     if not isinstance(config, dict) or not isinstance(config.get("scenarios"), list):
         return release
     scenarios = [item for item in config["scenarios"] if _config_slug(item) in public]
+    # Adds to a count already there: the public view of a public view (a public archive
+    # imported elsewhere) says what the original said.
+    held_out = config.get("held_out_scenarios", 0) + len(config["scenarios"]) - len(scenarios)
     return {**release, "config": {**config, "scenarios": scenarios,
-                                  "held_out_scenarios": len(config["scenarios"]) - len(scenarios)}}
+                                  "held_out_scenarios": held_out}}
 
 
 def _config_slug(item: Any) -> str | None:

@@ -6,6 +6,7 @@ app_name = "audits"
 
 urlpatterns = [
     path("", views.release_list, name="release-list"),
+    path("publish/", views_publish.publish_queue, name="publish-queue"),
     path("releases/<str:code>/", views.release_detail, name="release-detail"),
     path("releases/<str:code>/publish/", views_publish.release_publish_view,
          name="release-publish"),

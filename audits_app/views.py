@@ -31,7 +31,11 @@ def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     publication = public.publication_get(code)
     if publication is None:
         return _draft_or_404(request, code)
-    published = public.published_from(publication, request.user)
+    return release_page(request, public.published_from(publication, request.user))
+
+
+def release_page(request: HttpRequest, published: public.PublishedRelease) -> HttpResponse:
+    """The leaderboard page of a published release, or of a draft for staff (with a banner)."""
     snapshot = published.snapshot
     names = public.model_names(snapshot)
     context = {
@@ -81,24 +85,25 @@ def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
-    """Staff get a notice for a release that exists but is not published; others a 404."""
+    """Staff see a release that is not published as it would be published now, marked DRAFT;
+    anyone else gets a 404."""
     if not public.is_staff(request.user):
         raise Http404("No published release with this code.")
     release = Release.objects.filter(code=code).first()
     if release is None:
         raise Http404("No release with this code.")
-    return render(request, "audits_app/release_draft.html", {"release": release})
+    return release_page(request, public.draft_view(release))
 
 
 def release_chart(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     response = HttpResponse(release_chart_svg(published.snapshot), content_type="image/svg+xml")
     response["Content-Disposition"] = f'attachment; filename="{code}-chart.svg"'
     return response
 
 
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     text = csv_files.csv_text(public.leaderboard_rows(published.snapshot),
                            public.LEADERBOARD_COLUMNS)
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
@@ -107,7 +112,7 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
     scenario = next((s for s in snapshot.get("scenarios", []) if s["slug"] == slug), None)
     if scenario is None:
@@ -128,7 +133,7 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
 
 
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
     texts = public.filter_texts(snapshot.get("texts", []), request.GET)
     page = Paginator(texts, TEXTS_PER_PAGE).get_page(request.GET.get("page"))
@@ -146,7 +151,7 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     row, body = public.text_get(published, text_id)
     names = public.model_names(published.snapshot)
     scores = [(key, _shown(row.get(key))) for key in public.TEXT_COLUMNS[7:]]

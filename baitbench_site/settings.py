@@ -156,6 +156,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "baitbench_site.navigation.navigation",
             ],
         },
     },
@@ -184,6 +185,7 @@ STORAGES = {
 # Development looks files up per request (edits show at once, no scan at start-up).
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEVELOPMENT
 LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/staff/"  # baitbench_site.navigation: each role's own landing page
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
