@@ -53,7 +53,7 @@ def draft_fingerprint(release: Release) -> tuple:
     checks = SpotCheck.objects.filter(release=release).aggregate(
         count=Count("pk"), latest=Max("completed_at"))
     return (
-        release.status, release.config_hash,
+        release.created_at, release.status, release.config_hash,
         tuple(generations.values()), tuple(scores.values()), tuple(readers.values()),
         tuple(checks.values()),
         OutOfBandAudit.objects.filter(release=release).count(),
