@@ -166,6 +166,22 @@ def filter_texts(texts: list[dict[str, Any]], params) -> list[dict[str, Any]]:
     return [t for t in texts if all(str(t.get(k)) == v for k, v in wanted.items())]
 
 
+ORDERABLE_TEXT_KEYS = {"id", "model", "scenario", "task", "condition", "variant", "refusal",
+                       "honesty_index", "persuasion", "misleading"}
+
+
+def order_texts(texts: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+    """Texts sorted by one key (`-key`: descending); texts without a value come last either
+    way. An unknown key leaves the snapshot's order."""
+    key = order.removeprefix("-")
+    if key not in ORDERABLE_TEXT_KEYS:
+        return texts
+    present = [t for t in texts if t.get(key) is not None]
+    missing = [t for t in texts if t.get(key) is None]
+    present.sort(key=lambda t: (t[key], t.get("id", 0)), reverse=order.startswith("-"))
+    return present + missing
+
+
 def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any], str]:
     """A text's scores (from the snapshot) and body; 404 for a text this viewer may not see."""
     row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
@@ -240,3 +256,14 @@ def published_scenarios(user) -> list[dict[str, Any]]:
             "confidential": content.get("confidential", []) if staff else None,
         })
     return result
+
+
+def published_leaderboards() -> list[dict[str, Any]]:
+    """Every publication's models and ranked measures, oldest first: only those parts of
+    each snapshot are fetched (leaderboards are public whole; no row is held out)."""
+    rows = Publication.objects.order_by("published_at", "pk").values(
+        "release__code", "published_at", "snapshot__release__title", "snapshot__models",
+        "snapshot__leaderboards")
+    return [{"code": r["release__code"], "title": r["snapshot__release__title"] or "",
+             "published_at": r["published_at"], "models": r["snapshot__models"] or [],
+             "leaderboards": r["snapshot__leaderboards"] or {}} for r in rows]

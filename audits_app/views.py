@@ -23,8 +23,10 @@ CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
 def release_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "audits_app/release_list.html",
-                  {"releases": public.published_releases()})
+    releases = public.published_releases()  # newest first
+    for newer, older in zip(releases, releases[1:], strict=False):
+        newer["previous"] = older["code"]  # "compare with the release before"
+    return render(request, "audits_app/release_list.html", {"releases": releases})
 
 
 def release_detail(request: HttpRequest, code: str) -> HttpResponse:
@@ -135,19 +137,44 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
-    texts = public.filter_texts(snapshot.get("texts", []), request.GET)
+    order = request.GET.get("order", "")
+    texts = public.order_texts(public.filter_texts(snapshot.get("texts", []), request.GET), order)
     page = Paginator(texts, TEXTS_PER_PAGE).get_page(request.GET.get("page"))
     names = public.model_names(snapshot)
     query = request.GET.copy()
     query.pop("page", None)
+    filters_only = query.copy()
+    filters_only.pop("order", None)
     context = {
         "published": published,
         "page": page,
         "rows": _named(page.object_list, names),
         "query": query.urlencode(),
+        "filter_query": filters_only.urlencode(),
+        "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
     }
     return render(request, "audits_app/text_list.html", context)
+
+
+TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),
+                     ("scenario", "Scenario", False), ("task", "Task", False),
+                     ("condition", "Condition", False), ("variant", "Variant", True),
+                     ("refusal", "Refusal", False), ("honesty_index", "Honesty", True),
+                     ("persuasion", "Persuasion", True), ("misleading", "Misleading", True)]
+
+
+def _text_columns(filters, order: str) -> list[dict[str, Any]]:
+    """The text list's headings, each a link that sorts the whole list (every page) by it;
+    following the link of the current order reverses it."""
+    columns = []
+    for key, label, numeric in TEXT_LIST_COLUMNS:
+        sorted_as = {key: "ascending", f"-{key}": "descending"}.get(order)
+        query = filters.copy()
+        query["order"] = f"-{key}" if sorted_as == "ascending" else key
+        columns.append({"key": key, "label": label, "numeric": numeric,
+                        "url": f"?{query.urlencode()}", "sorted": sorted_as})
+    return columns
 
 
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:

@@ -12,7 +12,10 @@ urlpatterns = [
          name="release-leaderboard"),
     path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
     path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
+    path("releases/<str:code>/compare/<str:other>/", views.CompareView.as_view(),
+         name="release-compare"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
+    path("models/<path:model_id>/", views.ModelHistoryView.as_view(), name="model-history"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

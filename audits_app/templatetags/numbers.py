@@ -19,3 +19,18 @@ def fixed(value: object, digits: int = 3) -> str:
         return f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def signed(value: object, digits: int = 0) -> str:
+    """A change with its sign (+2, −1, 0), a dash where there is none."""
+    if value is None or value == "":
+        return "–"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    text = f"{abs(number):.{int(digits)}f}"
+    if float(text) == 0:
+        return text
+    return ("+" if number > 0 else "−") + text

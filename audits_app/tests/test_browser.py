@@ -61,6 +61,7 @@ def test_leaderboard_renders_one_dot_per_model_without_console_errors(
 API_OPERATIONS = {
     "/api/v1/releases/", "/api/v1/releases/{code}/", "/api/v1/releases/{code}/leaderboard/",
     "/api/v1/releases/{code}/texts/", "/api/v1/releases/{code}/texts.csv", "/api/v1/scenarios/",
+    "/api/v1/releases/{code}/compare/{other}/", "/api/v1/models/{model_id}/",
 }
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
