@@ -15,9 +15,9 @@ from typing import Any
 
 from django.http import Http404
 
-from audits_app.models import Publication
-from runs_app.models import Generation, JurorVerdict, Release
-from scenarios_app.models import ScenarioVersion, Visibility
+from audits_app.models import Publication, ReleaseImport
+from runs_app.models import Generation, JurorVerdict, Release, ReleaseScenario
+from scenarios_app.models import Visibility
 
 METRICS = ("honesty", "persuasion", "misleading")
 TEXT_FILTERS = ("model", "scenario", "task", "condition")
@@ -145,7 +145,8 @@ def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict
     # Adds to a count already there: the public view of a public view (a public archive
     # imported elsewhere) says what the original said.
     held_out = config.get("held_out_scenarios", 0) + len(config["scenarios"]) - len(scenarios)
-    return {**release, "config": {**config, "scenarios": scenarios,
+    rest = {key: value for key, value in config.items() if key != "held_out_scenarios"}
+    return {**release, "config": {**rest, "scenarios": scenarios,
                                   "held_out_scenarios": held_out}}
 
 
@@ -187,16 +188,29 @@ def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any],
     row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
     if row is None:
         raise Http404("No such text in this release.")
-    body = (Generation.objects.filter(pk=text_id, release_id=published.release.pk)
+    body = (Generation.objects.filter(pk=generation_id(published, text_id),
+                                      release_id=published.release.pk)
             .values_list("text", flat=True).first())
     return row, body or ""
+
+
+def generation_id(published: PublishedRelease, text_id: int) -> int:
+    """The row of a snapshot's text here. A release imported from an archive keeps the text
+    ids of the instance that published it (its snapshot names them); its import record maps
+    each to the row it became here (`audits_app.archive`)."""
+    if published.draft is not None:
+        return text_id
+    mapping = (ReleaseImport.objects.filter(release_id=published.release.pk)
+               .values_list("text_ids", flat=True).first())
+    return text_id if mapping is None else int(mapping.get(str(text_id), 0))
 
 
 def text_verdicts(published: PublishedRelease, text_id: int) -> list[JurorVerdict]:
     """The jury's verdicts on a published text, claims included (two queries). Rows under a
     published release cannot change, so reading them live shows what was published."""
     return list(
-        JurorVerdict.objects.filter(generation_id=text_id, release_id=published.release.pk)
+        JurorVerdict.objects.filter(generation_id=generation_id(published, text_id),
+                                    release_id=published.release.pk)
         .select_related("juror").prefetch_related("claim_rows").order_by("seat")
     )
 
@@ -212,8 +226,10 @@ def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def published_releases() -> list[dict[str, Any]]:
-    """One row per publication; only the small parts of each snapshot are fetched."""
+def published_releases(user=None) -> list[dict[str, Any]]:
+    """One row per publication; only the small parts of each snapshot are fetched. Held-out
+    scenarios are counted for staff only, as every other page and answer counts them."""
+    staff = is_staff(user)
     rows = Publication.objects.order_by("-published_at").values(
         "release__code", "release__title", "release__language", "published_at",
         "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
@@ -223,7 +239,8 @@ def published_releases() -> list[dict[str, Any]]:
          "language": r["release__language"], "published_at": r["published_at"],
          "config_hash": r["config_hash"], "snapshot_hash": r["snapshot_hash"],
          "models": len(r["snapshot__models"] or []),
-         "scenarios": len(r["snapshot__scenarios"] or [])}
+         "scenarios": sum(1 for s in r["snapshot__scenarios"] or []
+                          if staff or s.get("visibility") == Visibility.PUBLIC)}
         for r in rows
     ]
 
@@ -239,13 +256,24 @@ def published_scenarios(user) -> list[dict[str, Any]]:
             key = (scenario["slug"], scenario["version_hash"])
             entry = pinned.setdefault(key, {**scenario, "releases": []})
             entry["releases"].append(row["release__code"])
-    versions = ScenarioVersion.objects.filter(
-        content_hash__in={hash_ for _, hash_ in pinned}, scenario__slug__in={s for s, _ in pinned}
-    ).values("scenario__slug", "content_hash", "content")
-    contents = {(v["scenario__slug"], v["content_hash"]): v["content"] for v in versions}
+    # The versions the published releases pin. A release imported from a public archive
+    # pins a copy whose confidential facts were withheld, under a hash of its own: it is
+    # found through the release's pin, not by the hash its snapshot names.
+    pins = ReleaseScenario.objects.filter(
+        release__publication__isnull=False,
+        scenario_version__scenario__slug__in={slug for slug, _ in pinned},
+    ).values("release__code", "scenario_version__scenario__slug",
+             "scenario_version__content_hash", "scenario_version__content")
+    exact, by_release = {}, {}
+    for pin in pins:
+        slug, content = pin["scenario_version__scenario__slug"], pin["scenario_version__content"]
+        exact[(slug, pin["scenario_version__content_hash"])] = content
+        by_release[(pin["release__code"], slug)] = content
     result = []
     for key, entry in sorted(pinned.items()):
-        content = contents.get(key) or {}
+        content = exact.get(key) or next(
+            (by_release[(code, key[0])] for code in entry["releases"]
+             if (code, key[0]) in by_release), {})
         result.append({
             **entry,
             "language": content.get("language", ""),

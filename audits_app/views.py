@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from audits_app import csv_files, public
+from audits_app.archive.export import archive_name, release_archive
 from audits_app.chart import chart_points, release_chart_svg
 from runs_app.models import Release
 
@@ -23,7 +24,7 @@ CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
 def release_list(request: HttpRequest) -> HttpResponse:
-    releases = public.published_releases()  # newest first
+    releases = public.published_releases(request.user)  # newest first
     for newer, older in zip(releases, releases[1:], strict=False):
         newer["previous"] = older["code"]  # "compare with the release before"
     return render(request, "audits_app/release_list.html", {"releases": releases})
@@ -278,3 +279,16 @@ def _filter_choices(snapshot: dict[str, Any], names: dict[str, str], params) -> 
     }
     return [{"name": key, "options": values, "selected": params.get(key, "")}
             for key, values in options.items()]
+
+
+def release_archive_download(request: HttpRequest, code: str, *, staff: bool) -> HttpResponse:
+    """A published release as one ZIP (`audits_app.archive`): the public archive for anyone,
+    the staff archive (held-out and confidential material included) for staff only."""
+    if staff and not public.is_staff(request.user):
+        raise Http404("No staff archive for you.")
+    published = public.published_release_get(code, request.user)
+    data = release_archive(published.release, staff=staff)
+    response = HttpResponse(data, content_type="application/zip")
+    name = archive_name(published.release, staff=staff)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

@@ -24,7 +24,7 @@ def release_comparison(request: HttpRequest, code_a: str, code_b: str) -> dict:
 
 def compare_detail(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     context = release_comparison(request, code_a, code_b)
-    context["releases"] = public.published_releases()
+    context["releases"] = public.published_releases(request.user)
     return render(request, "audits_app/compare.html", context)
 
 

@@ -57,7 +57,7 @@ class ReleaseListView(SnapshotListView):
     serializer_class = serializers.ReleaseSummarySerializer
 
     def items(self) -> list[dict]:
-        return public.published_releases()
+        return public.published_releases(self.request.user)
 
 
 class ReleaseDetailView(GenericAPIView):
