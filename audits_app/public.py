@@ -13,9 +13,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
 from django.http import Http404
 
-from audits_app.models import Publication, ReleaseImport
+from audits_app.models import Publication
 from runs_app.models import Generation, JurorVerdict, Release, ReleaseScenario
 from scenarios_app.models import Visibility
 
@@ -188,28 +189,27 @@ def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any],
     row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
     if row is None:
         raise Http404("No such text in this release.")
-    body = (Generation.objects.filter(pk=generation_id(published, text_id),
+    body = (Generation.objects.filter(_this_text("", text_id),
                                       release_id=published.release.pk)
             .values_list("text", flat=True).first())
     return row, body or ""
 
 
-def generation_id(published: PublishedRelease, text_id: int) -> int:
-    """The row of a snapshot's text here. A release imported from an archive keeps the text
-    ids of the instance that published it (its snapshot names them); its import record maps
-    each to the row it became here (`audits_app.archive`)."""
-    if published.draft is not None:
-        return text_id
-    mapping = (ReleaseImport.objects.filter(release_id=published.release.pk)
-               .values_list("text_ids", flat=True).first())
-    return text_id if mapping is None else int(mapping.get(str(text_id), 0))
+def _this_text(generation: str, text_id: int) -> Q:
+    """The rows of a snapshot's text, in the query that reads them (`generation`: the path
+    to the generation). A release imported from an archive keeps the text ids of the
+    instance that published it, as its snapshot names them; `ImportedText` links each to
+    the row it became here (`audits_app.archive`)."""
+    prefix = f"{generation}__" if generation else ""
+    return (Q(**{f"{prefix}pk": text_id, "release__archive_import__isnull": True})
+            | Q(**{f"{prefix}imported_as__snapshot_id": text_id}))
 
 
 def text_verdicts(published: PublishedRelease, text_id: int) -> list[JurorVerdict]:
     """The jury's verdicts on a published text, claims included (two queries). Rows under a
     published release cannot change, so reading them live shows what was published."""
     return list(
-        JurorVerdict.objects.filter(generation_id=generation_id(published, text_id),
+        JurorVerdict.objects.filter(_this_text("generation", text_id),
                                     release_id=published.release.pk)
         .select_related("juror").prefetch_related("claim_rows").order_by("seat")
     )

@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from pydantic import ValidationError
 
 from audits_app.archive import FORMAT, FORMAT_VERSION, tables
-from audits_app.models import Publication, ReleaseImport
+from audits_app.models import ImportedText, Publication, ReleaseImport
 from audits_app.services import snapshot_hash
 from runs_app.models import (
     AgentRun,
@@ -446,8 +446,10 @@ def _write(contents: Contents, user) -> ImportResult:
         gate_override_reason=meta.get("gate_override_reason") or "")
     ReleaseImport.objects.create(
         release=release, kind=contents.manifest["kind"], archive_sha256=contents.archive_sha256,
-        manifest=contents.manifest, text_ids={str(old): new for old, new in text_ids.items()},
-        imported_by=user if getattr(user, "pk", None) else None)
+        manifest=contents.manifest, imported_by=user if getattr(user, "pk", None) else None)
+    ImportedText.objects.bulk_create(
+        ImportedText(release=release, generation_id=new, snapshot_id=old)
+        for old, new in text_ids.items())
     # Last: from here on everything under the release refuses to change.
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
     release.refresh_from_db()

@@ -81,9 +81,17 @@ def staff_user(role: str) -> User:
 
 
 @pytest.fixture
-def ready_release(transactional_db, django_db_serialized_rollback, imported_scenarios):
+def ready_release(transactional_db, imported_scenarios):
     """stats.0 scored and waiting for a publisher (the spot-check gate asks for nothing)."""
+    import importlib
+
+    from django.apps import apps
+
     from audits_app.tests.test_selectors import SCENARIOS, build_world
+
+    # A transactional test empties the tables after it, seeded task briefs and overlays too.
+    importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(
+        apps, None)
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
