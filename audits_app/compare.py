@@ -156,3 +156,13 @@ def model_history(model_id: str, releases: list[dict[str, Any]]) -> dict[str, An
         return None
     return {"id": model_id, "name": name, "family": family, "entries": entries,
             "releases": list(dict.fromkeys(entry["release"] for entry in entries))}
+
+
+def history_tables(history: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model's history as one table per measure (the main measures first)."""
+    by_measure: dict[str, list[dict[str, Any]]] = {}
+    for entry in history["entries"]:
+        by_measure.setdefault(entry["metric"], []).append(entry)
+    order = [m for m in FIRST_MEASURES if m in by_measure] + sorted(
+        set(by_measure) - set(FIRST_MEASURES))
+    return [{"metric": measure, "rows": by_measure[measure]} for measure in order]

@@ -48,14 +48,8 @@ def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
     history = compare.model_history(model_id, public.published_leaderboards())
     if history is None:
         raise Http404("No published release ranks this model.")
-    measures = compare.measures_of(*({"leaderboards": {e["metric"]: {}}}
-                                     for e in history["entries"]))
     return render(request, "audits_app/model_detail.html", {
-        "model": history,
-        "tables": [{"metric": measure,
-                    "rows": [e for e in history["entries"] if e["metric"] == measure]}
-                   for measure in measures],
-    })
+        "model": history, "tables": compare.history_tables(history)})
 
 
 def model_csv(request: HttpRequest, model_id: str) -> HttpResponse:
