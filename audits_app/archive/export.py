@@ -114,7 +114,7 @@ def release_archive(release: Release, *, staff: bool) -> bytes:
 
 
 def _scoring_version(release: Release) -> dict[str, Any] | None:
-    name, digest = split_pin(release.parsed_config().scoring_version)
+    name, digest = split_pin(release.config.get("scoring_version"))
     stored = ScoringVersion.objects.filter(content_hash=digest).first()
     if stored is None:
         return None
