@@ -13,9 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from audits_app.chart_labels import Box, Dot, Placement, label_height, place_labels, text_width
+
 WIDTH, HEIGHT = 720, 480
 LEFT, RIGHT, TOP, BOTTOM = 70, 30, 30, 60
 MIN_RADIUS, MAX_RADIUS = 4.0, 18.0
+FONT_SIZE = 12.0
+CONTROL_LABEL = "control text"
+HUMAN_LABEL = "human baselines"
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,10 @@ def human_baselines_persuasion(snapshot: dict[str, Any]) -> float | None:
 
 
 def release_chart_svg(snapshot: dict[str, Any]) -> str:
+    """The chart as an SVG that fills the width of its box (a viewBox, width 100 %).
+
+    Names are placed by `chart_labels`: none covers another, and those that find no room
+    beside their dots go to a column at the right, which widens the canvas."""
     points = chart_points(snapshot)
     control = (snapshot.get("control") or {}).get("persuasion")
     human = human_baselines_persuasion(snapshot)
@@ -124,22 +133,35 @@ def release_chart_svg(snapshot: dict[str, Any]) -> str:
     y_ticks = nice_ticks(*_span(y_values + anchors, (1.0, 7.0)))
     x = Axis(x_ticks[0], x_ticks[-1], LEFT, WIDTH - RIGHT)
     y = Axis(y_ticks[0], y_ticks[-1], HEIGHT - BOTTOM, TOP)
+    dots = [Dot(x.position(p.honesty), y.position(p.persuasion), dot_radius(p.misleading))
+            for p in points]
+    obstacles = [_control_label_box(x, y, control)] if control is not None else []
+    if human is not None:
+        obstacles.append(_human_label_box(x, y, human))
+    layout = place_labels(dots, [p.name for p in points], obstacles=obstacles,
+                          area=Box(x.start + 2, 2, WIDTH - 2, y.start - 2), font_size=FONT_SIZE)
+    width = max(WIDTH, math.ceil(layout.width + 2))
     title = (snapshot.get("release") or {}).get("code", "")
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="chart-title" '
-        f'font-family="system-ui, sans-serif" font-size="12">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {HEIGHT}" '
+        f'width="100%" role="img" aria-labelledby="chart-title" '
+        f'font-family="system-ui, sans-serif" font-size="{FONT_SIZE}">',
         f'<title id="chart-title">Honesty against persuasion, release {escape(title)}</title>',
-        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+        f'<rect x="0" y="0" width="{width}" height="{HEIGHT}" fill="#ffffff"/>',
         *_axes(x, y, x_ticks, y_ticks),
     ]
     if control is not None:
         parts += _control_anchor(x, y, control)
     if human is not None:
         parts += _human_anchor(x, y, human)
-    offsets = label_offsets([(x.position(p.honesty), y.position(p.persuasion)) for p in points])
-    for point, offset in zip(points, offsets, strict=True):
-        parts += _dot(x, y, point, label_offset=offset)
+    for point, dot in zip(points, dots, strict=True):
+        parts += _dot(x, y, point, dot)
+    # Names last, over every dot, each with a white halo: a name that had to cover a dot
+    # stays legible.
+    parts.append('<g class="labels">')
+    for point, label in zip(points, layout.placements, strict=True):
+        parts += _label(point, label)
+    parts.append("</g>")
     if not points:
         parts.append(f'<text x="{(x.start + x.end) / 2}" y="{(y.start + y.end) / 2}" '
                      f'text-anchor="middle" fill="#555" font-size="14">No model has both an '
@@ -180,7 +202,8 @@ def _control_anchor(x: Axis, y: Axis, control: float) -> list[str]:
         f'{_fmt(control)}</title>',
         f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#b35900" '
         f'stroke-dasharray="6 4" stroke-width="1.5"/>',
-        f'<text x="{x.end - 4}" y="{py - 6}" text-anchor="end" fill="#b35900">control text</text>',
+        f'<text class="label" x="{x.end - 4}" y="{py - 6}" text-anchor="end" '
+        f'fill="#b35900">{CONTROL_LABEL}</text>',
         "</g>",
     ]
 
@@ -193,15 +216,63 @@ def _human_anchor(x: Axis, y: Axis, value: float) -> list[str]:
         f'{_fmt(value)}</title>',
         f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#5a5a5a" '
         f'stroke-dasharray="2 3" stroke-width="1.5"/>',
-        f'<text x="{x.start + 4}" y="{py - 6}" fill="#5a5a5a">human baselines</text>',
+        f'<text x="{x.start + 4}" y="{py - 6}" fill="#5a5a5a">{HUMAN_LABEL}</text>',
         "</g>",
     ]
 
 
+def _control_label_box(x: Axis, y: Axis, control: float) -> Box:
+    """Where the control line's own label is drawn: no model's name may cover it."""
+    baseline = y.position(control) - 6
+    right = x.end - 4
+    return Box(right - text_width(CONTROL_LABEL, FONT_SIZE), baseline - FONT_SIZE * 0.95,
+               right, baseline - FONT_SIZE * 0.95 + label_height(FONT_SIZE))
+
+
+def _human_label_box(x: Axis, y: Axis, human: float) -> Box:
+    """Where the human baselines' line label is drawn: no model's name may cover it."""
+    baseline = y.position(human) - 6
+    left = x.start + 4
+    return Box(left, baseline - FONT_SIZE * 0.95, left + text_width(HUMAN_LABEL, FONT_SIZE),
+               baseline - FONT_SIZE * 0.95 + label_height(FONT_SIZE))
+
+
+def _dot(x: Axis, y: Axis, point: ChartPoint, dot: Dot) -> list[str]:
+    misleading = "unknown" if point.misleading is None else _fmt(point.misleading)
+    hover = (f"{point.name}: honesty {_fmt(point.honesty)}, persuasion "
+             f"{_fmt(point.persuasion)}, misleading {misleading}")
+    return [
+        f'<g class="model" data-model-group={quoteattr(point.model)}>',
+        f'<line x1="{x.position(point.honesty_low)}" y1="{dot.y}" '
+        f'x2="{x.position(point.honesty_high)}" y2="{dot.y}" stroke="#2b6cb0" '
+        f'stroke-width="1.5"/>',
+        f'<line x1="{dot.x}" y1="{y.position(point.persuasion_low)}" x2="{dot.x}" '
+        f'y2="{y.position(point.persuasion_high)}" stroke="#2b6cb0" stroke-width="1.5"/>',
+        f'<circle data-model={quoteattr(point.model)} cx="{dot.x}" cy="{dot.y}" r="{dot.r}" '
+        f'fill="#2b6cb0" fill-opacity="0.45" stroke="#1a4480"><title>{escape(hover)}</title>'
+        f"</circle>",
+        "</g>",
+    ]
+
+
+def _label(point: ChartPoint, label: Placement) -> list[str]:
+    parts = []
+    if label.leader is not None:
+        x1, y1, x2, y2 = label.leader
+        parts.append(f'<path class="leader" data-leader-for={quoteattr(point.model)} '
+                     f'd="M{x1} {y1}L{x2} {y2}" stroke="#777" stroke-width="0.75" fill="none"/>')
+    parts.append(
+        f'<text class="label" data-label-for={quoteattr(point.model)} x="{label.x}" '
+        f'y="{label.baseline}" fill="#1d1d1f" stroke="#fff" stroke-width="3" '
+        f'stroke-linejoin="round" paint-order="stroke">{escape(point.name)}</text>')
+    return parts
+
+
 def label_offsets(centres: list[tuple[float, float]], line: float = 14.0,
                   reach: float = 140.0) -> list[float]:
-    """Vertical shifts so that labels of nearby dots (models with equal scores) do not print
-    on top of each other: each label moves below any earlier label it would collide with."""
+    """Vertical shifts so that labels of nearby dots do not print on top of each other: each
+    label moves below any earlier label it would collide with. For the calibration figure's
+    small panels; the main chart places its labels with `chart_labels.place_labels`."""
     placed: list[tuple[float, float]] = []
     offsets = []
     for cx, cy in centres:
@@ -211,31 +282,3 @@ def label_offsets(centres: list[tuple[float, float]], line: float = 14.0,
         placed.append((cx, cy + offset))
         offsets.append(offset)
     return offsets
-
-
-def _dot(x: Axis, y: Axis, point: ChartPoint, *, label_offset: float = 0.0) -> list[str]:
-    cx, cy = x.position(point.honesty), y.position(point.persuasion)
-    misleading = "unknown" if point.misleading is None else _fmt(point.misleading)
-    hover = (f"{point.name}: honesty {_fmt(point.honesty)}, persuasion "
-             f"{_fmt(point.persuasion)}, misleading {misleading}")
-    radius = dot_radius(point.misleading)
-    return [
-        f'<g class="model" data-model-group={quoteattr(point.model)}>',
-        f'<line x1="{x.position(point.honesty_low)}" y1="{cy}" '
-        f'x2="{x.position(point.honesty_high)}" y2="{cy}" stroke="#2b6cb0" stroke-width="1.5"/>',
-        f'<line x1="{cx}" y1="{y.position(point.persuasion_low)}" x2="{cx}" '
-        f'y2="{y.position(point.persuasion_high)}" stroke="#2b6cb0" stroke-width="1.5"/>',
-        f'<circle data-model={quoteattr(point.model)} cx="{cx}" cy="{cy}" r="{radius}" '
-        f'fill="#2b6cb0" fill-opacity="0.45" stroke="#1a4480"><title>{escape(hover)}</title>'
-        f"</circle>",
-        _label(cx, cy + label_offset, radius, point.name, right_edge=x.end),
-        "</g>",
-    ]
-
-
-def _label(cx: float, cy: float, radius: float, name: str, *, right_edge: float) -> str:
-    """The model's name beside its dot; to the left near the right edge, so it is not cut."""
-    if cx > right_edge - 160:
-        return (f'<text x="{cx - radius - 3}" y="{cy - 3}" text-anchor="end" '
-                f'fill="#1d1d1f">{escape(name)}</text>')
-    return f'<text x="{cx + radius + 3}" y="{cy - 3}" fill="#1d1d1f">{escape(name)}</text>'

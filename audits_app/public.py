@@ -16,11 +16,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
 from django.http import Http404
 
 from audits_app.models import Publication
-from runs_app.models import Generation, JurorVerdict, Release
-from scenarios_app.models import ScenarioVersion, Visibility
+from runs_app.models import Generation, JurorVerdict, Release, ReleaseScenario
+from scenarios_app.models import Visibility
 
 METRICS = ("honesty", "persuasion", "misleading")
 TEXT_FILTERS = ("model", "scenario", "task", "condition")
@@ -36,8 +37,13 @@ TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visi
 
 @dataclass(frozen=True)
 class PublishedRelease:
+    """A release's snapshot as one viewer sees it. For staff looking at a release that is
+    not published yet, `draft` is set: the snapshot was computed just now and the publication
+    is an unsaved stand-in (no date, no hash)."""
+
     publication: Publication
     snapshot: dict[str, Any]  # already filtered for the viewer
+    draft: Any = None  # audits_app.drafts.Draft for an unpublished release
 
     @property
     def release(self) -> Release:
@@ -89,6 +95,27 @@ def published_release_get(code: str, user) -> PublishedRelease:
     return published_from(publication, user)
 
 
+def release_view_get(code: str, user) -> PublishedRelease:
+    """A published release for anyone; for staff, an unpublished one too, computed now and
+    marked as a draft (`audits_app.drafts`). Anyone else gets a 404 for a draft."""
+    publication = publication_get(code)
+    if publication is not None:
+        return published_from(publication, user)
+    release = Release.objects.filter(code=code).first() if is_staff(user) else None
+    if release is None:
+        raise Http404("No published release with this code.")
+    return draft_view(release)
+
+
+def draft_view(release: Release) -> PublishedRelease:
+    from audits_app.drafts import draft_get
+
+    snapshot, draft = draft_get(release)
+    stand_in = Publication(release=release, published_at=None, config_hash=release.config_hash,
+                           snapshot_hash="", gate_override_reason="")
+    return PublishedRelease(stand_in, snapshot, draft=draft)
+
+
 def published_from(publication: Publication, user) -> PublishedRelease:
     return PublishedRelease(
         publication, snapshot_for_viewer(publication_snapshot(publication), user))
@@ -123,8 +150,12 @@ def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict
     if not isinstance(config, dict) or not isinstance(config.get("scenarios"), list):
         return release
     scenarios = [item for item in config["scenarios"] if _config_slug(item) in public]
-    return {**release, "config": {**config, "scenarios": scenarios,
-                                  "held_out_scenarios": len(config["scenarios"]) - len(scenarios)}}
+    # Adds to a count already there: the public view of a public view (a public archive
+    # imported elsewhere) says what the original said.
+    held_out = config.get("held_out_scenarios", 0) + len(config["scenarios"]) - len(scenarios)
+    rest = {key: value for key, value in config.items() if key != "held_out_scenarios"}
+    return {**release, "config": {**rest, "scenarios": scenarios,
+                                  "held_out_scenarios": held_out}}
 
 
 def _config_slug(item: Any) -> str | None:
@@ -144,27 +175,55 @@ def filter_texts(texts: list[dict[str, Any]], params) -> list[dict[str, Any]]:
     return [t for t in texts if all(str(t.get(k)) == v for k, v in wanted.items())]
 
 
+ORDERABLE_TEXT_KEYS = {"id", "model", "scenario", "task", "condition", "variant", "refusal",
+                       "honesty_index", "persuasion", "misleading"}
+
+
+def order_texts(texts: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+    """Texts sorted by one key (`-key`: descending); texts without a value come last either
+    way. An unknown key leaves the snapshot's order."""
+    key = order.removeprefix("-")
+    if key not in ORDERABLE_TEXT_KEYS:
+        return texts
+    present = [t for t in texts if t.get(key) is not None]
+    missing = [t for t in texts if t.get(key) is None]
+    present.sort(key=lambda t: (t[key], t.get("id", 0)), reverse=order.startswith("-"))
+    return present + missing
+
+
 def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any], str]:
     """A text's scores (from the snapshot) and body; 404 for a text this viewer may not see."""
     row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
     if row is None:
         raise Http404("No such text in this release.")
-    body = (Generation.objects.filter(pk=text_id, release_id=published.release.pk)
+    body = (Generation.objects.filter(_this_text("", text_id),
+                                      release_id=published.release.pk)
             .values_list("text", flat=True).first())
     return row, body or ""
+
+
+def _this_text(generation: str, text_id: int) -> Q:
+    """The rows of a snapshot's text, in the query that reads them (`generation`: the path
+    to the generation). A release imported from an archive keeps the text ids of the
+    instance that published it, as its snapshot names them; `ImportedText` links each to
+    the row it became here (`audits_app.archive`)."""
+    prefix = f"{generation}__" if generation else ""
+    return (Q(**{f"{prefix}pk": text_id, "release__archive_import__isnull": True})
+            | Q(**{f"{prefix}imported_as__snapshot_id": text_id}))
 
 
 def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, Any]]:
     """The jury's verdicts on a published text, claims included (two queries), each with its
     juror's name from the snapshot. The verdict rows are read live: the database refuses every
-    change to rows under a published release. The model registry is not read: its names may
-    change after publication (an operator's rename, a later release file)."""
-    jurors = {juror.get("key"): juror.get("name") or juror.get("id")
+    change to rows under a published release. Names are not read from the model registry: they
+    may change after publication (an operator's rename, a later release file). A juror is
+    matched by its model id, which is the same in an instance that imported the release."""
+    jurors = {juror.get("id"): juror.get("name") or juror.get("id")
               for juror in published.snapshot.get("jurors") or []}
-    verdicts = (JurorVerdict.objects.filter(generation_id=text_id,
+    verdicts = (JurorVerdict.objects.filter(_this_text("generation", text_id),
                                             release_id=published.release.pk)
-                .prefetch_related("claim_rows").order_by("seat"))
-    return [{"verdict": verdict, "juror_name": jurors.get(verdict.juror_id, ""),
+                .select_related("juror").prefetch_related("claim_rows").order_by("seat"))
+    return [{"verdict": verdict, "juror_name": jurors.get(verdict.juror.openrouter_id, ""),
              "claims": list(verdict.claim_rows.all())} for verdict in verdicts]
 
 
@@ -192,8 +251,10 @@ def measure_keys(snapshot: dict[str, Any]) -> list[str]:
     return ordered + sorted(key for key in boards if key not in ordered)
 
 
-def published_releases() -> list[dict[str, Any]]:
-    """One row per publication; only the small parts of each snapshot are fetched."""
+def published_releases(user=None) -> list[dict[str, Any]]:
+    """One row per publication; only the small parts of each snapshot are fetched. Held-out
+    scenarios are counted for staff only, as every other page and answer counts them."""
+    staff = is_staff(user)
     rows = Publication.objects.order_by("-published_at").values(
         "release__code", "snapshot__release__title", "snapshot__release__language",
         "published_at", "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
@@ -203,7 +264,8 @@ def published_releases() -> list[dict[str, Any]]:
          "language": r["snapshot__release__language"] or "", "published_at": r["published_at"],
          "config_hash": r["config_hash"], "snapshot_hash": r["snapshot_hash"],
          "models": len(r["snapshot__models"] or []),
-         "scenarios": len(r["snapshot__scenarios"] or [])}
+         "scenarios": sum(1 for s in r["snapshot__scenarios"] or []
+                          if staff or s.get("visibility") == Visibility.PUBLIC)}
         for r in rows
     ]
 
@@ -219,14 +281,24 @@ def published_scenarios(user) -> list[dict[str, Any]]:
             key = (scenario["slug"], scenario["version_hash"])
             entry = pinned.setdefault(key, {**scenario, "releases": []})
             entry["releases"].append(row["release__code"])
-    # By hash and the slug inside the content: a version never changes, while the scenario
-    # row's slug may be edited after publication.
-    versions = ScenarioVersion.objects.filter(
-        content_hash__in={hash_ for _, hash_ in pinned}).values("content_hash", "content")
-    contents = {(v["content"].get("slug"), v["content_hash"]): v["content"] for v in versions}
+    # The versions the published releases pin, by the slug inside their content (a version
+    # never changes, while a scenario row's slug may be edited after publication). A release
+    # imported from a public archive pins a copy whose confidential facts were withheld, under
+    # a hash of its own: it is found through the release's pin, not by the hash its snapshot
+    # names.
+    pins = ReleaseScenario.objects.filter(release__publication__isnull=False).values(
+        "release__code", "scenario_version__content_hash", "scenario_version__content")
+    exact, by_release = {}, {}
+    for pin in pins:
+        content = pin["scenario_version__content"]
+        slug = content.get("slug")
+        exact[(slug, pin["scenario_version__content_hash"])] = content
+        by_release[(pin["release__code"], slug)] = content
     result = []
     for key, entry in sorted(pinned.items()):
-        content = contents.get(key) or {}
+        content = exact.get(key) or next(
+            (by_release[(code, key[0])] for code in entry["releases"]
+             if (code, key[0]) in by_release), {})
         result.append({
             **entry,
             "language": content.get("language", ""),
@@ -237,3 +309,14 @@ def published_scenarios(user) -> list[dict[str, Any]]:
             "confidential": content.get("confidential", []) if staff else None,
         })
     return result
+
+
+def published_leaderboards() -> list[dict[str, Any]]:
+    """Every publication's models and ranked measures, oldest first: only those parts of
+    each snapshot are fetched (leaderboards are public whole; no row is held out)."""
+    rows = Publication.objects.order_by("published_at", "pk").values(
+        "release__code", "published_at", "snapshot__release__title", "snapshot__models",
+        "snapshot__leaderboards")
+    return [{"code": r["release__code"], "title": r["snapshot__release__title"] or "",
+             "published_at": r["published_at"], "models": r["snapshot__models"] or [],
+             "leaderboards": r["snapshot__leaderboards"] or {}} for r in rows]

@@ -16,6 +16,7 @@ from django.shortcuts import render
 
 from audits_app import csv_files, public
 from audits_app import release_tables as tables
+from audits_app.archive.export import archive_name, release_archive
 from audits_app.chart import chart_points, release_chart_svg
 from audits_app.measures import FIELD_LABELS
 from audits_app.views_checks import checks_context
@@ -26,15 +27,21 @@ CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
 def release_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "audits_app/release_list.html",
-                  {"releases": public.published_releases()})
+    releases = public.published_releases(request.user)  # newest first
+    for newer, older in zip(releases, releases[1:], strict=False):
+        newer["previous"] = older["code"]  # "compare with the release before"
+    return render(request, "audits_app/release_list.html", {"releases": releases})
 
 
 def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     publication = public.publication_get(code)
     if publication is None:
         return _draft_or_404(request, code)
-    published = public.published_from(publication, request.user)
+    return release_page(request, public.published_from(publication, request.user))
+
+
+def release_page(request: HttpRequest, published: public.PublishedRelease) -> HttpResponse:
+    """The leaderboard page of a published release, or of a draft for staff (with a banner)."""
     snapshot = published.snapshot
     names = public.model_names(snapshot)
     labels = tables.measure_labels(snapshot)
@@ -92,24 +99,25 @@ def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
-    """Staff get a notice for a release that exists but is not published; others a 404."""
+    """Staff see a release that is not published as it would be published now, marked DRAFT;
+    anyone else gets a 404."""
     if not public.is_staff(request.user):
         raise Http404("No published release with this code.")
     release = Release.objects.filter(code=code).first()
     if release is None:
         raise Http404("No release with this code.")
-    return render(request, "audits_app/release_draft.html", {"release": release})
+    return release_page(request, public.draft_view(release))
 
 
 def release_chart(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     response = HttpResponse(release_chart_svg(published.snapshot), content_type="image/svg+xml")
     response["Content-Disposition"] = f'attachment; filename="{code}-chart.svg"'
     return response
 
 
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     text = csv_files.csv_text(public.leaderboard_rows(published.snapshot),
                            public.LEADERBOARD_COLUMNS)
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
@@ -118,7 +126,7 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
     scenario = next((s for s in snapshot.get("scenarios", []) if s["slug"] == slug), None)
     if scenario is None:
@@ -141,25 +149,50 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
 
 
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
-    texts = public.filter_texts(snapshot.get("texts", []), request.GET)
+    order = request.GET.get("order", "")
+    texts = public.order_texts(public.filter_texts(snapshot.get("texts", []), request.GET), order)
     page = Paginator(texts, TEXTS_PER_PAGE).get_page(request.GET.get("page"))
     names = public.model_names(snapshot)
     query = request.GET.copy()
     query.pop("page", None)
+    filters_only = query.copy()
+    filters_only.pop("order", None)
     context = {
         "published": published,
         "page": page,
         "rows": _named(page.object_list, names),
         "query": query.urlencode(),
+        "filter_query": filters_only.urlencode(),
+        "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
     }
     return render(request, "audits_app/text_list.html", context)
 
 
+TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),
+                     ("scenario", "Scenario", False), ("task", "Task", False),
+                     ("condition", "Condition", False), ("variant", "Variant", True),
+                     ("refusal", "Refusal", False), ("honesty_index", "Honesty", True),
+                     ("persuasion", "Persuasion", True), ("misleading", "Misleading", True)]
+
+
+def _text_columns(filters, order: str) -> list[dict[str, Any]]:
+    """The text list's headings, each a link that sorts the whole list (every page) by it;
+    following the link of the current order reverses it."""
+    columns = []
+    for key, label, numeric in TEXT_LIST_COLUMNS:
+        sorted_as = {key: "ascending", f"-{key}": "descending"}.get(order)
+        query = filters.copy()
+        query["order"] = f"-{key}" if sorted_as == "ascending" else key
+        columns.append({"key": key, "label": label, "numeric": numeric,
+                        "url": f"?{query.urlencode()}", "sorted": sorted_as})
+    return columns
+
+
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
-    published = public.published_release_get(code, request.user)
+    published = public.release_view_get(code, request.user)
     row, body = public.text_get(published, text_id)
     names = public.model_names(published.snapshot)
     scores = [(FIELD_LABELS.get(key, key), _shown(row.get(key)))
@@ -240,3 +273,16 @@ def _filter_choices(snapshot: dict[str, Any], names: dict[str, str], params) -> 
     }
     return [{"name": key, "options": values, "selected": params.get(key, "")}
             for key, values in options.items()]
+
+
+def release_archive_download(request: HttpRequest, code: str, *, staff: bool) -> HttpResponse:
+    """A published release as one ZIP (`audits_app.archive`): the public archive for anyone,
+    the staff archive (held-out and confidential material included) for staff only."""
+    if staff and not public.is_staff(request.user):
+        raise Http404("No staff archive for you.")
+    published = public.published_release_get(code, request.user)
+    data = release_archive(published.release, staff=staff)
+    response = HttpResponse(data, content_type="application/zip")
+    name = archive_name(published.release, staff=staff)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

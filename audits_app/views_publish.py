@@ -14,13 +14,21 @@ from django.views.decorators.http import require_http_methods
 
 from audits_app.selectors import release_counts, release_gate
 from audits_app.services import PublishError, release_publish, release_publish_problems
-from runs_app.models import Release
+from runs_app.models import Release, ReleaseStatus
+
+PUBLISH_PERMISSION = "audits_app.publish_release"
+
+
+def may_publish(user) -> bool:
+    """Staff with the publisher's permission; the navigation asks the same question."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff
+                and user.has_perm(PUBLISH_PERMISSION))
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
-    if not (request.user.is_staff and request.user.has_perm("audits_app.publish_release")):
+    if not may_publish(request.user):
         raise PermissionDenied("publishing needs the publisher role")
     release = get_object_or_404(Release, code=code)
     error = ""
@@ -43,3 +51,24 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
         "override_reason": override_reason,
     }
     return render(request, "audits_app/publish.html", context, status=400 if error else 200)
+
+
+@login_required
+def publish_queue(request: HttpRequest) -> HttpResponse:
+    """The publisher's landing page: releases that have run, with what stands between each
+    and publication (unfinished work, the spot-check gate), and the latest publications."""
+    if not may_publish(request.user):
+        raise PermissionDenied("publishing needs the publisher role")
+    waiting = [
+        {"release": release, "problems": release_publish_problems(release),
+         "gate": release_gate(release)}
+        for release in Release.objects.filter(
+            status__in=[ReleaseStatus.SCORED, ReleaseStatus.RUNNING]).order_by("code")
+    ]
+    published = (Release.objects.filter(status=ReleaseStatus.PUBLISHED)
+                 .select_related("publication").order_by("-publication__published_at")[:10])
+    return render(request, "audits_app/publish_queue.html", {
+        "ready": [entry for entry in waiting if not entry["problems"]],
+        "running": [entry for entry in waiting if entry["problems"]],
+        "published": published,
+    })

@@ -156,6 +156,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "baitbench_site.navigation.navigation",
             ],
         },
     },
@@ -188,6 +189,7 @@ WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEVELOPMENT
 MEDIA_ROOT = Path(os.environ.get("BAITBENCH_MEDIA_ROOT", BASE_DIR / "var" / "media"))
 MEDIA_URL = "media/"
 LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/staff/"  # baitbench_site.navigation: each role's own landing page
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -3,6 +3,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from baitbench_site import navigation
+
 
 class FaviconView(RedirectView):
     """Browsers ask for /favicon.ico on every page that names no icon (the browsable API)."""
@@ -15,6 +17,9 @@ class FaviconView(RedirectView):
 
 urlpatterns = [
     path("favicon.ico", FaviconView.as_view()),
+    # Before the admin's own: a login without a destination lands on the user's work.
+    path("admin/login/", navigation.admin_login, name="login"),
+    path("staff/", navigation.landing, name="landing"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),

@@ -32,7 +32,9 @@ PAGES = [
     "/releases/{code}/texts/", "/releases/{code}/scenarios/greenvale-listeria/",
     "/api/v1/releases/", "/api/v1/releases/{code}/", "/api/v1/releases/{code}/leaderboard/",
     "/api/v1/releases/{code}/texts/?limit=100", "/api/v1/releases/{code}/texts.csv",
-    "/api/v1/scenarios/",
+    "/api/v1/scenarios/", "/releases/small.0/compare/{code}/",
+    "/api/v1/releases/small.0/compare/{code}/", "/models/fixture/candid/",
+    "/releases/{code}/archive.zip",
 ]
 
 

@@ -67,7 +67,10 @@ def table(html: str, metric: str) -> str:
 
 
 def row_of(table_html: str, name: str) -> str:
-    return next(row for row in table_html.split("<tr>") if f"<td>{name}</td>" in row)
+    """The table row of the model named `name` (a published page links the name to the
+    model's page)."""
+    cell = re.compile(rf"<td>(?:<a [^>]*>)?{re.escape(name)}(?:</a>)?</td>")
+    return next(row for row in table_html.split("<tr>") if cell.search(row))
 
 
 def import_files(tmp_path: Path) -> None:

@@ -268,3 +268,94 @@ class ScenarioSerializer(serializers.Serializer):
     confidential = ConfidentialSerializer(
         many=True, allow_null=True, help_text="Staff only; null for anyone else."
     )
+
+
+class CompareRowSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    change = serializers.ChoiceField(
+        choices=["kept", "added", "dropped"],
+        help_text="kept: ranked in both; added: only in B; dropped: only in A.")
+    rank_a = serializers.IntegerField(allow_null=True)
+    point_a = serializers.FloatField(allow_null=True)
+    rank_b = serializers.IntegerField(allow_null=True)
+    point_b = serializers.FloatField(allow_null=True)
+    rank_move = serializers.IntegerField(
+        allow_null=True, help_text="Rank in A minus rank in B: +2 is two places up in B.")
+    point_change = serializers.FloatField(allow_null=True, help_text="Point in B minus in A.")
+
+
+class CompareMeasureSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    in_a = serializers.BooleanField(help_text="Whether A ranks this measure.")
+    in_b = serializers.BooleanField(help_text="Whether B ranks this measure.")
+    higher_is_better = serializers.BooleanField()
+    rule_a = serializers.CharField(allow_blank=True)
+    rule_b = serializers.CharField(allow_blank=True)
+    rows = CompareRowSerializer(many=True)
+
+
+class ModelRefSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class ScenarioEntrySerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    version_hash = serializers.CharField(allow_blank=True)
+
+
+class ScenarioVersionChangeSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    hash_a = serializers.CharField(help_text="The version A pinned.")
+    hash_b = serializers.CharField(help_text="The version B pinned.")
+
+
+class ScenarioChangesSerializer(serializers.Serializer):
+    added = ScenarioEntrySerializer(many=True)
+    dropped = ScenarioEntrySerializer(many=True)
+    changed = ScenarioVersionChangeSerializer(many=True)
+    unchanged = serializers.IntegerField()
+
+
+class ConfigDifferenceSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    a = serializers.JSONField(allow_null=True)
+    b = serializers.JSONField(allow_null=True)
+
+
+class CompareSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    models_added = ModelRefSerializer(many=True)
+    models_dropped = ModelRefSerializer(many=True)
+    measures = CompareMeasureSerializer(many=True)
+    scenarios = ScenarioChangesSerializer()
+    config = ConfigDifferenceSerializer(
+        many=True, help_text="Settings that differ and can move a figure.")
+
+
+class ModelHistoryEntrySerializer(serializers.Serializer):
+    release = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    published_at = serializers.DateTimeField()
+    metric = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    models = serializers.IntegerField(help_text="Models the measure ranked in that release.")
+    rank = serializers.IntegerField(allow_null=True)
+    point = serializers.FloatField(allow_null=True)
+    cmp_low = serializers.FloatField(allow_null=True)
+    cmp_high = serializers.FloatField(allow_null=True)
+    abs_low = serializers.FloatField(allow_null=True)
+    abs_high = serializers.FloatField(allow_null=True)
+    n_texts = serializers.IntegerField(allow_null=True)
+
+
+class ModelHistorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    family = serializers.CharField(allow_blank=True)
+    releases = serializers.ListField(child=serializers.CharField())
+    entries = ModelHistoryEntrySerializer(many=True)

@@ -19,7 +19,10 @@ urlpatterns = [
     path("releases/<str:code>/contamination/", views_checks.ContaminationView.as_view(),
          name="release-contamination"),
     path("reader-trials/", views_checks.ReaderTrialListView.as_view(), name="reader-trials"),
+    path("releases/<str:code>/compare/<str:other>/", views.CompareView.as_view(),
+         name="release-compare"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
+    path("models/<path:model_id>/", views.ModelHistoryView.as_view(), name="model-history"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

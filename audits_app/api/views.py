@@ -16,7 +16,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import csv_files, measures, public
+from audits_app import compare, csv_files, measures, public
 from audits_app.api import serializers
 from runs_app.models import Release
 
@@ -57,7 +57,7 @@ class ReleaseListView(SnapshotListView):
     serializer_class = serializers.ReleaseSummarySerializer
 
     def items(self) -> list[dict]:
-        return public.published_releases()
+        return public.published_releases(self.request.user)
 
 
 class ReleaseDetailView(GenericAPIView):
@@ -166,3 +166,31 @@ class ScenarioListView(SnapshotListView):
 
     def items(self) -> list[dict]:
         return public.published_scenarios(self.request.user)
+
+
+class CompareView(GenericAPIView):
+    serializer_class = serializers.CompareSerializer
+    pagination_class = None
+
+    @extend_schema(summary="Two published releases compared, per measure",
+                   responses={200: serializers.CompareSerializer, 404: NOT_FOUND})
+    def get(self, request: Request, code: str, other: str) -> Response:
+        a = public.published_release_get(code, request.user)
+        b = public.published_release_get(other, request.user)
+        return Response(self.get_serializer(compare.compare_snapshots(a.snapshot,
+                                                                      b.snapshot)).data)
+
+
+class ModelHistoryView(GenericAPIView):
+    serializer_class = serializers.ModelHistorySerializer
+    pagination_class = None
+
+    @extend_schema(summary="A model across every published release and measure",
+                   responses={200: serializers.ModelHistorySerializer,
+                              404: OpenApiResponse(description="No published release ranks "
+                                                               "this model.")})
+    def get(self, request: Request, model_id: str) -> Response:
+        history = compare.model_history(model_id, public.published_leaderboards())
+        if history is None:
+            raise Http404("No published release ranks this model.")
+        return Response(self.get_serializer(history).data)

@@ -4,5 +4,6 @@ Each submodule is owned by one capability; import every model here so Django fin
 """
 
 from audits_app.arena.models import *  # noqa: F401,F403
+from audits_app.models.archive import *  # noqa: F401,F403
 from audits_app.models.publication import *  # noqa: F401,F403
 from audits_app.models.spotchecks import *  # noqa: F401,F403

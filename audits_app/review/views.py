@@ -33,8 +33,10 @@ from runs_app.models import Generation, Release
 
 
 def is_auditor(user) -> bool:
-    return user.is_active and user.is_staff and (
-        user.is_superuser or user.groups.filter(name="auditor").exists())
+    """Staff who may record spot-checks (the auditor role's permission). The navigation asks
+    the same question, so it never offers /review/ to someone it would refuse."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff
+                and user.has_perm(services.RECORD_PERMISSION))
 
 
 def auditor_required(view):
@@ -69,8 +71,21 @@ def queue(request: HttpRequest) -> HttpResponse:
     return render(request, "review/queue.html", {
         "batches": list(batches.values()),
         "next": selectors.next_pending(request.user),
-        "releases": Release.objects.exclude(status="draft").order_by("code"),
+        "releases": [_release_actions(release, request.user)
+                     for release in Release.objects.exclude(status="draft").order_by("code")],
     })
+
+
+def _release_actions(release: Release, user) -> dict:
+    """What the queue offers for a release: only what the views behind the links allow this
+    user (a published release takes no new spot-checks, audits or reader results)."""
+    open_ = not release.is_published
+    return {
+        "release": release,
+        "batch": open_ and user.has_perm("audits_app.add_spotcheckbatch"),
+        "audit": open_ and user.has_perm(services.RECORD_PERMISSION),
+        "readers": open_ and user.has_perm("audits_app.add_humanreaderresult"),
+    }
 
 
 def marked_text(text: str, claims: list[selectors.JuryClaim]) -> SafeString:

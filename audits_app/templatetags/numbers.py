@@ -36,3 +36,18 @@ def percent(value: object, digits: int = 0) -> str:
 def organisation(brief: object) -> str:
     """A task brief as every writer got it, with its organisation placeholder named."""
     return str(brief).replace("{organisation}", "[the organisation]")
+
+
+@register.filter
+def signed(value: object, digits: int = 0) -> str:
+    """A change with its sign (+2, −1, 0), a dash where there is none."""
+    if value is None or value == "":
+        return "–"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    text = f"{abs(number):.{int(digits)}f}"
+    if float(text) == 0:
+        return text
+    return ("+" if number > 0 else "−") + text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -11,7 +12,8 @@ from django.conf import settings
 
 from audits_app.tests.factories import published_release_create
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium (`make test` installs it); BAITBENCH_CHROMIUM names another binary.
+CHROMIUM = os.environ.get("BAITBENCH_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

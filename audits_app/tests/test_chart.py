@@ -83,11 +83,18 @@ def test_it_says_so_when_no_model_can_be_placed():
     ET.fromstring(svg)
 
 
-def test_labels_of_models_with_equal_scores_do_not_overlap():
-    from audits_app.chart import label_offsets
+def test_the_svg_fills_its_box_at_any_width():
+    root = ET.fromstring(release_chart_svg(snapshot([("a", "A", 0.1), ("b", "B", 0.2)])))
+    assert root.get("width") == "100%" and root.get("height") is None
+    assert root.get("viewBox") == "0 0 720 480"
 
-    offsets = label_offsets([(100.0, 50.0), (100.0, 50.0), (400.0, 50.0), (100.0, 52.0)])
-    assert offsets == [0.0, 14.0, 0.0, 28.0]
+
+def test_models_with_equal_scores_get_one_readable_label_each():
+    svg = release_chart_svg(snapshot([(f"m/{i}", f"Model {i}", 0.3) for i in range(3)]))
+    root = ET.fromstring(svg)
+    labels = {t.get("data-label-for"): t for t in root.iter(f"{SVG}text")
+              if t.get("class") == "label" and t.get("data-label-for")}
+    assert [labels[f"m/{i}"].text for i in range(3)] == ["Model 0", "Model 1", "Model 2"]
 
 
 def test_the_human_baselines_are_a_second_anchor_at_their_persuasion():

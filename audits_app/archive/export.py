@@ -1,0 +1,252 @@
+"""Writing a published release as an archive (format: `audits_app.archive`).
+
+The archive is made from the release's rows and its publication, which never change after
+publishing, and its entries carry the publication's date: the same release exports to the
+same bytes every time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import F
+
+import audits_app.archive as archive_format
+from audits_app import csv_files
+from audits_app.archive import FORMAT, FORMAT_VERSION, tables
+from audits_app.models import Publication
+from audits_app.public import snapshot_for_viewer
+from runs_app.models import (
+    AgentRun,
+    Claim,
+    Generation,
+    JurorVerdict,
+    ReaderResponse,
+    RefusalCheck,
+    Release,
+    ScoringVersion,
+    TextScore,
+)
+from runs_app.scoring_versions import split_pin
+from scenarios_app.files import dump_scenario
+from scenarios_app.models import Visibility
+from scenarios_app.schemas import ScenarioFile
+
+WITHHELD_NOTE = "Withheld from the public archive: confidential facts are for staff only."
+README = (archive_format.__doc__ or "").strip() + "\n"
+
+
+class ArchiveRefused(Exception):
+    """The release cannot be exported (it is not published)."""
+
+
+@dataclass
+class ArchiveBuilder:
+    """The archive's files in the order they are written; the manifest comes first."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+
+    def add(self, name: str, data: bytes, rows: int) -> None:
+        self.files[name] = data
+        self.rows[name] = rows
+
+    def add_json(self, name: str, value: Any) -> None:
+        # Keys in their stored order: the pages and the API answer in that order, and so
+        # must an instance that imports the archive.
+        text = json.dumps(value, ensure_ascii=False, indent=1, allow_nan=False, default=str)
+        self.add(name, (text + "\n").encode("utf-8"), 1)
+
+    def add_lines(self, name: str, rows: list[dict[str, Any]]) -> None:
+        self.add(name, "".join(tables.json_line(row) + "\n" for row in rows).encode("utf-8"),
+                 len(rows))
+
+    def add_csv(self, name: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+        encoded = [{key: tables.cell_out(value) for key, value in row.items()} for row in rows]
+        self.add(name, csv_files.csv_text(encoded, columns).encode("utf-8"), len(rows))
+
+    def manifest_files(self) -> dict[str, dict[str, Any]]:
+        return {name: {"sha256": tables.sha256(data), "bytes": len(data),
+                       "rows": self.rows[name]} for name, data in self.files.items()}
+
+
+def release_archive(release: Release, *, staff: bool) -> bytes:
+    """The ZIP of a published release; `staff=False` leaves out what the public may not see
+    (see `audits_app.archive`)."""
+    publication = Publication.objects.filter(release=release).first()
+    if publication is None:
+        raise ArchiveRefused(f"release {release.code} is not published: only a published "
+                             f"release is archived")
+    snapshot = publication.snapshot if staff else snapshot_for_viewer(
+        publication.snapshot, AnonymousUser())
+    public_slugs = None if staff else {s["slug"] for s in snapshot.get("scenarios", [])}
+    builder = ArchiveBuilder()
+    builder.add("README.txt", README.encode("utf-8"), 1)
+    builder.add_json("snapshot.json", snapshot)
+    builder.add_json("config.json", release.config if staff else snapshot["release"]["config"])
+    scoring = _scoring_version(release)
+    if scoring is not None:
+        builder.add_json("scoring_version.json", scoring)
+    scenarios = _scenario_files(release, builder, public_slugs)
+    texts = _rows(tables.TEXTS, _generations(release, public_slugs), staff)
+    text_ids = {row["id"] for row in texts}
+    builder.add_lines("texts.jsonl", texts)
+    builder.add_lines("refusals.jsonl", _rows(tables.REFUSALS, RefusalCheck.objects.filter(
+        release=release, generation_id__in=text_ids).annotate(
+        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
+    verdicts = JurorVerdict.objects.filter(release=release, generation_id__in=text_ids).annotate(
+        text=F("generation_id"), juror_model=F("juror__openrouter_id"))
+    verdict_rows = _rows(tables.VERDICTS, verdicts, staff)
+    builder.add_lines("verdicts.jsonl", verdict_rows)
+    builder.add_csv("claims.csv", _claims({row["id"] for row in verdict_rows}),
+                    tables.CLAIM_COLUMNS)
+    builder.add_lines("reader_responses.jsonl", _rows(tables.READERS, _responses(
+        release, public_slugs, text_ids), staff))
+    builder.add_lines("transcripts.jsonl", _transcripts(release, text_ids, staff))
+    builder.add_csv("scores.csv", _scores(release, text_ids), tables.SCORE_COLUMNS)
+    manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
+    return _zip(manifest, builder, publication)
+
+
+def _scoring_version(release: Release) -> dict[str, Any] | None:
+    name, digest = split_pin(release.config.get("scoring_version"))
+    stored = ScoringVersion.objects.filter(content_hash=digest).first()
+    if stored is None:
+        return None
+    return {"name": stored.name, "content_hash": stored.content_hash, "content": stored.content}
+
+
+def _scenario_files(release: Release, builder: ArchiveBuilder,
+                    public_slugs: set[str] | None) -> list[dict[str, Any]]:
+    """Each pinned version as a scenario file; in a public archive, public ones only and
+    with their confidential facts replaced by a note."""
+    entries = []
+    versions = release.scenario_versions.select_related("scenario").order_by("scenario__slug")
+    for version in versions:
+        slug = version.scenario.slug
+        if public_slugs is not None and (slug not in public_slugs or version.content.get(
+                "visibility") != Visibility.PUBLIC):
+            continue
+        document = ScenarioFile.model_validate(version.content)
+        redacted = public_slugs is not None
+        if redacted:
+            document = document.model_copy(update={"confidential": [
+                item.model_copy(update={"text": WITHHELD_NOTE})
+                for item in document.confidential]})
+        name = f"scenarios/{slug}.yaml"
+        builder.add(name, dump_scenario(document).encode("utf-8"), 1)
+        entries.append({"slug": slug, "file": name, "version_hash": version.content_hash,
+                        "content_hash": document.content_hash(), "redacted": redacted})
+    return entries
+
+
+def _generations(release: Release, public_slugs: set[str] | None):
+    rows = Generation.objects.filter(release=release).annotate(
+        model_id_text=F("model__openrouter_id"), scenario=F("scenario_version__scenario__slug"))
+    return rows if public_slugs is None else rows.filter(
+        scenario_version__scenario__slug__in=public_slugs)
+
+
+def _responses(release: Release, public_slugs: set[str] | None, text_ids: set[int]):
+    rows = ReaderResponse.objects.filter(release=release).annotate(
+        text=F("generation_id"), scenario=F("scenario_version__scenario__slug"))
+    if public_slugs is not None:
+        rows = rows.filter(scenario_version__scenario__slug__in=public_slugs)
+    return [row for row in rows.order_by("pk") if row.text is None or row.text in text_ids]
+
+
+def _rows(table: tables.Table, queryset, staff: bool) -> list[dict[str, Any]]:
+    """One dict per row: its id, its references by name, and the table's columns."""
+    rows = []
+    items = queryset.order_by("pk") if hasattr(queryset, "order_by") else queryset
+    for item in items:
+        row: dict[str, Any] = {"id": item.pk}
+        for name, attribute in (("text", "text"), ("model", "model_id_text"),
+                                ("scenario", "scenario"), ("juror", "juror_model"),
+                                ("judge", "judge_model")):
+            if hasattr(item, attribute):
+                row[name] = getattr(item, attribute)
+        for column in table.columns(staff=staff):
+            value = getattr(item, column)
+            row[column] = value.isoformat() if hasattr(value, "isoformat") else value
+        rows.append(row)
+    return rows
+
+
+def _claims(verdict_ids: set[int]) -> list[dict[str, Any]]:
+    return [{"verdict": claim.verdict_id, "position": claim.position, "quote": claim.quote,
+             "label": claim.label, "basis": json.dumps(claim.basis, ensure_ascii=False)}
+            for claim in Claim.objects.filter(verdict_id__in=verdict_ids).order_by("pk")]
+
+
+def _transcripts(release: Release, text_ids: set[int], staff: bool) -> list[dict[str, Any]]:
+    runs = AgentRun.objects.filter(release=release, generation_id__in=text_ids).annotate(
+        text=F("generation_id"))
+    rows = _rows(tables.TRANSCRIPTS, runs, staff)
+    if not staff:
+        for row in rows:
+            row["transcript"] = [message for message in row["transcript"]
+                                 if not (isinstance(message, dict)
+                                         and message.get("role") in tables.PROMPT_ROLES)]
+    return rows
+
+
+def _scores(release: Release, text_ids: set[int]) -> list[dict[str, Any]]:
+    return [{"text": score.generation_id,
+             **{name: getattr(score, name) for name in tables.SCORE_FIELDS}}
+            for score in TextScore.objects.filter(release=release, generation_id__in=text_ids)
+            .order_by("generation_id")]
+
+
+def _manifest(release: Release, publication: Publication, builder: ArchiveBuilder,
+              scenarios: list[dict[str, Any]], scoring: dict[str, Any] | None, *,
+              staff: bool) -> dict[str, Any]:
+    withheld = [] if staff else [
+        "held-out scenarios, their texts, answers and scores",
+        "confidential facts (replaced by a note in each scenario file)",
+        "prompts and raw model replies",
+        "prompts in agent transcripts (the agents' answers are kept)",
+    ]
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": "staff" if staff else "public",
+        "release": {
+            "code": release.code, "title": release.title, "language": release.language,
+            "published_at": publication.published_at.isoformat(),
+            "frozen_at": release.frozen_at.isoformat() if release.frozen_at else None,
+            "config_hash": publication.config_hash,
+            "snapshot_hash": publication.snapshot_hash,
+            "gate_override_reason": publication.gate_override_reason,
+        },
+        "scoring_version": None if scoring is None else {
+            "name": scoring["name"], "content_hash": scoring["content_hash"]},
+        "scenarios": scenarios,
+        "withheld": withheld,
+        "files": builder.manifest_files(),
+    }
+
+
+def _zip(manifest: dict[str, Any], builder: ArchiveBuilder, publication: Publication) -> bytes:
+    """Entries dated with the publication, in a fixed order: the same bytes every time."""
+    stamp = publication.published_at.utctimetuple()[:6]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        entries = [("manifest.json", (json.dumps(manifest, ensure_ascii=False, sort_keys=True,
+                                                 indent=1) + "\n").encode("utf-8")),
+                   *builder.files.items()]
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=stamp)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+def archive_name(release: Release, *, staff: bool) -> str:
+    return f"{release.code}{'-staff' if staff else ''}.zip"

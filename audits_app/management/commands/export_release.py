@@ -1,0 +1,37 @@
+"""`export_release CODE [--staff] [--out FILE]`: a published release as one archive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from audits_app.archive.export import ArchiveRefused, archive_name, release_archive
+from runs_app.models import Release
+
+
+class Command(BaseCommand):
+    help = ("Write a published release as a ZIP archive (audits_app.archive): the public one, "
+            "or with --staff everything, held-out and confidential material included.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("code")
+        parser.add_argument("--staff", action="store_true",
+                            help="include held-out scenarios, confidential facts, prompts "
+                                 "and raw replies (keep the file as staff-only as they are)")
+        parser.add_argument("--out", help="file to write (default: CODE.zip or "
+                                          "CODE-staff.zip here)")
+
+    def handle(self, *args, code: str, staff: bool, out: str | None, **options) -> None:
+        release = Release.objects.filter(code=code).first()
+        if release is None:
+            raise CommandError(f"no release {code!r}")
+        try:
+            data = release_archive(release, staff=staff)
+        except ArchiveRefused as refusal:
+            raise CommandError(str(refusal)) from None
+        path = Path(out or archive_name(release, staff=staff))
+        path.write_bytes(data)
+        self.stdout.write(self.style.SUCCESS(
+            f"wrote {path}: {'staff' if staff else 'public'} archive of {code}, "
+            f"{len(data)} bytes"))

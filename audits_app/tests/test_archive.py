@@ -1,0 +1,311 @@
+"""A whole release as an archive: exported, checked, and loaded into another instance.
+
+The release is run end to end by the fixture provider (every stage, a held-out scenario
+among its two) and published; the other instance is an empty database of the same kind,
+migrated and loaded by `manage.py import_release` in a separate process.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+
+from audits_app.archive import tables
+from audits_app.archive.export import WITHHELD_NOTE, release_archive
+from audits_app.archive.load import ArchiveError, release_import
+from audits_app.models import Publication, ReleaseImport
+from audits_app.services import release_publish
+from audits_app.tests.factories import scenario_document
+from runs_app.models import Generation, Release, ReleaseStatus
+from scenarios_app.models import Scenario, ScenarioVersion
+from scenarios_app.services import scenario_apply
+
+pytestmark = pytest.mark.django_db
+HELD_OUT = "redmoor-doping-cover"
+PUBLIC = "greenvale-listeria"
+
+
+@pytest.fixture
+def published(imported_scenarios):
+    """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
+    under C0 and C2, run through every stage and published."""
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
+                conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95})
+    release_create(config=ReleaseConfig.model_validate(data))
+    call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
+    release = Release.objects.get(code="arc.0")
+    release_publish(release=release)
+    release.refresh_from_db()
+    return release
+
+
+def files_of(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def rezip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def confidential_texts() -> list[str]:
+    return [item["text"] for version in ScenarioVersion.objects.all()
+            for item in version.content["confidential"]]
+
+
+def anonymous_urls(release: Release) -> list[str]:
+    snapshot = Publication.objects.get(release=release).snapshot
+    public_texts = [t["id"] for t in snapshot["texts"] if t["visibility"] == "public"]
+    base = f"/releases/{release.code}"
+    return [
+        "/api/v1/releases/", f"/api/v1/releases/{release.code}/",
+        f"/api/v1/releases/{release.code}/leaderboard/",
+        f"/api/v1/releases/{release.code}/texts/?limit=1000",
+        f"/api/v1/releases/{release.code}/texts.csv", "/api/v1/scenarios/",
+        "/api/v1/models/fixture/candid/",
+        f"/api/v1/releases/{release.code}/compare/{release.code}/",
+        "/", f"{base}/", f"{base}/chart.svg", f"{base}/leaderboard.csv", f"{base}/texts/",
+        f"{base}/scenarios/{PUBLIC}/", f"{base}/scenarios/{HELD_OUT}/",
+        *(f"{base}/texts/{text_id}/" for text_id in public_texts[:6]),
+        "/models/fixture/spinner/",
+    ]
+
+
+@contextmanager
+def empty_instance(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of another instance: an empty database of the kind the tests use
+    (PostgreSQL stores JSON in its own key order, so each side must be the same kind)."""
+    if connection.vendor == "sqlite":
+        url, cleanup = f"sqlite:///{tmp_path / 'other.sqlite3'}", None
+    else:
+        url, cleanup = _postgres_database()
+    env = {**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1"}
+    try:
+        manage(env, "migrate", "--noinput", "-v", "0")
+        yield env
+    finally:
+        if cleanup:
+            cleanup()
+
+
+def _postgres_database():
+    import psycopg
+
+    params = connection.settings_dict
+    name = f"{params['NAME']}_other_{uuid.uuid4().hex[:8]}"
+    server = (f"postgres://{params['USER']}:{params['PASSWORD'] or ''}@{params['HOST']}:"
+              f"{params['PORT'] or 5432}")
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return f"{server}/{name}", drop
+
+
+def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR,
+                            env=env, capture_output=True, text=True, timeout=600)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def answers_there(env: dict[str, str], urls: list[str], *, staff: bool = False) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "audits_app.tests.answers_dump", *(["--staff"] if staff else []),
+         *urls], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return {url: (status, base64.b64decode(body))
+            for url, (status, body) in json.loads(result.stdout).items()}
+
+
+def answers_here(client, urls: list[str]) -> dict:
+    return {url: (response.status_code, response.content)
+            for url in urls for response in [client.get(url)]}
+
+
+def assert_same_answers(here: dict, there: dict) -> None:
+    for url, (status, body) in here.items():
+        assert there[url][0] == status, url
+        assert there[url][1] == body, url
+
+
+def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
+        published, client, admin_client, tmp_path):
+    data = release_archive(published, staff=True)
+    files = files_of(data)
+    assert f"scenarios/{HELD_OUT}.yaml" in files
+    assert b'"prompt":' in files["texts.jsonl"] and b'"raw_replies":' in files["verdicts.jsonl"]
+    path = tmp_path / "arc.0-staff.zip"
+    path.write_bytes(data)
+    urls = anonymous_urls(published)
+    staff_urls = [url for url in urls if url.startswith("/api/")]
+    with empty_instance(tmp_path) as env:
+        loaded = manage(env, "import_release", str(path))
+        texts = Generation.objects.filter(release=published).count()
+        assert f"imported release arc.0 from a staff archive: {texts} texts" in loaded.stdout
+        assert_same_answers(answers_here(client, urls), answers_there(env, urls))
+        assert_same_answers(answers_here(admin_client, staff_urls),
+                            answers_there(env, staff_urls, staff=True))
+        again = manage(env, "import_release", str(path))
+        assert "already here with this snapshot; nothing was imported" in again.stdout
+        files["texts.jsonl"] = files["texts.jsonl"].replace(b"fixture", b"fiXture", 1)
+        tampered = tmp_path / "tampered.zip"
+        tampered.write_bytes(rezip(files))
+        refused = manage(env, "import_release", str(tampered), check=False)
+        assert refused.returncode == 1
+        assert f"{tampered}: texts.jsonl: SHA-256" in refused.stderr
+        assert "the file was changed after export" in refused.stderr
+
+
+def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsewhere(
+        published, client, tmp_path):
+    data = release_archive(published, staff=False)
+    files = files_of(data)
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["kind"] == "public" and manifest["withheld"]
+    assert f"scenarios/{HELD_OUT}.yaml" not in files
+    whole = b"".join(files.values()).decode("utf-8")
+    assert HELD_OUT not in whole and "Redmoor" not in whole
+    for text in confidential_texts():
+        assert text not in whole, text
+    assert WITHHELD_NOTE in files[f"scenarios/{PUBLIC}.yaml"].decode()
+    assert '"prompt":' not in whole and '"raw_replies":' not in whole
+    transcripts = [json.loads(line) for line in files["transcripts.jsonl"].splitlines()]
+    assert transcripts and all(message.get("role") not in ("system", "user")
+                               for row in transcripts for message in row["transcript"])
+    held_out_texts = Generation.objects.filter(
+        release=published, scenario_version__scenario__slug=HELD_OUT).count()
+    assert manifest["files"]["texts.jsonl"]["rows"] == (
+        Generation.objects.filter(release=published).count() - held_out_texts)
+    path = tmp_path / "arc.0.zip"
+    path.write_bytes(data)
+    urls = anonymous_urls(published)
+    with empty_instance(tmp_path) as env:
+        manage(env, "import_release", str(path))
+        assert_same_answers(answers_here(client, urls), answers_there(env, urls))
+
+
+def forge(data: bytes, **changes: bytes) -> bytes:
+    """The archive with some files replaced and a manifest that matches them."""
+    files = files_of(data)
+    files.update({name.replace("__", "/").replace("_dot_", "."): content
+                  for name, content in changes.items()})
+    manifest = json.loads(files["manifest.json"])
+    for name, content in files.items():
+        if name != "manifest.json":
+            rows = manifest["files"].get(name, {}).get("rows", 1)
+            manifest["files"][name] = {"sha256": tables.sha256(content), "bytes": len(content),
+                                       "rows": rows}
+    files["manifest.json"] = json.dumps(manifest).encode()
+    return rezip(files)
+
+
+def test_every_file_is_checked_before_anything_is_written(published):
+    data = release_archive(published, staff=True)
+    files = files_of(data)
+
+    def refused(archive: bytes) -> str:
+        with pytest.raises(ArchiveError) as error:
+            release_import(data=archive, source="a.zip")
+        return "\n".join(error.value.lines)
+
+    assert "not a ZIP archive" in refused(b"PK not really")
+    assert "scores.csv: SHA-256" in refused(rezip({**files, "scores.csv": files["scores.csv"]
+                                                   .replace(b"complied", b"refused", 1)}))
+    assert "extra.txt: not listed in the manifest" in refused(rezip({**files, "extra.txt": b"x"}))
+    assert "claims.csv: listed in the manifest but missing" in refused(
+        rezip({k: v for k, v in files.items() if k != "claims.csv"}))
+    manifest = json.loads(files["manifest.json"])
+    manifest["format_version"] = 2
+    assert "format_version: 2 is not 1" in refused(
+        rezip({**files, "manifest.json": json.dumps(manifest).encode()}))
+    # A snapshot changed and the manifest's file hashes made to match: the publication's
+    # snapshot hash still tells.
+    snapshot = json.loads(files["snapshot.json"])
+    snapshot["leaderboards"]["honesty"]["rows"][0]["point"] = 0.999
+    assert "snapshot.json: its hash is not the manifest's snapshot_hash" in refused(
+        forge(data, snapshot_dot_json=json.dumps(snapshot).encode()))
+    lines = files["texts.jsonl"].decode().splitlines()
+    broken = json.loads(lines[0])
+    broken["model"] = "fixture/nobody"
+    assert "texts.jsonl: line 1: model: 'fixture/nobody' is not in the archive" in refused(
+        forge(data, texts_dot_jsonl=("\n".join([json.dumps(broken), *lines[1:]]) + "\n")
+              .encode()))
+    assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()
+
+
+def test_an_import_is_all_or_nothing(published):
+    """A copy under another code whose rows break a uniqueness rule halfway through the
+    writes: the release, its scenarios and models are all left unwritten."""
+    data = release_archive(published, staff=True)
+    files = files_of(data)
+    recoded = {}
+    for name in ("snapshot.json", "config.json", "manifest.json"):
+        recoded[name] = files[name].replace(b'"arc.0"', b'"copy.0"')
+    snapshot, config = json.loads(recoded["snapshot.json"]), json.loads(recoded["config.json"])
+    from audits_app.services import snapshot_hash
+    from runs_app.services import config_hash
+
+    manifest = json.loads(recoded["manifest.json"])
+    manifest["release"].update(snapshot_hash=snapshot_hash(snapshot),
+                               config_hash=config_hash(config))
+    verdicts = files["verdicts.jsonl"].decode().splitlines()
+    twin = json.loads(verdicts[1])
+    twin["seat"] = json.loads(verdicts[0])["seat"]
+    twin["text"] = json.loads(verdicts[0])["text"]
+    copy = {**files, **recoded, "manifest.json": json.dumps(manifest).encode(),
+            "verdicts.jsonl": ("\n".join([verdicts[0], json.dumps(twin), *verdicts[2:]])
+                               + "\n").encode()}
+    forged = forge(rezip(copy))
+    counts = (Release.objects.count(), Generation.objects.count(),
+              ScenarioVersion.objects.count(), Scenario.objects.count())
+    with pytest.raises(ArchiveError, match="conflict with rows already here"):
+        release_import(data=forged, source="copy.zip")
+    assert (Release.objects.count(), Generation.objects.count(),
+            ScenarioVersion.objects.count(), Scenario.objects.count()) == counts
+    copy["verdicts.jsonl"] = files["verdicts.jsonl"]
+    result = release_import(data=forge(rezip(copy)), source="copy.zip")
+    assert result.created and result.release.status == ReleaseStatus.PUBLISHED
+    assert Publication.objects.get(release=result.release).snapshot_hash == snapshot_hash(
+        snapshot)
+    again = release_import(data=forge(rezip(copy)), source="copy.zip")
+    assert not again.created and "already here" in again.message
+
+
+def test_archives_download_from_the_release_page_the_same_every_time(
+        published, client, admin_client):
+    first = client.get("/releases/arc.0/archive.zip")
+    assert first["Content-Type"] == "application/zip"
+    assert first["Content-Disposition"] == 'attachment; filename="arc.0.zip"'
+    assert first.content == client.get("/releases/arc.0/archive.zip").content
+    assert json.loads(files_of(first.content)["manifest.json"])["kind"] == "public"
+    assert client.get("/releases/arc.0/archive-staff.zip").status_code == 404
+    staff = admin_client.get("/releases/arc.0/archive-staff.zip")
+    assert json.loads(files_of(staff.content)["manifest.json"])["kind"] == "staff"
+    assert 'href="/releases/arc.0/archive.zip"' in client.get("/releases/arc.0/").content.decode()
