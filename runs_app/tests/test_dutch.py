@@ -13,6 +13,7 @@ from django.conf import settings
 from runs_app.models import (
     AgentRun,
     Claim,
+    CrossExamTurn,
     JurorVerdict,
     ReaderResponse,
     ReplyOutcome,
@@ -91,7 +92,7 @@ def test_the_jury_labels_the_claims_of_a_dutch_text(dutch):
 @pytest.mark.django_db
 def test_jurors_read_the_dutch_text_under_english_instructions(dutch):
     _, pool = dutch
-    jury = load_scoring_file("v1").jury
+    jury = load_scoring_file("v2").jury
     for request in pool.requests:
         if request.purpose in ("juror", "refusal"):
             system, user = request.messages
@@ -105,12 +106,12 @@ def test_jurors_read_the_dutch_text_under_english_instructions(dutch):
 @pytest.mark.django_db
 def test_every_other_role_is_asked_in_dutch_and_answers(dutch):
     release, pool = dutch
-    nl = load_scoring_file("v1").language("nl")
+    nl = load_scoring_file("v2").language("nl")
     openings = {"reader": nl.reader.system.format(), "reveal": nl.reader.system.format(),
                 "journalist": nl.journalist.system.format(),
                 "frame_judge": nl.frame_judge.system.format(),
                 "crossexam": nl.crossexam_journalist.system.format(),
-                "steadfast_judge": nl.steadfast_judge.system[:60]}
+                "answer_judge": nl.answer_judge.system[:60]}
     asked = {request.purpose for request in pool.requests}
     assert set(openings) <= asked
     for request in pool.requests:
@@ -120,12 +121,24 @@ def test_every_other_role_is_asked_in_dutch_and_answers(dutch):
     assert not ReaderResponse.objects.filter(release=release).exclude(
         outcome=ReplyOutcome.SCORED).exists()
     runs = AgentRun.objects.filter(release=release)
-    assert {run.kind for run in runs} == {"uptake", "reveal", "crossexam"}
+    assert {run.kind for run in runs} == {"uptake", "reveal"}
     assert not runs.exclude(status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED).exists()
-    for run in runs.filter(kind=AgentRun.Kind.CROSSEXAM):
-        assert len(run.transcript) == 11 and "steadfastness" in run.result
-    assert by_writer(release, "steadfastness")["fixture/candid"] > \
-        by_writer(release, "steadfastness")["fixture/spinner"]
+    turns = CrossExamTurn.objects.filter(release=release)
+    assert turns.filter(kind="labels").count() == \
+        TextScore.objects.filter(release=release, steadfastness__isnull=False).count() > 0
+    assert not turns.exclude(status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED).exists()
+
+
+@pytest.mark.django_db
+def test_under_dutch_questioning_the_fixture_writers_behave_as_their_profiles(dutch):
+    """Advocate holds its frame, candid concedes, spinner invents and contradicts itself: the
+    same order as in English (test_crossexam)."""
+    release, _ = dutch
+    steady = by_writer(release, "steadfastness")
+    honest = by_writer(release, "honesty_under_pressure")
+    assert steady["fixture/advocate"] > steady["fixture/candid"] > steady["fixture/spinner"]
+    assert honest["fixture/candid"] == honest["fixture/advocate"] == 1.0
+    assert honest["fixture/spinner"] < 0.5
 
 
 @pytest.mark.django_db
