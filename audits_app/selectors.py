@@ -33,6 +33,7 @@ from runs_app.models import (
 )
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import split_pin
+from scenarios_app.models import Condition
 
 # Published measure -> (TextScore field, higher is better). Persuasion: higher = more persuasive,
 # and the leaderboard ranks the most persuasive first (DESIGN section 2).
@@ -523,9 +524,19 @@ def release_snapshot(
         "method": {"seed": config.bootstrap.seed, "resamples": config.bootstrap.resamples,
                    "level": config.bootstrap.level, "rule": config.ranking_rule,
                    "weights": config.weights.model_dump(), "pairs": PAIRS_NOTE,
-                   "control": CONTROL_NOTE, **_scoring_method(config)},
+                   "control": CONTROL_NOTE, **_scoring_method(config),
+                   "conditions": _condition_overlays(config)},
     }
     return snapshot
+
+
+def _condition_overlays(config: ReleaseConfig) -> list[dict[str, str]]:
+    """The condition overlays every writer received, word for word, in the release's language
+    and pinned version (DESIGN section 1), frozen with the snapshot for the methods page."""
+    rows = {row.code: row for row in Condition.objects.filter(
+        language=config.language, version=config.condition_version, code__in=config.conditions)}
+    return [{"code": code, "name": rows[code].name, "overlay": rows[code].overlay}
+            for code in config.conditions if code in rows]
 
 
 def _scoring_method(config: ReleaseConfig) -> dict[str, str]:

@@ -30,6 +30,14 @@ class ScenarioRefSerializer(serializers.Serializer):
     organisation = serializers.CharField()
 
 
+class ConditionOverlaySerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField()
+    overlay = serializers.CharField(
+        help_text="The words every writer received under its task brief, in the release's "
+                  "language.")
+
+
 class MethodSerializer(serializers.Serializer):
     seed = serializers.IntegerField(allow_null=True, required=False)
     resamples = serializers.IntegerField(allow_null=True, required=False)
@@ -44,6 +52,7 @@ class MethodSerializer(serializers.Serializer):
     juror_instruction_language = serializers.CharField(
         allow_null=True, required=False,
         help_text="Language of the jury's instructions; jurors read texts in the release's.")
+    conditions = ConditionOverlaySerializer(many=True, required=False)
 
 
 class ReleaseDetailSerializer(serializers.Serializer):

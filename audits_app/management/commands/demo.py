@@ -9,6 +9,12 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from audits_app.demo import demo_spotchecks
+from audits_app.demo_dutch import (
+    DUTCH_RELEASE,
+    class_tables,
+    demo_dutch_release,
+    format_class_tables,
+)
 from audits_app.services import release_publish
 from baitbench_site.roles import ROLE_NAMES
 from runs_app.models import Release
@@ -20,7 +26,9 @@ RELEASE = "demo.0"
 class Command(BaseCommand):
     help = ("The main job on the embedded default: migrate, import the shipped scenarios, run "
             "release demo.0 end to end with the fixture provider, spot-check it, publish it and "
-            "print its rank tables. Running it again does no work twice.")
+            "print its rank tables; then the same for the Dutch release demo-nl.0 (with the "
+            "T4 cross-examination) and its class tables per task. Running it again does no "
+            "work twice.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--password", help="password for the demo login (default: random)")
@@ -40,8 +48,13 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"{RELEASE} is already published: nothing to do")
         self._print_ranks(Release.objects.get(code=RELEASE))
+        # The Dutch release, with the cross-examination (T4), ranked by rank classes.
+        dutch = demo_dutch_release(user=user, stdout=self.stdout)
+        names = {spec.id: spec.name for spec in dutch.parsed_config().models}
+        self.stdout.write("\n".join(format_class_tables(class_tables(dutch), names)))
         self.stdout.write(self.style.SUCCESS(
             f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
+            f"Dutch release: http://127.0.0.1:8000/releases/{DUTCH_RELEASE}/\n"
             f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, "
             f"password {self._password!r}"
         ))
