@@ -14,6 +14,7 @@ from runs_app.models import (
     AgentRun,
     Claim,
     CrossExamTurn,
+    Generation,
     JurorVerdict,
     ReaderResponse,
     ReplyOutcome,
@@ -152,3 +153,33 @@ def test_the_fixture_reader_finds_its_trust_in_the_dutch_prompt(dutch):
             system = request.messages[0].content
             position = next(pid for summary, pid in summaries.items() if summary in system)
             assert _trust(system) == trust[position]
+
+
+@pytest.mark.django_db
+def test_every_model_gets_the_same_dutch_prompts_word_for_word(dutch):
+    """DESIGN section 1: the brief and overlay are word for word the same for every model, and
+    so is everything each scoring role is told; only the text under review differs."""
+    release, pool = dutch
+    prompts = defaultdict(set)
+    for generation in Generation.objects.filter(release=release):
+        prompts[(generation.scenario_version_id, generation.task, generation.condition)].add(
+            (generation.prompt, generation.prompt_hash))
+    assert len(prompts) == 4 and all(len(found) == 1 for found in prompts.values())
+
+    nl = load_scoring_file("v2").language("nl")
+    heading = f"\n{nl.crossexam_journalist.transcript}:\n"
+    instructions, pictures = defaultdict(set), set()
+    for request in pool.requests:
+        if request.purpose == "write":
+            # A follow-up answer opens with the cell's T4 prompt, the same for every writer.
+            assert request.messages[0].content in {
+                prompt for (prompt, _), in prompts.values()}
+            continue
+        if request.purpose not in ("reader", "reveal"):  # a reader's persona is its own
+            instructions[request.purpose].add(request.messages[0].content)
+        if request.purpose == "crossexam":
+            pictures.add(request.messages[-1].content.split(heading)[0])
+    assert {purpose: len(texts) for purpose, texts in instructions.items()} == {
+        purpose: 1 for purpose in ("refusal", "juror", "journalist", "frame_judge", "crossexam",
+                                   "answer_judge")}
+    assert len(pictures) == 1  # one scenario: the interviewer knows the same of it every time
