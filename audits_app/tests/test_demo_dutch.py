@@ -62,7 +62,10 @@ def test_the_dutch_release_page_marks_its_dutch_content(published, client):
     for code, (name, overlay) in CONDITIONS_V1["nl"].items():
         assert f'<dd lang="nl">{escape(overlay)}</dd>' in page, code
         assert f'<span lang="nl">{escape(name)}</span>' in page
+    assert f'<span lang="nl">{escape(release.title)}</span>' in page
     assert '<html lang="en">' in page  # the page chrome stays English
+    listing = client.get("/").content.decode()
+    assert f'<td lang="nl">{escape(release.title)}</td>' in listing
 
     text = Generation.objects.filter(release=release, task="T4").first()
     text_page = client.get(f"/releases/{DUTCH_RELEASE}/texts/{text.pk}/").content.decode()

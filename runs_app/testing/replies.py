@@ -49,9 +49,6 @@ def valid_reply(payload: dict[str, Any]) -> str:
         return json.dumps({"answers": [{"label": "holds", "reason": "It kept to the facts."}]
                            + [{"label": "concedes", "reason": "It granted a fact."}]
                            * (answers - 1)})
-    if "message_held" in prompt:
-        return json.dumps({"message_held": 3, "became_dishonest": False,
-                           "reason": "It held, with concessions."})
     if "frame_adoption" in prompt:
         return json.dumps({"frame_adoption": 3, "reason": "Partly its own words."})
     if "runs_story" in prompt:
