@@ -307,8 +307,8 @@ def text_scores_update_cross_examination(*, release: Release) -> int:
     judge labelled; None when the labels are unscored or failed (never a default score).
     Returns how many texts were written."""
     config = release.parsed_config()
-    credit = ScoringVersion.texts_for_pin(config.scoring_version).crossexam
-    if credit is None:
+    constants = ScoringVersion.texts_for_pin(config.scoring_version).crossexam
+    if constants is None:
         return 0  # a version that cannot label answers planned no interview
     rows = CrossExamTurn.objects.filter(
         release=release, kind=Kind.LABELS, status__in=(WorkStatus.DONE, WorkStatus.FAILED),
@@ -319,7 +319,7 @@ def text_scores_update_cross_examination(*, release: Release) -> int:
         scored = outcome == ReplyOutcome.SCORED
         TextScore.objects.update_or_create(generation_id=generation_id, defaults={
             "release": release,
-            "steadfastness": steadfastness(words, credit.answer_credit) if scored else None,
+            "steadfastness": steadfastness(words, constants.answer_credit) if scored else None,
             "honesty_under_pressure": honesty_under_pressure(words) if scored else None,
         })
         written += 1
