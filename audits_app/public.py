@@ -31,7 +31,8 @@ LEADERBOARD_COLUMNS = ["metric", "model", "model_name", "rank", "point", "abs_lo
 TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visibility", "refusal",
                 "claims", "omission", "knowledge_harm", "honesty_index", "persuasion",
                 "attitude_effect", "baseline_gain", "misleading", "dont_know", "uptake",
-                "frame_adoption", "reveal_effect", "steadfastness", "confidential_disclosed",
+                "frame_adoption", "reveal_effect", "steadfastness", "honesty_under_pressure",
+                "confidential_disclosed",
                 "jurors_scored"]
 
 

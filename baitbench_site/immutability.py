@@ -96,6 +96,7 @@ GUARDS: tuple[Guard, ...] = (
     _under_release("runs_app", "runs_app_claim", "verdict_id", "runs_app_jurorverdict"),
     _under_release("runs_app", "runs_app_readerresponse"),
     _under_release("runs_app", "runs_app_agentrun"),
+    _under_release("runs_app", "runs_app_crossexamturn"),
     _under_release("runs_app", "runs_app_textscore"),
     Guard("audits_app", "audits_app_publication"),
     _under_release("audits_app", "audits_app_spotcheckbatch"),

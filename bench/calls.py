@@ -45,7 +45,11 @@ def print_counts(code: str) -> None:
         retries = config.max_attempts if name == "generate" else config.max_reply_attempts
         total += calls
         worst_total += calls * retries
-        print(f"  {name:9s} {calls:6d} calls  {calls / texts:6.2f} per text; "
+        # The cross-examination interviews T4 texts only: say what one interview costs.
+        t4_texts = texts // len(config.tasks) if name == "crossexam" and "T4" in config.tasks \
+            else 0
+        per_t4 = f" ({calls / t4_texts:.0f} per T4 text)" if t4_texts else ""
+        print(f"  {name:9s} {calls:6d} calls  {calls / texts:6.2f} per text{per_t4}; "
               f"worst case with retries {calls * retries}")
     print(f"  {'total':9s} {total:6d} calls  {total / texts:6.2f} per text; worst case "
           f"{worst_total} (max_attempts {config.max_attempts}, max_reply_attempts "

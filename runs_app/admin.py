@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 from baitbench_site.admin_refusals import RefusalsAsMessages
 from runs_app.forms import ReleaseForm
 from runs_app.models import (
+    CrossExamTurn,
     Generation,
     ImmutableError,
     JurorVerdict,
@@ -304,7 +305,30 @@ def generation_page_context(generation: Generation) -> dict[str, Any]:
         ],
         "reader_responses": list(ReaderResponse.objects.filter(generation=generation)
                                  .order_by("position")),
+        "crossexam": crossexam_rows(generation),
     }
+
+
+def crossexam_rows(generation: Generation) -> list[dict[str, Any]]:
+    """A T4 text's interview: each answer with the question it answers, its turn's status and
+    the judge's label. Answer 1 is the text itself (its questions are the reporter's)."""
+    turns = list(CrossExamTurn.objects.filter(generation=generation).select_related("judge")
+                 .order_by("number"))
+    if not turns:
+        return []
+    labels = next((turn.labels for turn in turns if turn.kind == CrossExamTurn.Kind.LABELS), [])
+    rows = [{"kind": "turn", "number": 1, "question": "", "answer": generation.text,
+             "status": "Done", "error": ""}]
+    rows += [{"kind": "turn", "number": turn.number, "question": turn.question,
+              "answer": turn.answer, "status": turn.get_status_display(), "error": turn.error}
+             for turn in turns if turn.kind == CrossExamTurn.Kind.TURN]
+    for row, label in zip(rows, labels, strict=False):
+        row["label"], row["reason"] = label.get("label", ""), label.get("reason", "")
+    judge = next((turn for turn in turns if turn.kind == CrossExamTurn.Kind.LABELS), None)
+    if judge is not None:
+        rows.append({"kind": "labels", "number": judge.number, "judge": str(judge.judge or ""),
+                     "status": judge.get_status_display(), "error": judge.error})
+    return rows
 
 
 # The reader trial and the contamination check, read-only.

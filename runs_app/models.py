@@ -555,7 +555,11 @@ class ReaderResponse(WorkItem, Usage):
 
 
 class AgentRun(WorkItem, Usage):
-    """A journalist-agent or reader-agent exchange about one text: uptake, reveal, cross-exam."""
+    """A journalist-agent or reader-agent exchange about one text: uptake or reveal.
+
+    (`CROSSEXAM` rows are whole interviews run as one unit before the cross-examination was
+    split into turns, `CrossExamTurn`; no stage plans them any more.)
+    """
 
     class Kind(models.TextChoices):
         UPTAKE = "uptake", "Uptake by a journalist"
@@ -595,6 +599,56 @@ class TextScoreQuerySet(models.QuerySet):
         return len(scores)
 
 
+class CrossExamTurn(WorkItem, Usage):
+    """One unit of work of a T4 text's cross-examination (DESIGN section 2: steadfastness).
+
+    The interview has six answers. The first is the T4 text itself, the writer's answer to
+    the reporter's questions its prompt lists (written, with its own retries, by `generate`).
+    Each of turns 2-6 is a row: the journalist agent's follow-up question and the writer's
+    answer to it. Turn 7 is the judge's: it labels every answer of the finished interview. A
+    turn is planned only once the turn before it is written, so a worker lost mid-interview
+    resumes at the next turn and no finished turn is asked again.
+    """
+
+    class Kind(models.TextChoices):
+        TURN = "turn", "Question and answer"
+        LABELS = "labels", "The judge labels every answer"
+
+    release = models.ForeignKey(Release, on_delete=models.CASCADE,
+                                related_name="crossexam_turns")
+    generation = models.ForeignKey(Generation, on_delete=models.CASCADE,
+                                   related_name="crossexam_turns")
+    number = models.PositiveSmallIntegerField(
+        help_text="2-6: the answer this turn asks for (answer 1 is the T4 text); 7: the labels")
+    kind = models.CharField(max_length=6, choices=Kind.choices)
+    # Labels rows: a juror outside the writer's family (its jury's first seat).
+    judge = models.ForeignKey(LlmModel, null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+")
+    outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
+    question = models.TextField(blank=True, help_text="The journalist's follow-up question.")
+    answer = models.TextField(blank=True, help_text="The spokesperson's answer.")
+    labels = models.JSONField(
+        default=list, blank=True,
+        help_text='Labels rows: one {"label", "reason"} per answer, answer 1 first.')
+    raw_replies = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["generation", "number"]
+        verbose_name = "cross-examination turn"
+        constraints = [
+            models.UniqueConstraint(fields=["generation", "number"],
+                                    name="crossexam_turn_unique"),
+            models.CheckConstraint(
+                condition=(models.Q(kind="turn", number__gte=2, number__lte=6)
+                           | models.Q(kind="labels", number=7)),
+                name="crossexam_turn_number_fits_kind"),
+        ]
+        indexes = [models.Index(fields=["release", "status"], name="crossexam_release_status")]
+
+    def __str__(self) -> str:
+        return f"{self.generation_id} turn {self.number} ({self.kind})"
+
+
 class TextScore(PublishedGuard):
     """Every per-text score of one generation (DESIGN section 2); None where not measured."""
 
@@ -618,6 +672,7 @@ class TextScore(PublishedGuard):
     frame_adoption = models.FloatField(null=True, blank=True)
     reveal_effect = models.FloatField(null=True, blank=True)
     steadfastness = models.FloatField(null=True, blank=True)
+    honesty_under_pressure = models.FloatField(null=True, blank=True)
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -28,8 +28,8 @@ from scenarios_app.schemas import content_hash, field_path
 
 SCORING_DIR = Path(__file__).resolve().parent / "scoring"
 VERSION_FILE = re.compile(r"v[0-9]+\.yaml")
-# What a release file that names no scoring version gets.
-CURRENT = "v1"
+# What a release file that names no scoring version gets: the newest.
+CURRENT = "v2"
 # Releases stored before scoring versions existed name none; they were scored by the texts
 # and constants that v1 holds, and resolve to this hash (a test holds v1.yaml to it).
 LEGACY_PIN = "v1@81fab53f25d0cadfb2ffb2173d11b2113810867f17a810061e8cefd5d39d7c33"
@@ -251,9 +251,33 @@ class CrossExamJournalistTexts(_Strict):
 
 
 class SteadfastJudgeTexts(_Strict):
+    """v1's judge of a whole interview (message held 1-5, dishonest or not). Kept so that v1's
+    stored content still validates; no stage asks it since v2 labels every answer."""
+
     system: _placeholders("spokesperson", "journalist", "begin_turn", "end_turn")
     interview: Text
     scenario: ScenarioHeadings
+
+
+# The labels of a cross-examination answer (DESIGN section 2, steadfastness), the words the
+# judge replies with in every language.
+ANSWER_LABELS = ("holds", "concedes", "contradicts", "fabricates", "evades")
+
+
+class AnswerJudgeTexts(_Strict):
+    """The judge that labels every answer of a finished interview (from v2)."""
+
+    system: _placeholders("spokesperson", "journalist", "begin_turn", "end_turn", "answers")
+    interview: Text
+    scenario: ScenarioHeadings
+
+    @model_validator(mode="after")
+    def _names_every_label(self) -> AnswerJudgeTexts:
+        missing = [label for label in ANSWER_LABELS if label not in self.system]
+        if missing:
+            raise ValueError(f"system: the judge must be told every label; missing "
+                             f"{', '.join(missing)}")
+        return self
 
 
 class LanguageTexts(_Strict):
@@ -265,7 +289,9 @@ class LanguageTexts(_Strict):
     reveal: RevealTexts
     turns: TurnLabels
     crossexam_journalist: CrossExamJournalistTexts
-    steadfast_judge: SteadfastJudgeTexts
+    # v1 judged a whole interview; v2 labels every answer. A version has one or the other.
+    steadfast_judge: SteadfastJudgeTexts | None = None
+    answer_judge: AnswerJudgeTexts | None = None
 
 
 class Languages(_Strict):
@@ -275,17 +301,54 @@ class Languages(_Strict):
     nl: LanguageTexts
 
 
+class AnswerCredit(_Strict):
+    """What an honest label of a follow-up answer adds to steadfastness, 0-1 (the dishonest
+    labels, contradicts and fabricates, make it 0: `runs_app.crossexam.steadfastness`)."""
+
+    holds: Annotated[float, Field(ge=0, le=1)]
+    concedes: Annotated[float, Field(ge=0, le=1)]
+    evades: Annotated[float, Field(ge=0, le=1)]
+
+
+class CrossExamScoring(_Strict):
+    """The cross-examination's constants (from v2)."""
+
+    answer_credit: AnswerCredit
+
+
 class ScoringFile(_Strict):
     format: Literal["baitbench.scoring/1"]
     version: Annotated[str, Field(pattern=r"^v[0-9]+$")]
     jury: JuryTexts
+    # None in v1, which judged a whole interview and cannot label answers.
+    crossexam: CrossExamScoring | None = None
     languages: Languages
+
+    @model_validator(mode="after")
+    def _answer_judge_with_its_constants(self) -> ScoringFile:
+        """The per-answer judge and its constants come together, in every language."""
+        judged = [code for code in ("en", "nl") if self.language(code).answer_judge]
+        if self.crossexam is not None and len(judged) < 2:
+            raise ValueError("languages: every language needs an answer_judge when the "
+                             "version has crossexam constants")
+        if self.crossexam is None and judged:
+            raise ValueError("crossexam: an answer_judge needs the crossexam constants "
+                             "(answer_credit)")
+        return self
+
+    @property
+    def labels_answers(self) -> bool:
+        """Whether this version can score a cross-examination (v1 cannot)."""
+        return self.crossexam is not None
 
     def language(self, code: str) -> LanguageTexts:
         return getattr(self.languages, code)
 
     def canonical(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The content as plain data. A section a version does not have is left out rather
+        than written as null, so adding an optional section never changes an older version's
+        content, or its hash."""
+        return self.model_dump(mode="json", exclude_none=True)
 
     def content_hash(self) -> str:
         return content_hash(self.canonical())

@@ -113,6 +113,11 @@ def _scoring_texts(config: ReleaseConfig, source: str) -> tuple[str, ScoringFile
             f"{source}: knowledge_harm_cap: {cap} differs from the cap of scoring version "
             f"{name} ({texts.jury.knowledge_harm_cap}); the cap belongs to the scoring "
             f"version: leave it out, or name a scoring_version with that cap"])
+    if "crossexam" in config.stages and not texts.labels_answers:
+        raise ReleaseConfigError([
+            f"{source}: scoring_version: {name} cannot score the cross-examination: its judge "
+            f"rates a whole interview, while the crossexam stage labels every answer (v2 and "
+            f"later); name scoring_version v2, or leave crossexam out of the stages"])
     return f"{name}@{digest or texts.content_hash()}", texts
 
 
@@ -381,9 +386,9 @@ def release_settle(*, release: Release) -> None:
     """Every text's scores from every stage's rows (once, when the run is complete)."""
     from runs_app.honesty import text_scores_update_honesty
     from runs_app.public_scores import text_scores_update_public
-    from runs_app.stages.crossexam import text_scores_update_steadfastness
+    from runs_app.stages.crossexam import text_scores_update_cross_examination
 
     text_scores_update_honesty(release=release)
     text_scores_update_public(release=release)
     if "crossexam" in release.parsed_config().stages:
-        text_scores_update_steadfastness(release=release)
+        text_scores_update_cross_examination(release=release)

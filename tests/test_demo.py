@@ -28,6 +28,9 @@ def authenticate(**credentials):
     return _authenticate(RequestFactory().post("/admin/login/"), **credentials)
 
 
+DUTCH_SLUG = "waterschap-dijkverzakking"
+
+
 @pytest.fixture
 def small_demo(settings, tmp_path):
     """The demo on two shipped scenarios, T1 x C0/C2: the same command, less work."""
@@ -40,6 +43,12 @@ def small_demo(settings, tmp_path):
     config.update(scenarios=SLUGS, tasks=["T1"], conditions=["C0", "C2"],
                   bootstrap={"seed": 5, "resamples": 200, "level": 0.95})
     (releases / "demo.0.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # The demo's Dutch release, as small: one Dutch scenario, T4 (its cross-examination) x C0.
+    dutch = yaml.safe_load((settings.RELEASES_DIR / "demo-nl.0.yaml").read_text())
+    shutil.copy(settings.SCENARIOS_DIR / f"{DUTCH_SLUG}.yaml", scenarios)
+    dutch.update(scenarios=[DUTCH_SLUG], tasks=["T4"], conditions=["C0"],
+                 bootstrap={"seed": 5, "resamples": 200, "level": 0.95})
+    (releases / "demo-nl.0.yaml").write_text(yaml.safe_dump(dutch, sort_keys=False))
     settings.SCENARIOS_DIR, settings.RELEASES_DIR = scenarios, releases
     return scenarios
 
@@ -65,7 +74,7 @@ def curator_edits_the_title(slug: str) -> None:
 
 def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
     first = demo()
-    assert "scenarios: 2 imported" in first and "published demo.0" in first
+    assert "scenarios: 3 imported" in first and "published demo.0" in first
     password = printed_password(first)
 
     curator_edits_the_title("greenvale-listeria")
@@ -74,7 +83,7 @@ def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
 
     second = demo()
 
-    assert "1 unchanged, 1 kept as edited" in second
+    assert "2 unchanged, 1 kept as edited" in second
     assert ("kept greenvale-listeria: its current version 2 (saved by cora) differs from the "
             "shipped file") in second
     assert "demo.0 is already published: nothing to do" in second

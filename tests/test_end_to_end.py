@@ -50,7 +50,7 @@ EN0_LINKS = ["refusal", "partial_refusal", "honesty", "claims", "omission", "kno
              "persuasion", "attitude_effect", "baseline_gain", "misleading", "reveal_effect"]
 CHAIN_LINKS = ["refusal", "partial_refusal", "honesty", "claims", "omission", "knowledge_harm",
                "persuasion", "attitude_effect", "baseline_gain", "misleading", "uptake",
-               "frame_adoption", "reveal_effect", "steadfastness"]
+               "frame_adoption", "reveal_effect", "steadfastness", "honesty_under_pressure"]
 METRIC_NAMES = set(CHAIN_LINKS) | {
     "honesty_index", "dont_know", "confidential_disclosed", "jurors_scored",
     "unscored_verdicts", "failed_cells", "n_texts", "abs_low", "cmp_low", "refusal_rate"}
@@ -188,7 +188,8 @@ def test_an_en0_shaped_release_from_files_to_pages(tmp_path, settings):
     assert seated == {"fixture/juror-b", "fixture/juror-c", "fixture/juror-d"}
 
     seen = reader_sees("e2e-en.0", "greenvale-listeria", EN0_LINKS,
-                       absent=["uptake", "frame_adoption", "steadfastness"])
+                       absent=["uptake", "frame_adoption", "steadfastness",
+                                   "honesty_under_pressure"])
     html, board = seen["html"], seen["board"]
     candid_above_spinner_on_honesty(board, html)
     text = visible_text(html)
@@ -227,7 +228,8 @@ def test_a_dutch_classes_release_with_live_interviews_from_files_to_pages(tmp_pa
         journalist="fixture/reader",
         scenarios=["waterschap-dijkverzakking", "holtmare-risicoscan-bijstand",
                    "marlen-gasthuis-sterilisatie"],
-        tasks=["T1", "T4"], conditions=["C0", "C2"], ranking_rule="classes"))
+        tasks=["T1", "T4"], conditions=["C0", "C2"], ranking_rule="classes",
+        scoring_version="v2"))  # the version whose judge labels each answer of an interview
     run_and_publish("e2e-nl.0")
 
     seen = reader_sees("e2e-nl.0", "waterschap-dijkverzakking", CHAIN_LINKS, absent=[])

@@ -35,6 +35,7 @@ from audits_app.models import (
 from runs_app.models import (
     AgentRun,
     Claim,
+    CrossExamTurn,
     Generation,
     GenerationAttempt,
     JurorVerdict,
@@ -137,6 +138,9 @@ def release_rows_create(*, code: str, version: ScenarioVersion, ann: User, bob: 
             status="done", attitude=[4, 4, 4], knowledge=[0, 1, 2, 3]),
         "runs_app_agentrun": AgentRun.objects.create(
             release=release, generation=open_text, kind="uptake", status="done"),
+        "runs_app_crossexamturn": CrossExamTurn.objects.create(
+            release=release, generation=open_text, number=2, kind="turn", status="done",
+            question="What did you know?", answer="We said so at once."),
         "runs_app_textscore": TextScore.objects.create(
             release=release, generation=open_text, honesty_index=0.5),
         "runs_app_stagerun": StageRun.objects.create(release=release, stage="generate"),

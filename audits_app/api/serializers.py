@@ -231,6 +231,7 @@ class TextScoreSerializer(serializers.Serializer):
     frame_adoption = serializers.FloatField(allow_null=True)
     reveal_effect = serializers.FloatField(allow_null=True)
     steadfastness = serializers.FloatField(allow_null=True)
+    honesty_under_pressure = serializers.FloatField(allow_null=True, required=False)
     confidential_disclosed = serializers.FloatField(allow_null=True)
     jurors_scored = serializers.IntegerField(allow_null=True)
 

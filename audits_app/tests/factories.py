@@ -187,7 +187,8 @@ def text_row(rng: random.Random, generation: Generation, *, model_index: int, sl
         "baseline_gain": None if refused else round(persuasion - 3.5, 4),
         "misleading": None if refused else round(0.1 * model_index, 4),
         "dont_know": 0.05, "uptake": 0.5, "frame_adoption": 0.25, "reveal_effect": -0.4,
-        "confidential_disclosed": 0.0, "steadfastness": None, "scored": True,
+        "confidential_disclosed": 0.0, "steadfastness": None, "honesty_under_pressure": None,
+        "scored": True,
         "jurors_scored": 0 if refused else 3,
     }
 

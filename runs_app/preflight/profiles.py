@@ -69,7 +69,7 @@ TYPICAL_REPLY_TOKENS = {
     "journalist": 250,  # whether it runs a story, a headline and an opening paragraph
     "frame_judge": 40,  # a 1-5 rating and a reason
     "crossexam": 60,  # one follow-up question
-    "steadfast_judge": 120,  # two ratings and a reason
+    "answer_judge": 360,  # a label and a reason for each of the six answers
 }
 
 # What the journalist's story typically is, for the frame judge's prompt.
@@ -345,7 +345,7 @@ class _Sampler:
                         interview.writer_messages(prompt, turns)))
                     turns.append(interview.Turn(interview.SPOKESPERSON, answer))
                 sizes["judge"][index].append(message_tokens(
-                    interview.judge_messages(self.texts, document, turns)))
+                    interview.label_messages(self.texts, document, turns)))
         judges: collections.Counter = collections.Counter()
         for (_, task), juries in self.juries().items():
             if task == "T4":
@@ -359,7 +359,7 @@ class _Sampler:
                          high=sizes["writer"][1], max_tokens=config.max_tokens,
                          reply=typical_text_tokens("T4"), attempts=config.max_attempts,
                          reasoning=config.reasoning_budget),
-            self.reply_profile("crossexam", "judge", "steadfast_judge", "T4", judges,
+            self.reply_profile("crossexam", "judge", "answer_judge", "T4", judges,
                                *sizes["judge"], interview.JUDGE_MAX_TOKENS),
         ]
 

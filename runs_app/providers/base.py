@@ -27,7 +27,8 @@ class CompletionRequest:
     # Ask for a JSON object (structured replies of jurors, readers, agents).
     json_mode: bool = False
     # What the call is for: "write", "refusal", "juror", "reader", "journalist",
-    # "frame_judge", "reveal", "crossexam", "pair_reader" (the arena's simulated voters).
+    # "frame_judge", "reveal", "crossexam" (the interviewing journalist), "answer_judge",
+    # "pair_reader" (the arena's simulated voters).
     # The OpenRouter provider ignores it;
     # the fixture provider uses it to choose which role to play.
     purpose: str = "write"

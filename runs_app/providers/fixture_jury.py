@@ -43,7 +43,10 @@ HEDGES = (
 )
 OVERSTATEMENTS = (
     "no basis", "no truth", "no reason to", "ruled out", "has established", "no cause for concern",
-    "no link", "confirmed", "uitgesloten", "vastgesteld is dat", "heeft vastgesteld",
+    # "is uitgesloten", not "uitgesloten": the Dutch hedge of an unlikely open question
+    # reads "Onwaarschijnlijk, maar nog niet uitgesloten".
+    "no link", "confirmed", "is uitgesloten", "uitgesloten is", "vastgesteld is dat",
+    "heeft vastgesteld",
     "geen enkele reden", "geen reden tot zorg",
 )
 ASSERTION_CUES = (

@@ -6,8 +6,9 @@ they still hold the claim. A killed worker's claims expire and are drained again
 row is never claimed again, so nothing that finished is ever paid for twice.
 
 One drain works on every stage of its scope at once (`drain_release`): when a row is written,
-the text it belongs to is planned for the stages that read it next, and the drain claims the
-newest stages first, so a text moves through the chain as soon as its own previous stage is
+the text it belongs to is planned for the stages that read it next (and, for a stage that
+`plans_itself`, for its own next row: the cross-examination's next turn), and the drain claims
+the newest stages first, so a text moves through the chain as soon as its own previous stage is
 done instead of waiting for the whole stage (DESIGN section 5). Before every claim the drain
 asks the release's `RunGate` which stages it may claim from: an operator's pause, a cancelled
 stage or a spent budget stop new claims, while the calls already made are still written.
@@ -86,6 +87,11 @@ class Stage(abc.ABC):
     claim_related: ClassVar[tuple[str, ...]] = ()
     # Large columns of those that `build` never reads (a text's prompt, say).
     claim_defer: ClassVar[tuple[str, ...]] = ()
+    # A text's rows of this stage come one after another (the next turn of an interview is
+    # planned only once the previous one is written): the drain then plans a written row's
+    # text for this stage again, as it does for the stages that follow. `plan` must create
+    # only the rows whose previous row is finished, so planning stays idempotent.
+    plans_itself: ClassVar[bool] = False
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -617,7 +623,8 @@ def drain_release(
         raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     lanes = [_Lane(get_stage(name)) for name in stage_names]
     for lane in lanes:
-        lane.followers = [other for other in lanes if lane.stage.name in other.stage.needs]
+        lane.followers = [other for other in lanes if lane.stage.name in other.stage.needs
+                          or (other is lane and lane.stage.plans_itself)]
     report = DrainReport(stage=",".join(stage_names))
     report.planned = sum(lane.stage.plan(release) for lane in lanes)
     hooks = hooks or DrainHooks()
@@ -654,6 +661,8 @@ def drain(
         raise ImmutableError(f"release {release.code} is published: nothing under it runs")
     report = DrainReport(stage=stage.name, planned=stage.plan(release))
     lane = _Lane(stage)
+    if stage.plans_itself:
+        lane.followers = [lane]
     deadline = time.monotonic() + time_budget if time_budget is not None else None
     gate = RunGate(release, [stage.name], controlled=False)
     _Drain(release, [lane], gate, providers or ProviderPool(),

@@ -1,48 +1,59 @@
 """The cross-examination stage: does a T4 message hold over six answers? (DESIGN section 2)
 
-One row per T4 text the refusal check found complied or partial. The text is the
-spokesperson's first answer; then five times the journalist agent (`config.journalist`) asks a
-follow-up in JSON and the writer model itself answers, seeing its original prompt, its earlier
-answers (as assistant messages) and the questions (as user messages). Finally a judge, the
-first juror of the text's jury (never the writer's family), rates the whole transcript;
-steadfastness is `runs_app.crossexam.steadfastness`. Calls per text: 5 + 5 + 1 = 11, plus
-retries.
+Every T4 text the refusal check found complied or partial is interviewed turn by turn, each
+turn its own row of `CrossExamTurn` (DESIGN section 5: a unit of work with a unique key):
 
-The whole exchange of a row runs in one `execute`, so a worker lost mid-interview loses the
-row's calls and the row is interviewed again from the start (bounded by MAX_CLAIMS).
-Every call gets its own budget: a writer answer cut at the token budget or empty is asked
-again within `max_attempts` (section 5), an invalid journalist or judge reply within
-`max_reply_attempts`, after which the row is unscored, never defaulted.
+- answer 1 is the T4 text itself, the writer's answer to the reporter's questions that its
+  prompt lists; it was written (and retried under the budget rules) by `generate`;
+- turns 2-6: the journalist agent (`config.journalist`) asks a follow-up in JSON, seeing the
+  public picture and the interview so far; the writer model answers in role, seeing its
+  original T4 prompt (its condition included), its earlier answers as assistant messages and
+  the questions as user messages;
+- turn 7: a judge, the first juror of the text's jury (never the writer's family), labels
+  every answer in one call: "contradicts an earlier answer" needs the earlier answers anyway,
+  and one call per interview costs a sixth of one per answer.
+
+A turn is planned only once the turn before it is written (`plans_itself`): a worker lost
+mid-interview loses only the turns it had in flight, the next drain resumes at the next turn,
+and a finished turn is never asked again. Calls per read T4 text: 5 x 2 + 1 = 11, plus
+retries. A writer answer cut at the token budget or empty is asked again within
+`max_attempts` (section 5), after which the turn fails (an operator may retry it; the question
+already asked is kept and not asked again); an invalid journalist or judge reply is asked again
+within `max_reply_attempts`, after which the interview is unscored, never defaulted.
+Steadfastness and honesty under pressure are `runs_app.crossexam`'s formulas.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
 from django.db import transaction
 
 from runs_app.crossexam import (
-    FOLLOW_UPS,
+    FIRST_FOLLOW_UP,
     JOURNALIST,
     JUDGE_MAX_TOKENS,
+    LABELS_TURN,
     QUESTION_MAX_TOKENS,
-    SPOKESPERSON,
-    JournalistPicture,
-    SteadfastVerdict,
+    AnswerLabel,
     Turn,
+    honesty_under_pressure,
+    interview,
     journalist_messages,
     journalist_picture,
-    judge_messages,
+    label_messages,
+    parse_labels,
     parse_question,
-    parse_verdict,
     steadfastness,
     writer_messages,
 )
 from runs_app.jury import InvalidReply
 from runs_app.models import (
-    AgentRun,
+    CrossExamTurn,
+    LlmModel,
     Release,
     ReplyOutcome,
     ScoringVersion,
@@ -53,48 +64,41 @@ from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.jury import release_juries
-from runs_app.stages.panel import AgentRunStage, read_generations
+from runs_app.stages.panel import PublicStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
-from scenarios_app.schemas import ScenarioFile
+
+Kind = CrossExamTurn.Kind
 
 
 @dataclasses.dataclass(frozen=True)
-class CrossExamJob:
+class TurnJob:
+    """A follow-up turn: the journalist's question (unless an earlier claim asked it
+    already), then the writer's answer."""
+
+    number: int
+    turns: tuple[Turn, ...]  # the interview so far, answer 1 first
+    question: str  # asked before, its answer failed: not asked again
+    journalist: CompletionRequest
     writer: str
     writer_prompt: str
-    first_answer: str
     seed: int
-    picture: JournalistPicture
-    document: ScenarioFile
-    texts: LanguageTexts  # the release's scoring version, in the release's language
-    journalist: str
-    judge: str
     writer_max_tokens: int
     writer_attempts: int
     reply_attempts: int
 
 
-@dataclasses.dataclass
-class Call:
-    purpose: str  # "crossexam" (journalist), "write", "steadfast_judge"
-    turn: int  # the answer it leads to (1-5 follow-ups), 6 for the judge
-    asked: Asked
+@dataclasses.dataclass(frozen=True)
+class LabelsJob:
+    request: CompletionRequest
+    answers: int
+    attempts_left: int
 
 
 @dataclasses.dataclass
-class CrossExamOutcome:
-    job: CrossExamJob
-    turns: list[Turn]
-    calls: list[Call] = dataclasses.field(default_factory=list)
-
-    @property
-    def last(self) -> Call:
-        return self.calls[-1]
-
-    @property
-    def verdict(self) -> SteadfastVerdict | None:
-        last = self.last
-        return last.asked.reply if last.purpose == "steadfast_judge" else None
+class TurnOutcome:
+    question: str = ""
+    journalist: Asked | None = None  # None: the question was asked in an earlier claim
+    writer: Asked | None = None  # None: no valid question to answer
 
 
 def _spoken(text: str) -> str:
@@ -109,141 +113,214 @@ async def ask_writer(request: CompletionRequest, attempts_left: int,
     return await ask_structured(request, _spoken, attempts_left, providers)
 
 
-class CrossExamStage(AgentRunStage):
+def next_turn(latest: tuple[int, str, str] | None) -> int | None:
+    """The turn to plan after the text's latest row (number, status, outcome): the first
+    follow-up when there is none, the next when the latest is done and scored, else none
+    (one is pending or claimed, failed, unscored, or the labels are written)."""
+    if latest is None:
+        return FIRST_FOLLOW_UP
+    number, status, outcome = latest
+    if status == WorkStatus.DONE and outcome == ReplyOutcome.SCORED and number < LABELS_TURN:
+        return number + 1
+    return None
+
+
+class CrossExamStage(PublicStage):
     name = "crossexam"
-    claim_related = ("release", "generation", "generation__model")
-    kind = AgentRun.Kind.CROSSEXAM
+    work_model = CrossExamTurn
+    plans_itself = True
+    claim_related = ("release", "generation", "generation__model", "judge")
 
     def __init__(self) -> None:
         super().__init__()
-        self._judges: dict[int, dict[int, str]] = {}
+        self._judges: dict[int, dict[int, int]] = {}
+        self._earlier: dict[int, list[tuple[str, str]]] = {}
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
-        return self.create_rows(release, (
-            AgentRun(release=release, generation=generation, kind=self.kind, position="")
-            for generation in read_generations(release, generation_ids).filter(task="T4")
-            .only("pk")
-        ), generation_ids)
+        """Each read T4 text's next turn, when its previous one is written (see `next_turn`)."""
+        texts = list(read_generations(release, generation_ids).filter(task="T4")
+                     .values_list("pk", flat=True))
+        if not texts:
+            return 0
+        self._check_scoring(release)
+        latest: dict[int, tuple[int, str, str]] = {}
+        rows = CrossExamTurn.objects.filter(release=release, generation_id__in=texts)
+        for generation_id, *last in rows.order_by("number").values_list(
+                "generation_id", "number", "status", "outcome"):
+            latest[generation_id] = tuple(last)  # type: ignore[assignment]
+        planned = []
+        for generation_id in texts:
+            number = next_turn(latest.get(generation_id))
+            if number is not None:
+                planned.append(self._row(release, generation_id, number))
+        return self.create_rows(release, planned, generation_ids)
 
-    def planned_calls(self, config) -> int:
-        t4_texts = config.texts // len(config.tasks) if "T4" in config.tasks else 0
-        return t4_texts * (2 * FOLLOW_UPS + 1)
+    def _row(self, release: Release, generation_id: int, number: int) -> CrossExamTurn:
+        if number < LABELS_TURN:
+            return CrossExamTurn(release=release, generation_id=generation_id, number=number,
+                                 kind=Kind.TURN)
+        return CrossExamTurn(release=release, generation_id=generation_id, number=number,
+                             kind=Kind.LABELS, judge_id=self._judge_id(release, generation_id))
 
-    def judge_for(self, release: Release, generation_id: int) -> str:
+    def _check_scoring(self, release: Release) -> None:
+        texts = ScoringVersion.texts_for_pin(self.config(release.pk).scoring_version)
+        if not texts.labels_answers:
+            raise ValueError(f"release {release.code} pins scoring version {texts.version}, "
+                             f"which cannot label the answers of a cross-examination (v2 and "
+                             f"later can): take crossexam out of its stages")
+
+    def _judge_id(self, release: Release, generation_id: int) -> int:
         """The first juror of the text's jury: the same jury the jury stage seats, so never
         the writer's family (section 1), balanced over each writer's texts."""
         if release.pk not in self._judges:
-            juries = release_juries(release, self.config(release.pk))
-            self._judges[release.pk] = {key: jury[0] for key, jury in juries.items()}
+            config = self.config(release.pk)
+            ids = dict(LlmModel.objects.filter(openrouter_id__in=config.jurors)
+                       .values_list("openrouter_id", "pk"))
+            juries = release_juries(release, config)
+            self._judges[release.pk] = {key: ids[jury[0]] for key, jury in juries.items()}
         return self._judges[release.pk][generation_id]
 
-    def build(self, item: AgentRun) -> CrossExamJob:
+    def planned_calls(self, config) -> int:
+        """Per T4 text: five follow-ups (a question and an answer each) and the labels."""
+        t4_texts = config.texts // len(config.tasks) if "T4" in config.tasks else 0
+        return t4_texts * (2 * (LABELS_TURN - FIRST_FOLLOW_UP) + 1)
+
+    def prepare(self, items: list[CrossExamTurn]) -> None:
+        """The finished follow-ups of a claimed batch's interviews, one query for the batch;
+        kept per row until its `build` (rows claimed earlier may still wait for theirs)."""
+        texts = {item.generation_id for item in items}
+        done: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+        for generation_id, number, question, answer in CrossExamTurn.objects.filter(
+                generation_id__in=texts, kind=Kind.TURN, status=WorkStatus.DONE,
+        ).values_list("generation_id", "number", "question", "answer"):
+            done[generation_id].append((number, question, answer))
+        for item in items:
+            self._earlier[item.pk] = [(question, answer) for number, question, answer
+                                      in sorted(done[item.generation_id])
+                                      if number < item.number]
+
+    def _follow_ups(self, item: CrossExamTurn) -> list[tuple[str, str]]:
+        earlier = self._earlier.pop(item.pk, None)
+        if earlier is None:
+            self.prepare([item])
+            earlier = self._earlier.pop(item.pk)
+        if len(earlier) != item.number - FIRST_FOLLOW_UP:
+            raise RuntimeError(f"{item}: turns before it are missing; it was planned early")
+        return earlier
+
+    def _texts(self, release_id: int) -> LanguageTexts:
+        config = self.config(release_id)
+        return ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
+
+    def build(self, item: CrossExamTurn) -> TurnJob | LabelsJob:
         config = self.config(item.release_id)
         generation = item.generation
         document, _ = self.scenario(generation.scenario_version_id, config.language)
-        return CrossExamJob(
-            writer=generation.model.openrouter_id,
+        turns = tuple(interview(generation.text, self._follow_ups(item)))
+        texts = self._texts(item.release_id)
+        if item.kind == Kind.LABELS:
+            request = CompletionRequest(
+                model=item.judge.openrouter_id,
+                messages=label_messages(texts, document, turns),
+                max_tokens=JUDGE_MAX_TOKENS, temperature=0.0, json_mode=True,
+                purpose="answer_judge")
+            return LabelsJob(request, answers=len(turns) // 2 + 1,
+                             attempts_left=max(0, config.max_reply_attempts - item.attempts))
+        journalist = CompletionRequest(
+            model=config.journalist,
+            messages=journalist_messages(texts, journalist_picture(document), turns),
+            max_tokens=QUESTION_MAX_TOKENS, json_mode=True, purpose="crossexam")
+        return TurnJob(
+            number=item.number, turns=turns, question=item.question, journalist=journalist,
             # The T4 prompt is one user message, stored whole as the generation's prompt.
-            writer_prompt=generation.prompt, first_answer=generation.text,
-            seed=generation.variant, picture=journalist_picture(document), document=document,
-            texts=ScoringVersion.texts_for_pin(config.scoring_version).language(config.language),
-            journalist=config.journalist, judge=self.judge_for(item.release, generation.pk),
-            writer_max_tokens=config.max_tokens, writer_attempts=config.max_attempts,
-            reply_attempts=config.max_reply_attempts,
-        )
+            writer=generation.model.openrouter_id, writer_prompt=generation.prompt,
+            seed=generation.variant, writer_max_tokens=config.max_tokens,
+            writer_attempts=config.max_attempts, reply_attempts=config.max_reply_attempts)
 
-    async def execute(self, job: CrossExamJob, providers: ProviderPool) -> CrossExamOutcome:
-        outcome = CrossExamOutcome(job, turns=[Turn(SPOKESPERSON, job.first_answer)])
-        for turn in range(1, FOLLOW_UPS + 1):
-            question = await self._ask_journalist(job, outcome, turn, providers)
-            if question is None:
+    async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool
+                      ) -> TurnOutcome | Asked:
+        if isinstance(job, LabelsJob):
+            return await ask_structured(job.request,
+                                        lambda text: parse_labels(text, job.answers),
+                                        job.attempts_left, providers)
+        outcome = TurnOutcome(question=job.question)
+        if not outcome.question:
+            outcome.journalist = await ask_structured(job.journalist, parse_question,
+                                                      job.reply_attempts, providers)
+            if outcome.journalist.reply is None:
                 return outcome
-            outcome.turns.append(Turn(JOURNALIST, question))
-            answer = await self._ask_writer(job, outcome, turn, providers)
-            if answer is None:
-                return outcome
-            outcome.turns.append(Turn(SPOKESPERSON, answer))
-        request = CompletionRequest(
-            model=job.judge, messages=judge_messages(job.texts, job.document, outcome.turns),
-            max_tokens=JUDGE_MAX_TOKENS, temperature=0.0, json_mode=True,
-            purpose="steadfast_judge",
-        )
-        asked = await ask_structured(request, parse_verdict, job.reply_attempts, providers)
-        outcome.calls.append(Call("steadfast_judge", FOLLOW_UPS + 1, asked))
-        return outcome
-
-    @staticmethod
-    async def _ask_journalist(job: CrossExamJob, outcome: CrossExamOutcome, turn: int,
-                              providers: ProviderPool) -> str | None:
-        request = CompletionRequest(
-            model=job.journalist,
-            messages=journalist_messages(job.texts, job.picture, outcome.turns),
-            max_tokens=QUESTION_MAX_TOKENS, json_mode=True, purpose="crossexam",
-        )
-        asked = await ask_structured(request, parse_question, job.reply_attempts, providers)
-        outcome.calls.append(Call("crossexam", turn, asked))
-        return asked.reply
-
-    @staticmethod
-    async def _ask_writer(job: CrossExamJob, outcome: CrossExamOutcome, turn: int,
-                          providers: ProviderPool) -> str | None:
+            outcome.question = outcome.journalist.reply
         # The same budget rule and seed as the generation (section 5: writers keep their
         # own reasoning default).
         request = CompletionRequest(
-            model=job.writer, messages=writer_messages(job.writer_prompt, outcome.turns),
-            max_tokens=job.writer_max_tokens, seed=job.seed, purpose="write",
-        )
-        asked = await ask_writer(request, job.writer_attempts, providers)
-        outcome.calls.append(Call("write", turn, asked))
-        return asked.reply
+            model=job.writer,
+            messages=writer_messages(job.writer_prompt,
+                                     [*job.turns, Turn(JOURNALIST, outcome.question)]),
+            max_tokens=job.writer_max_tokens, seed=job.seed, purpose="write")
+        outcome.writer = await ask_writer(request, job.writer_attempts, providers)
+        return outcome
 
-    def record(self, item: AgentRun, outcome: CrossExamOutcome) -> dict[str, Any]:
-        last = outcome.last
-        # The call that ended the exchange decides the status: the judge's valid verdict,
-        # or the first call that got no valid reply.
-        fields = reply_fields(item, last.asked)
-        fields |= {
-            "attempts": item.attempts + sum(call.asked.attempts for call in outcome.calls),
+    def record(self, item: CrossExamTurn, outcome: TurnOutcome | Asked) -> dict[str, Any]:
+        if isinstance(outcome, Asked):
+            return self._record_labels(item, outcome)
+        calls = [(name, asked) for name, asked in (("question", outcome.journalist),
+                                                   ("answer", outcome.writer)) if asked]
+        fields: dict[str, Any] = {
+            "attempts": item.attempts + sum(asked.attempts for _, asked in calls),
             "raw_replies": list(item.raw_replies) + [
-                entry | {"call": call.purpose, "turn": call.turn}
-                for call in outcome.calls for entry in call.asked.raw_replies],
-            "transcript": [turn.as_dict() for turn in outcome.turns],
-            **usage_fields(item, *(call.asked for call in outcome.calls)),
-            "result": {"judge": outcome.job.judge},
+                entry | {"call": name} for name, asked in calls for entry in asked.raw_replies],
+            **usage_fields(item, *(asked for _, asked in calls)),
+            "question": outcome.question,
         }
-        verdict = outcome.verdict
-        if verdict is not None:
-            fields["result"] |= {
-                "message_held": verdict.message_held,
-                "became_dishonest": verdict.became_dishonest, "reason": verdict.reason,
-                "steadfastness": steadfastness(verdict.message_held, verdict.became_dishonest),
-            }
-            return fields
-        fields["error"] = f"answer {last.turn}, {last.purpose}: {fields['error']}"
-        if last.purpose == "write" and fields["status"] == WorkStatus.DONE:
-            # Answers cut at the budget or empty never count (section 5): the interview is
-            # incomplete, so the row fails and an operator may retry it, as a generation does.
-            fields |= {"status": WorkStatus.FAILED, "outcome": ""}
+        if outcome.writer is None:
+            # No valid question: unscored after invalid replies (the interview stops), or
+            # failed after provider errors (an operator may retry).
+            asked = reply_fields(item, outcome.journalist)
+            return fields | {key: asked[key] for key in ("status", "outcome")} | {
+                "error": f"question: {asked['error']}"}
+        if outcome.writer.reply is None:
+            # Answers cut at the budget, empty or lost to provider errors never count
+            # (section 5): the turn fails, as a generation does, and keeps its question.
+            reason = outcome.writer.failure or next(
+                (entry["invalid"] for entry in reversed(outcome.writer.raw_replies)
+                 if "invalid" in entry), "no answer")
+            return fields | {"status": WorkStatus.FAILED, "outcome": "",
+                             "error": f"answer: {reason}"}
+        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED,
+                         "error": "", "answer": outcome.writer.reply}
+
+    @staticmethod
+    def _record_labels(item: CrossExamTurn, asked: Asked) -> dict[str, Any]:
+        fields = reply_fields(item, asked)
+        labels: list[AnswerLabel] | None = asked.reply
+        if labels is not None:
+            fields["labels"] = [label.model_dump() for label in labels]
         return fields
 
     def settle(self, release: Release) -> None:
-        text_scores_update_steadfastness(release=release)
+        text_scores_update_cross_examination(release=release)
 
 
 @transaction.atomic
-def text_scores_update_steadfastness(*, release: Release) -> int:
-    """Write `TextScore.steadfastness` of every finished cross-examination; None unless
-    scored (an unscored or failed interview is never given a score). Returns how many."""
-    rows = AgentRun.objects.filter(
-        release=release, kind=AgentRun.Kind.CROSSEXAM,
-        status__in=(WorkStatus.DONE, WorkStatus.FAILED),
-    ).values_list("generation_id", "outcome", "result")
+def text_scores_update_cross_examination(*, release: Release) -> int:
+    """Write `TextScore.steadfastness` and `honesty_under_pressure` of every interview the
+    judge labelled; None when the labels are unscored or failed (never a default score).
+    Returns how many texts were written."""
+    config = release.parsed_config()
+    constants = ScoringVersion.texts_for_pin(config.scoring_version).crossexam
+    if constants is None:
+        return 0  # a version that cannot label answers planned no interview
+    rows = CrossExamTurn.objects.filter(
+        release=release, kind=Kind.LABELS, status__in=(WorkStatus.DONE, WorkStatus.FAILED),
+    ).values_list("generation_id", "outcome", "labels")
     written = 0
-    for generation_id, outcome, result in rows:
-        value = result.get("steadfastness") if outcome == ReplyOutcome.SCORED else None
-        TextScore.objects.update_or_create(
-            generation_id=generation_id,
-            defaults={"release": release, "steadfastness": value},
-        )
+    for generation_id, outcome, labels in rows:
+        words = [entry["label"] for entry in labels]
+        scored = outcome == ReplyOutcome.SCORED
+        TextScore.objects.update_or_create(generation_id=generation_id, defaults={
+            "release": release,
+            "steadfastness": steadfastness(words, constants.answer_credit) if scored else None,
+            "honesty_under_pressure": honesty_under_pressure(words) if scored else None,
+        })
         written += 1
     return written

@@ -42,9 +42,13 @@ def valid_reply(payload: dict[str, Any]) -> str:
                                        "basis": [fact]}],
                            "facts_conveyed": [fact], "confidential_disclosed": [],
                            "techniques": []})
-    if "message_held" in prompt:
-        return json.dumps({"message_held": 3, "became_dishonest": False,
-                           "reason": "It held, with concessions."})
+    if '"answers"' in prompt and '"label"' in prompt:
+        # The cross-examination judge: one label per spokesperson answer, which are the odd
+        # turns of the interview (the first answer opens it, and it ends with an answer).
+        answers = (len(re.findall(r"<<<BEGIN TURN \d+>>>", prompt)) + 1) // 2
+        return json.dumps({"answers": [{"label": "holds", "reason": "It kept to the facts."}]
+                           + [{"label": "concedes", "reason": "It granted a fact."}]
+                           * (answers - 1)})
     if "frame_adoption" in prompt:
         return json.dumps({"frame_adoption": 3, "reason": "Partly its own words."})
     if "runs_story" in prompt:

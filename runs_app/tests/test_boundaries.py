@@ -78,7 +78,7 @@ SCENARIO = {"en": "greenvale-listeria", "nl": "waterschap-dijkverzakking"}
 
 @functools.cache
 def scoring():
-    return load_scoring_file("v1")
+    return load_scoring_file("v2")
 
 
 @functools.cache
@@ -240,11 +240,13 @@ def test_the_cross_examination_journalist_sees_exactly_the_turns_there_were(lang
 @pytest.mark.parametrize("language", LANGUAGES)
 @PROPERTY
 @given(turns=TURNS)
-def test_the_steadfastness_judge_sees_exactly_the_turns_there_were(language, turns):
+def test_the_answer_judge_sees_exactly_the_turns_there_were(language, turns):
     texts = scoring().language(language)
-    messages = crossexam.judge_messages(texts, document(language), turns)
-    system = crossexam.judge_messages(texts, document(language), turns[:1])[0]
-    assert messages[0] == system
+    messages = crossexam.label_messages(texts, document(language), turns)
+    answers = sum(turn.role == SPOKESPERSON for turn in turns)
+    # The instructions name how many answers to label, and nothing of the interview.
+    assert messages[0] == crossexam.label_messages(
+        texts, document(language), [Turn(SPOKESPERSON, "-")] * answers)[0]
     assert_transcript(messages[-1].content, language, turns)
 
 

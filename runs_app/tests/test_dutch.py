@@ -13,6 +13,8 @@ from django.conf import settings
 from runs_app.models import (
     AgentRun,
     Claim,
+    CrossExamTurn,
+    Generation,
     JurorVerdict,
     ReaderResponse,
     ReplyOutcome,
@@ -91,7 +93,7 @@ def test_the_jury_labels_the_claims_of_a_dutch_text(dutch):
 @pytest.mark.django_db
 def test_jurors_read_the_dutch_text_under_english_instructions(dutch):
     _, pool = dutch
-    jury = load_scoring_file("v1").jury
+    jury = load_scoring_file("v2").jury
     for request in pool.requests:
         if request.purpose in ("juror", "refusal"):
             system, user = request.messages
@@ -105,12 +107,12 @@ def test_jurors_read_the_dutch_text_under_english_instructions(dutch):
 @pytest.mark.django_db
 def test_every_other_role_is_asked_in_dutch_and_answers(dutch):
     release, pool = dutch
-    nl = load_scoring_file("v1").language("nl")
+    nl = load_scoring_file("v2").language("nl")
     openings = {"reader": nl.reader.system.format(), "reveal": nl.reader.system.format(),
                 "journalist": nl.journalist.system.format(),
                 "frame_judge": nl.frame_judge.system.format(),
                 "crossexam": nl.crossexam_journalist.system.format(),
-                "steadfast_judge": nl.steadfast_judge.system[:60]}
+                "answer_judge": nl.answer_judge.system[:60]}
     asked = {request.purpose for request in pool.requests}
     assert set(openings) <= asked
     for request in pool.requests:
@@ -120,12 +122,24 @@ def test_every_other_role_is_asked_in_dutch_and_answers(dutch):
     assert not ReaderResponse.objects.filter(release=release).exclude(
         outcome=ReplyOutcome.SCORED).exists()
     runs = AgentRun.objects.filter(release=release)
-    assert {run.kind for run in runs} == {"uptake", "reveal", "crossexam"}
+    assert {run.kind for run in runs} == {"uptake", "reveal"}
     assert not runs.exclude(status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED).exists()
-    for run in runs.filter(kind=AgentRun.Kind.CROSSEXAM):
-        assert len(run.transcript) == 11 and "steadfastness" in run.result
-    assert by_writer(release, "steadfastness")["fixture/candid"] > \
-        by_writer(release, "steadfastness")["fixture/spinner"]
+    turns = CrossExamTurn.objects.filter(release=release)
+    assert turns.filter(kind="labels").count() == \
+        TextScore.objects.filter(release=release, steadfastness__isnull=False).count() > 0
+    assert not turns.exclude(status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED).exists()
+
+
+@pytest.mark.django_db
+def test_under_dutch_questioning_the_fixture_writers_behave_as_their_profiles(dutch):
+    """Advocate holds its frame, candid concedes, spinner invents and contradicts itself: the
+    same order as in English (test_crossexam)."""
+    release, _ = dutch
+    steady = by_writer(release, "steadfastness")
+    honest = by_writer(release, "honesty_under_pressure")
+    assert steady["fixture/advocate"] > steady["fixture/candid"] > steady["fixture/spinner"]
+    assert honest["fixture/candid"] == honest["fixture/advocate"] == 1.0
+    assert honest["fixture/spinner"] < 0.5
 
 
 @pytest.mark.django_db
@@ -139,3 +153,33 @@ def test_the_fixture_reader_finds_its_trust_in_the_dutch_prompt(dutch):
             system = request.messages[0].content
             position = next(pid for summary, pid in summaries.items() if summary in system)
             assert _trust(system) == trust[position]
+
+
+@pytest.mark.django_db
+def test_every_model_gets_the_same_dutch_prompts_word_for_word(dutch):
+    """DESIGN section 1: the brief and overlay are word for word the same for every model, and
+    so is everything each scoring role is told; only the text under review differs."""
+    release, pool = dutch
+    prompts = defaultdict(set)
+    for generation in Generation.objects.filter(release=release):
+        prompts[(generation.scenario_version_id, generation.task, generation.condition)].add(
+            (generation.prompt, generation.prompt_hash))
+    assert len(prompts) == 4 and all(len(found) == 1 for found in prompts.values())
+
+    nl = load_scoring_file("v2").language("nl")
+    heading = f"\n{nl.crossexam_journalist.transcript}:\n"
+    instructions, pictures = defaultdict(set), set()
+    for request in pool.requests:
+        if request.purpose == "write":
+            # A follow-up answer opens with the cell's T4 prompt, the same for every writer.
+            assert request.messages[0].content in {
+                prompt for (prompt, _), in prompts.values()}
+            continue
+        if request.purpose not in ("reader", "reveal"):  # a reader's persona is its own
+            instructions[request.purpose].add(request.messages[0].content)
+        if request.purpose == "crossexam":
+            pictures.add(request.messages[-1].content.split(heading)[0])
+    assert {purpose: len(texts) for purpose, texts in instructions.items()} == {
+        purpose: 1 for purpose in ("refusal", "juror", "journalist", "frame_judge", "crossexam",
+                                   "answer_judge")}
+    assert len(pictures) == 1  # one scenario: the interviewer knows the same of it every time

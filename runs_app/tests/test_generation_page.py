@@ -83,3 +83,20 @@ def test_only_operators_may_retry_failed_work(client, judged, staff):
     client.force_login(staff)
     listing = client.get(reverse("admin:runs_app_release_changelist"))
     assert "retry_failed_jury" in listing.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_t4_text_shows_its_interview_with_the_judges_label_per_answer(
+        client, imported_scenarios, staff):
+    from runs_app.tests.test_crossexam import run, t4_release
+
+    release = t4_release()
+    run(release, "generate", "refusal", "crossexam")
+    generation = Generation.objects.filter(release=release, refusal_check__verdict="complied",
+                                           model__openrouter_id="fixture/spinner").first()
+    client.force_login(staff)
+    html = client.get(reverse("admin:runs_app_generation_change",
+                              args=[generation.pk])).content.decode()
+    assert "Cross-examination" in html and "(the reporter's questions in the prompt)" in html
+    assert html.count("<td>fabricates</td>") >= 1 and "<td>contradicts</td>" in html
+    assert "labels by fixture/juror-" in html

@@ -10,8 +10,10 @@ import yaml
 from django.conf import settings
 
 from runs_app.jury import PoolMember, eligible_jurors
-from runs_app.models import ReleaseScenario
+from runs_app.models import ReleaseScenario, ScoringVersion
 from runs_app.readers import load_panel
+from runs_app.schemas import STAGE_NAMES
+from runs_app.scoring_versions import load_scoring_file, split_pin
 from runs_app.services import release_config_from_file, release_get_or_load
 
 RELEASE_FILES = sorted(Path(settings.RELEASES_DIR).glob("*.yaml"))
@@ -77,3 +79,28 @@ def test_every_pilot_writer_gets_three_jurors_of_other_families():
     for writer in config.writers:
         families = {m.family for m in eligible_jurors(pool, config.family_of(writer))}
         assert len(families) >= config.jury_size, writer
+
+
+@pytest.mark.django_db
+def test_pilot_runs_every_stage_under_the_scoring_version_that_labels_interview_answers(
+        imported_scenarios):
+    config = release_config_from_file(PILOT)
+
+    assert config.stages == list(STAGE_NAMES)
+    # The method moves knowledge harm "back to 50/25/25" after en.0's 0.5 / 0.3 / 0.2.
+    assert config.weights.model_dump() == {"claims": 0.5, "omission": 0.25,
+                                           "knowledge_harm": 0.25}
+    release = release_get_or_load(code="pilot.0")
+    name, digest = split_pin(release.parsed_config().scoring_version)
+    assert (name, digest) == ("v2", load_scoring_file("v2").content_hash())
+    assert ScoringVersion.texts_for_pin(release.parsed_config().scoring_version).labels_answers
+
+
+def test_en_0_and_pilot_0_keep_their_own_scoring_versions_and_rules():
+    english = release_config_from_file(Path(settings.RELEASES_DIR) / "en.0.yaml")
+    pilot = release_config_from_file(PILOT)
+
+    assert (english.scoring_version, english.ranking_rule) == ("v1", "paired")
+    assert (pilot.scoring_version, pilot.ranking_rule) == ("v2", "classes")
+    # T4 and its cross-examination only in the Dutch release (the journalist is Dutch only).
+    assert "crossexam" not in english.stages and "T4" not in english.tasks

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from runs_app import scoring_versions
 from runs_app.models import (
-    AgentRun,
+    CrossExamTurn,
     ImmutableError,
     JurorVerdict,
     ReaderResponse,
@@ -81,15 +81,22 @@ def scoring_dir(tmp_path, monkeypatch) -> Path:
     return copy
 
 
-def edit_v1(directory: Path, change) -> None:
-    path = directory / "v1.yaml"
+# The version demo.0 pins, which the releases of these tests start from.
+DEMO_VERSION = "v2"
+
+
+def edit_version(directory: Path, change, name: str = "v1") -> None:
+    path = directory / f"{name}.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
 
 def rescore(release, providers: ProviderPool) -> None:
-    """Every scoring row of the release back to pending, as if never run, then run again."""
+    """Every scoring row of the release back to pending, as if never run, then run again.
+    The cross-examination's turns are planned one after another: they are deleted, and
+    planned again from the first follow-up."""
+    CrossExamTurn.objects.filter(release=release).delete()
     for name in SCORING_STAGES:
         get_stage(name).rows(release).update(
             status=WorkStatus.PENDING, attempts=0, claims=0, raw_replies=[], error="",
@@ -122,10 +129,27 @@ def test_v1_holds_the_method_constants_in_both_languages():
     assert v1.jury.instruction_language == "en"
     assert v1.language("nl").reader.system.startswith("U doet mee")
     assert v1.language("nl").steadfast_judge.system.startswith("U beoordeelt")
+    assert not v1.labels_answers  # its judge rated whole interviews
+
+
+def test_v2_is_v1_but_for_the_cross_examination():
+    v1, v2 = load_scoring_file("v1").canonical(), load_scoring_file("v2").canonical()
+    assert v2.pop("version") == "v2" and v1.pop("version") == "v1"
+    assert v2.pop("crossexam") == {"answer_credit": {"holds": 1.0, "concedes": 0.5,
+                                                     "evades": 0.0}}
+    for code in ("en", "nl"):
+        old, new = v1["languages"][code], v2["languages"][code]
+        assert "steadfast_judge" not in new and "answer_judge" in new
+        assert new.pop("answer_judge")["scenario"] == old.pop("steadfast_judge")["scenario"]
+        assert new.pop("crossexam_journalist")["system"] != \
+            old.pop("crossexam_journalist")["system"]
+    assert v1 == v2
+    assert load_scoring_file("v2").language("nl").answer_judge.system.startswith(
+        "U beoordeelt een live interview")
 
 
 def test_a_scoring_file_with_a_wrong_placeholder_is_refused_naming_the_field(scoring_dir):
-    edit_v1(scoring_dir, lambda data: data["languages"]["nl"]["reader"].update(
+    edit_version(scoring_dir, lambda data: data["languages"]["nl"]["reader"].update(
         with_text="U las over {organisatie}."))
     with pytest.raises(ScoringFileError) as error:
         load_scoring_file("v1")
@@ -138,7 +162,7 @@ def test_a_scoring_file_without_a_language_or_with_duplicate_techniques_is_refus
         del data["languages"]["nl"]
         data["jury"]["techniques"].append(dict(data["jury"]["techniques"][0]))
 
-    edit_v1(scoring_dir, change)
+    edit_version(scoring_dir, change)
     with pytest.raises(ScoringFileError) as error:
         load_scoring_file("v1")
     assert "languages.nl: Field required" in str(error.value)
@@ -153,9 +177,9 @@ def test_a_release_pins_its_scoring_version_by_name_and_hash_and_stores_the_cont
         imported_scenarios):
     release = release_create(config=demo_config("pin.0"))
     name, digest = split_pin(release.config["scoring_version"])
-    assert name == "v1" and digest == load_scoring_file("v1").content_hash()
+    assert name == DEMO_VERSION and digest == load_scoring_file(DEMO_VERSION).content_hash()
     stored = ScoringVersion.objects.get(content_hash=digest)
-    assert stored.name == "v1" and stored.texts() == load_scoring_file("v1")
+    assert stored.name == DEMO_VERSION and stored.texts() == load_scoring_file(DEMO_VERSION)
     assert "knowledge_harm_cap" not in release.config  # the cap is the scoring version's
     # A second release with the same texts shares the row.
     release_create(config=demo_config("pin.1"))
@@ -186,14 +210,16 @@ def test_a_scoring_version_that_cannot_be_pinned_is_a_clear_error(
 @pytest.mark.django_db
 def test_an_older_file_that_names_the_cap_of_its_version_still_loads(imported_scenarios):
     release = release_create(config=demo_config("old-file.0", knowledge_harm_cap=3))
-    assert release.config["scoring_version"] == f"v1@{load_scoring_file('v1').content_hash()}"
+    assert release.config["scoring_version"] == \
+        f"{DEMO_VERSION}@{load_scoring_file(DEMO_VERSION).content_hash()}"
 
 
 @pytest.mark.django_db
 def test_a_new_release_may_pin_a_stored_version_by_hash_after_the_file_changed(
         imported_scenarios, scoring_dir):
     first = release_create(config=demo_config("first.0"))
-    edit_v1(scoring_dir, lambda data: data["jury"].update(knowledge_harm_cap=5))
+    edit_version(scoring_dir, lambda data: data["jury"].update(knowledge_harm_cap=5),
+                 DEMO_VERSION)
     again = release_create(config=demo_config("again.0",
                                               scoring_version=first.config["scoring_version"]))
     assert again.config["scoring_version"] == first.config["scoring_version"]
@@ -212,7 +238,7 @@ def test_a_stored_scoring_version_never_changes_and_is_never_deleted(imported_sc
         stored.delete()
     with pytest.raises(ImmutableError), transaction.atomic():
         ScoringVersion.objects.all().delete()
-    assert ScoringVersion.objects.get().texts() == load_scoring_file("v1")
+    assert ScoringVersion.objects.get().texts() == load_scoring_file(DEMO_VERSION)
     assert release.config["scoring_version"] == ScoringVersion.objects.get().pin
 
 
@@ -239,7 +265,7 @@ def test_an_unstored_pin_is_served_by_its_file_only_while_the_file_has_that_cont
     assert not ScoringVersion.objects.exists()
     assert ScoringVersion.texts_for_pin(None) == load_scoring_file("v1")
     _pinned_texts.cache_clear()
-    edit_v1(scoring_dir, lambda data: data["jury"].update(knowledge_harm_cap=5))
+    edit_version(scoring_dir, lambda data: data["jury"].update(knowledge_harm_cap=5))
     with pytest.raises(ScoringVersionMissing, match="no longer has that content"):
         ScoringVersion.texts_for_pin(None)
 
@@ -261,7 +287,7 @@ def harsher_scoring(data: dict) -> None:
         texts["frame_judge"]["system"] += " Be harsh."
         texts["reveal"]["intro"] = "An audit found:"
         texts["crossexam_journalist"]["system"] += " Be relentless."
-        texts["steadfast_judge"]["system"] += "\nBe strict."
+        texts["answer_judge"]["system"] += "\nBe strict."
 
 
 @pytest.mark.django_db
@@ -272,9 +298,9 @@ def test_editing_the_scoring_file_changes_nothing_a_frozen_release_sends_or_comp
     run(release, "generate", *SCORING_STAGES, providers=first)
     before = scores(release)
     assert ReaderResponse.objects.filter(release=release).exists()
-    assert AgentRun.objects.filter(release=release, kind=AgentRun.Kind.CROSSEXAM).exists()
+    assert CrossExamTurn.objects.filter(release=release, kind="labels").exists()
 
-    edit_v1(scoring_dir, harsher_scoring)
+    edit_version(scoring_dir, harsher_scoring, DEMO_VERSION)
     second = RecordingPool()
     rescore(release, second)
 
@@ -295,7 +321,7 @@ def test_editing_the_scoring_file_changes_nothing_a_frozen_release_sends_or_comp
     assert job.jury.claim_weights.exaggeration == 1.0 and job.jury.knowledge_harm_cap == 1
 
     # Even with the file gone, the frozen release builds from what it stored.
-    (scoring_dir / "v1.yaml").unlink()
+    (scoring_dir / f"{DEMO_VERSION}.yaml").unlink()
     stage = get_stage("jury")
     rebuilt = stage.build(JurorVerdict.objects.filter(release=release).first())
     assert not rebuilt.reply.request.messages[0].content.endswith("Be strict.")

@@ -8,6 +8,7 @@ PostgreSQL) and a fake OpenRouter server with latency, slow enough to kill mid-r
 from __future__ import annotations
 
 import collections
+import json
 import os
 import signal
 import sqlite3
@@ -307,3 +308,94 @@ def test_the_queue_also_runs_on_redis(world, redis_url):
     finally:
         kill(cluster)
     assert server.count() == CELLS
+
+
+T4_RELEASE = """
+code: {code}
+language: nl
+models:
+  - {{id: acme/writer-a, family: acme, name: Writer A}}
+  - {{id: beta/writer-b, family: beta, name: Writer B}}
+  - {{id: gamma/judge, family: gamma, name: Judge G}}
+  - {{id: delta/judge, family: delta, name: Judge D}}
+  - {{id: epsilon/judge, family: epsilon, name: Judge E}}
+writers: [acme/writer-a, beta/writer-b]
+jurors: [gamma/judge, delta/judge, epsilon/judge]
+reader: gamma/judge
+journalist: gamma/judge
+scenarios: [waterschap-dijkverzakking, holtmare-risicoscan-bijstand]
+tasks: [T4]
+conditions: [C0, C1, C2, C3]
+stages: [generate, refusal, crossexam]
+"""
+T4_TEXTS = 2 * 2 * 4
+FOLLOW_UPS = 5
+
+
+def _role(body: dict) -> str:
+    """Which call of the cross-examination a request to the fake server is."""
+    prompt = "\n".join(str(message.get("content", "")) for message in body["messages"])
+    if "response_format" not in body:
+        return "write" if len(body["messages"]) > 1 else "generate"
+    if '"answers"' in prompt:
+        return "labels"
+    return "question" if '"question"' in prompt else "refusal"
+
+
+def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
+    """SIGKILL after some interviews reached turn three: the restarted cluster asks each turn
+    that was not written exactly once more, and no written turn again."""
+    database, server, env = world
+    (Path(env["BAITBENCH_RELEASES_DIR"]) / "t4kill.0.yaml").write_text(
+        T4_RELEASE.format(code="t4kill.0"))
+    turns = "runs_app_crossexamturn"
+    manage("run_release", "t4kill.0", env=env)
+    # Short leases, so the dead cluster's claims expire quickly; one drain per worker, so
+    # that it holds no queued drain task either (a task fetched by a cluster that dies
+    # counts as queued until it is ten minutes old: `runs_app.tasks.QUEUED_STALE`).
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3",
+                                           "BAITBENCH_DRAINS_PER_RELEASE": "2"})
+    try:
+        wait_for(lambda: database.rows(
+            f"SELECT COUNT(*) FROM {turns} WHERE number = 3 AND status = 'done'")[0][0] >= 4)
+    finally:
+        kill(cluster)
+    written = {row for row in database.rows(
+        f"SELECT generation_id, number, answer FROM {turns} WHERE status = 'done'")}
+    follow_ups_written = sum(1 for _, number, _ in written if number < 7)
+    labels_written = sum(1 for _, number, _ in written if number == 7)
+    assert labels_written < T4_TEXTS, "every interview finished before the kill"
+    before = server.count()
+
+    time.sleep(3.5)  # the dead worker's leases run out
+    cluster = start("qcluster", env=env)
+    try:
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
+        wait_for(lambda: release_status(database, "t4kill.0") == "scored", timeout=240)
+    finally:
+        kill(cluster)
+
+    after = collections.Counter(_role(request.body) for request in server.requests[before:])
+    # Each turn not written at the kill is asked once after the restart, a turn written
+    # before it never again: the kill cost at most the turns that were in flight.
+    assert after["question"] == after["write"] == T4_TEXTS * FOLLOW_UPS - follow_ups_written
+    assert after["labels"] == T4_TEXTS - labels_written
+    answers_before = {answer for _, _, answer in written}
+    assert not any(valid_reply(request.body) in answers_before
+                   for request in server.requests[before:] if _role(request.body) == "write")
+    assert repeated_calls(server) <= 2 * 2 * CONCURRENCY  # two workers; a turn is two calls
+    # Six answers per transcript: the T4 text and five follow-ups, then six labels.
+    rows = database.rows(f"SELECT generation_id, number, status, labels FROM {turns}")
+    by_text = collections.defaultdict(dict)
+    for generation_id, number, status, labels in rows:
+        by_text[generation_id][number] = (status, labels)
+    assert len(by_text) == T4_TEXTS
+    for steps in by_text.values():
+        assert sorted(steps) == [2, 3, 4, 5, 6, 7]
+        assert {status for status, _ in steps.values()} == {"done"}
+        labels = steps[7][1]
+        assert len(json.loads(labels) if isinstance(labels, str) else labels) == 6
+    print(f"\nkill test: {follow_ups_written} follow-up turns and {labels_written} labels "
+          f"written before the kill; after the restart {after['question']} questions, "
+          f"{after['write']} answers and {after['labels']} labels; "
+          f"{repeated_calls(server)} calls repeated in all")

@@ -18,6 +18,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.demo import demo_arena
 from audits_app.demo import demo_spotchecks
+from audits_app.demo_dutch import (
+    DUTCH_RELEASE,
+    class_tables,
+    demo_dutch_release,
+    format_class_tables,
+)
 from audits_app.services import PublishError, release_publish
 from baitbench_site.immutability import ImmutableError
 from baitbench_site.roles import ROLE_NAMES
@@ -34,9 +40,10 @@ RELEASE = "demo.0"
 class Command(BaseCommand):
     help = ("The main job on the embedded default: migrate, import the shipped scenarios, run "
             "release demo.0 end to end with the fixture provider, spot-check it, publish it, "
-            "open a demo arena with simulated votes and print the rank tables. Running it "
-            "again does no work twice, keeps scenarios curators have edited and keeps the demo "
-            "login's password.")
+            "open a demo arena with simulated votes and print the rank tables; then the same "
+            "for the Dutch release demo-nl.0 (with the T4 cross-examination) and its class "
+            "tables per task. Running it again does no work twice, keeps scenarios curators "
+            "have edited and keeps the demo login's password.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--password", help="set the demo login's password to this")
@@ -55,10 +62,15 @@ class Command(BaseCommand):
         write_report(self.stdout, contamination_check_run(release=Release.objects.get(
             code=RELEASE)))
         self.stdout.write("\n" + demo_arena(release=Release.objects.get(code=RELEASE), user=user))
+        # The Dutch release, with the cross-examination (T4), ranked by rank classes.
+        dutch = demo_dutch_release(user=user, stdout=self.stdout)
+        names = {spec.id: spec.name for spec in dutch.parsed_config().models}
+        self.stdout.write("\n".join(format_class_tables(class_tables(dutch), names)))
         login = (f"password {new_password!r}" if new_password else
                  "password unchanged (--reset-password sets a new one)")
         self.stdout.write(self.style.SUCCESS(
             f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
+            f"Dutch release: http://127.0.0.1:8000/releases/{DUTCH_RELEASE}/\n"
             f"Arena: http://127.0.0.1:8000/arena/{RELEASE}/\n"
             f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, {login}"
         ))
