@@ -27,6 +27,13 @@ def _flush_between_tests(self, sql_list) -> None:
 BaseDatabaseOperations.execute_sql_flush = _flush_between_tests
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Tests create many users: the production hasher's deliberate slowness (about a third of
+    a second per password here) would be most of the suite's time. Only tests change this."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def _seed_prompt_texts() -> None:
     """The task briefs and condition overlays a data migration writes. A test on a
     transactional database may run after another one flushed every table, seeded rows

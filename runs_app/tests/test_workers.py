@@ -44,8 +44,8 @@ jurors: [gamma/judge, delta/judge, epsilon/judge]
 reader: gamma/judge
 journalist: gamma/judge
 scenarios: [greenvale-listeria, cobaltcloud-breach]
-tasks: [T1, T2, T3]
-conditions: [C0, C1, C2, C3]
+tasks: {tasks}
+conditions: {conditions}
 variants: {variants}
 """
 
@@ -90,9 +90,14 @@ def world(tmp_path):
     releases = tmp_path / "releases"
     releases.mkdir()
     for code in ("kill.0", "pair.0", "redis.0", "chain.0", "scope.0"):
-        # The pair's run is longer, so both processes are surely under way at once.
+        # The pair's run is longer, so both processes are surely under way at once; the
+        # chain's is the whole chain, so fewer texts (its panel reads every scenario's
+        # baselines too).
         variants = 3 if code == "pair.0" else 1
-        (releases / f"{code}.yaml").write_text(RELEASE.format(code=code, variants=variants))
+        tasks, conditions = (("[T1]", "[C0, C2]") if code == "chain.0"
+                             else ("[T1, T2, T3]", "[C0, C1, C2, C3]"))
+        (releases / f"{code}.yaml").write_text(RELEASE.format(
+            code=code, variants=variants, tasks=tasks, conditions=conditions))
     with FakeOpenRouter(latency=0.3, responder=valid_reply) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
@@ -219,7 +224,7 @@ def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight
     cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3"})
     try:
         # Killed while the chain is well under way: some texts already past their jury.
-        wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 10)
+        wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 6)
     finally:
         kill(cluster)
     assert release_status(database, "chain.0") == "running"
@@ -244,9 +249,12 @@ def test_the_real_schedule_resumes_only_the_stage_an_operator_asked_for(world):
     try:
         manage("run_release", "scope.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "scope.0") == CELLS)
-        # Let the cluster's own scheduler run the stalled-work check now.
+        # The schedule is due now; run django-q2's scheduler, as the cluster does every 30 s,
+        # and the cluster then runs the stalled-work check it enqueues.
         manage("shell", "-c", "from django_q.models import Schedule; from django.utils import "
-               "timezone; Schedule.objects.update(next_run=timezone.now())", env=env)
+               "timezone; from django_q.scheduler import scheduler; from django_q.brokers "
+               "import get_broker; Schedule.objects.update(next_run=timezone.now()); "
+               "scheduler(broker=get_broker())", env=env)
         wait_for(lambda: database.rows(
             "SELECT COUNT(*) FROM django_q_task WHERE func = "
             "'runs_app.tasks.reenqueue_stalled'")[0][0] >= 1, timeout=90)
