@@ -54,10 +54,10 @@ def site(tmp_path):
     database = Database(tmp_path)
     releases = tmp_path / "releases"
     releases.mkdir()
-    release = RELEASE.format(code=CODE, variants=1)
-    wide = "scenarios: [greenvale-listeria, cobaltcloud-breach]\ntasks: [T1, T2, T3]"
+    release = RELEASE.format(code=CODE, variants=1, tasks="[T1, T2]", conditions="[C0, C1, C2, C3]")
+    wide = "scenarios: [greenvale-listeria, cobaltcloud-breach]"
     assert wide in release
-    release = release.replace(wide, "scenarios: [greenvale-listeria]\ntasks: [T1, T2]")
+    release = release.replace(wide, "scenarios: [greenvale-listeria]")
     (releases / f"{CODE}.yaml").write_text(release + "stages: [generate, refusal]\n")
     models = listings_as_payload([
         ModelListing(model_id, name=model_id, context_length=200_000,
