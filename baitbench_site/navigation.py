@@ -20,11 +20,11 @@ from django.urls import reverse
 
 from audits_app.review.views import is_auditor as may_review
 from audits_app.views_publish import may_publish
+from runs_app.views import can_operate
 
-OPERATE_PERMISSION = "runs_app.operate_release"
 CURATE_PERMISSION = "scenarios_app.change_scenario"
-# The operator's pages: the admin's releases (progress, retries) until the run pages exist.
-RUNS_URL_NAME = "admin:runs_app_release_changelist"
+# The operator's pages: every release's runs, progress, budget and controls (runs_app.views).
+RUNS_URL_NAME = "operate:release-list"
 SCENARIOS_URL_NAME = "admin:scenarios_app_scenario_changelist"
 
 
@@ -46,7 +46,7 @@ def staff_links(user) -> list[NavLink]:
     links = []
     if user.has_perm("scenarios_app.view_scenario"):
         links.append(NavLink("scenarios", "Scenarios", reverse(SCENARIOS_URL_NAME)))
-    if user.has_perm("runs_app.view_release"):
+    if can_operate(user):
         links.append(NavLink("runs", "Runs", reverse(RUNS_URL_NAME)))
     if may_review(user):
         links.append(NavLink("review", "Review", reverse("review:queue")))
@@ -67,7 +67,7 @@ def landing_url(user) -> str:
         return reverse("audits:publish-queue")
     if may_review(user):
         return reverse("review:queue")
-    if user.has_perm(OPERATE_PERMISSION):
+    if can_operate(user):
         return reverse(RUNS_URL_NAME)
     if user.has_perm(CURATE_PERMISSION):
         return reverse(SCENARIOS_URL_NAME)

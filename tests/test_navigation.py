@@ -15,17 +15,17 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "a long test password 7"
 LANDING = {
     "curator": "/admin/scenarios_app/scenario/",
-    "operator": "/admin/runs_app/release/",
+    "operator": "/runs/",
     "auditor": "/review/",
     "publisher": "/publish/",
     "superuser": "/admin/",
     "none": "/admin/",
 }
 NAV = {
-    "curator": ["scenarios", "runs", "admin"],
+    "curator": ["scenarios", "admin"],
     "operator": ["scenarios", "runs", "admin"],
-    "auditor": ["scenarios", "runs", "review", "admin"],
-    "publisher": ["scenarios", "runs", "publish", "admin"],
+    "auditor": ["scenarios", "review", "admin"],
+    "publisher": ["scenarios", "publish", "admin"],
     "superuser": ["scenarios", "runs", "review", "publish", "admin"],
 }
 

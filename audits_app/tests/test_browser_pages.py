@@ -15,11 +15,11 @@ from runs_app.models import Release, ReleaseStatus
 
 pytestmark = pytest.mark.browser
 PASSWORD = "a long browser test password"
-LANDING = {"curator": "/admin/scenarios_app/scenario/", "operator": "/admin/runs_app/release/",
+LANDING = {"curator": "/admin/scenarios_app/scenario/", "operator": "/runs/",
            "auditor": "/review/", "publisher": "/publish/", "superuser": "/admin/"}
-NAV = {"curator": ["scenarios", "runs", "admin"], "operator": ["scenarios", "runs", "admin"],
-       "auditor": ["scenarios", "runs", "review", "admin"],
-       "publisher": ["scenarios", "runs", "publish", "admin"],
+NAV = {"curator": ["scenarios", "admin"], "operator": ["scenarios", "runs", "admin"],
+       "auditor": ["scenarios", "review", "admin"],
+       "publisher": ["scenarios", "publish", "admin"],
        "superuser": ["scenarios", "runs", "review", "publish", "admin"]}
 # Intersecting label boxes, measured in the page (CSS pixels).
 OVERLAPS = """() => {
