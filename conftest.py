@@ -34,6 +34,18 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_snapshot_cache():
+    """Parsed snapshots are kept per process by (publication id, snapshot hash). On SQLite a
+    rolled-back test's ids are used again, so a test could be served another test's snapshot
+    and count one query fewer than a fresh process would: each test starts with none."""
+    from audits_app import public
+
+    with public._snapshots_lock:
+        public._snapshots.clear()
+    yield
+
+
 def _seed_prompt_texts() -> None:
     """The task briefs and condition overlays a data migration writes. A test on a
     transactional database may run after another one flushed every table, seeded rows
