@@ -96,14 +96,39 @@ def published_release_get(code: str, user) -> PublishedRelease:
     return published_from(publication, user)
 
 
+# Draft pages name every text's writer and the jury's verdict: for someone who checks texts
+# blind that would undo the blinding (issue 10: a pending check's writer and jury label
+# appear nowhere its auditor can look).
+RECORD_PERMISSION = "audits_app.record_spotcheck"
+SEES_DRAFTS_PERMISSIONS = ("audits_app.publish_release", "runs_app.operate_release",
+                           "scenarios_app.change_scenario")
+
+
+def may_see_draft(user, release: Release) -> bool:
+    """May this user see the release before publication (its pages marked DRAFT)? Staff may,
+    except an auditor who does not also publish, operate or curate, and except anyone with
+    a spot-check of this release still to do."""
+    if not is_staff(user):
+        return False
+    from audits_app.models import SpotCheck
+
+    if SpotCheck.objects.filter(release=release, auditor=user,
+                                status=SpotCheck.Status.ASSIGNED).exists():
+        return False
+    if user.is_superuser or not user.has_perm(RECORD_PERMISSION):
+        return True
+    return any(user.has_perm(permission) for permission in SEES_DRAFTS_PERMISSIONS)
+
+
 def release_view_get(code: str, user) -> PublishedRelease:
-    """A published release for anyone; for staff, an unpublished one too, computed now and
-    marked as a draft (`audits_app.drafts`). Anyone else gets a 404 for a draft."""
+    """A published release for anyone; for staff who may see it (`may_see_draft`), an
+    unpublished one too, computed now and marked as a draft (`audits_app.drafts`). Anyone
+    else gets a 404 for a draft."""
     publication = publication_get(code)
     if publication is not None:
         return published_from(publication, user)
     release = Release.objects.filter(code=code).first() if is_staff(user) else None
-    if release is None:
+    if release is None or not may_see_draft(user, release):
         raise Http404("No published release with this code.")
     return draft_view(release)
 

@@ -23,7 +23,7 @@ from django.utils.crypto import salted_hmac
 from audits_app import agreement
 from audits_app.models import SpotCheck
 from audits_app.selectors import release_resampling
-from runs_app.models import JurorVerdict, Release, ReplyOutcome, WorkStatus
+from runs_app.models import JurorVerdict, Release, ReleaseStatus, ReplyOutcome, WorkStatus
 
 # Fewer jury-vs-people claim pairs than this: kappa is not reported (and the gate cannot pass).
 MIN_AGREEMENT_CLAIMS = 10
@@ -299,9 +299,11 @@ def auditor_queue(user) -> list[SpotCheck]:
 
 
 def next_pending(user, after: SpotCheck | None = None) -> SpotCheck | None:
+    """The user's next check still to do; a published release's unfinished checks are closed."""
     pending = SpotCheck.objects.filter(
         auditor=user, status=SpotCheck.Status.ASSIGNED, item__isnull=False
-    ).order_by("item__batch__created_at", "item__batch_id", "item__position")
+    ).exclude(release__status=ReleaseStatus.PUBLISHED).order_by(
+        "item__batch__created_at", "item__batch_id", "item__position")
     if after is not None:
         pending = pending.exclude(pk=after.pk)
     return pending.first()

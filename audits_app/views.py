@@ -99,13 +99,13 @@ def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
-    """Staff see a release that is not published as it would be published now, marked DRAFT;
-    anyone else gets a 404."""
+    """Staff who may (`public.may_see_draft`) see a release that is not published as it
+    would be published now, marked DRAFT; anyone else gets a 404."""
     if not public.is_staff(request.user):
         raise Http404("No published release with this code.")
     release = Release.objects.filter(code=code).first()
-    if release is None:
-        raise Http404("No release with this code.")
+    if release is None or not public.may_see_draft(request.user, release):
+        raise Http404("No published release with this code.")
     return release_page(request, public.draft_view(release))
 
 

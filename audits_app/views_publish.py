@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from audits_app.models import SpotCheck
 from audits_app.selectors import release_counts, release_gate
 from audits_app.services import PublishError, release_publish, release_publish_problems
 from runs_app.models import Release, ReleaseStatus
@@ -47,6 +48,8 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
         "counts": release_counts(release),
         "gate": release_gate(release),
         "problems": release_publish_problems(release),
+        "unfinished_checks": SpotCheck.objects.filter(
+            release=release, status=SpotCheck.Status.ASSIGNED).count(),
         "error": error,
         "override_reason": override_reason,
     }

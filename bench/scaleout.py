@@ -72,6 +72,22 @@ def pipeline_seconds(name: str) -> float:
             "(SELECT MIN(updated_at) FROM runs_app_stagerun))").fetchone()[0]
 
 
+def timeline(name: str) -> list[str]:
+    """Per drain ticket: when its task started, and per worker how many cells it wrote and
+    when its last one was written (seconds after the stage's start, database clock)."""
+    with psycopg.connect(f"{SERVER}/{name}") as connection:
+        start = "(SELECT MIN(updated_at) FROM runs_app_stagerun)"
+        drains = connection.execute(
+            f"SELECT worker, EXTRACT(EPOCH FROM started_at - {start}) FROM runs_app_drain "
+            "WHERE started_at IS NOT NULL ORDER BY started_at").fetchall()
+        workers = connection.execute(
+            f"SELECT claimed_by, COUNT(*), EXTRACT(EPOCH FROM MAX(finished_at) - {start}) "
+            "FROM runs_app_generation GROUP BY claimed_by ORDER BY claimed_by").fetchall()
+    return ([f"    drain started +{float(at):.1f} s by {worker}" for worker, at in drains]
+            + [f"    {worker}: {count} cells, last +{float(last):.1f} s"
+               for worker, count, last in workers])
+
+
 def manage(env: dict, *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
                    capture_output=True, text=True)
@@ -104,7 +120,10 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
         manage(env, "run_release", "scale.0", "--stage", "generate")
         while done(name) < cells:
             time.sleep(0.1)
-        return time.perf_counter() - started, float(pipeline_seconds(name)), cells
+        wall = time.perf_counter() - started
+        if args.timeline:
+            print("\n".join(timeline(name)), flush=True)
+        return wall, float(pipeline_seconds(name)), cells
     finally:
         for cluster in clusters:
             os.killpg(cluster.pid, signal.SIGKILL)
@@ -117,6 +136,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--latency", type=float, default=2.0)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--timeline", action="store_true",
+                        help="also print when each drain started and each worker's last cell")
     args = parser.parse_args()
     print(f"fake OpenRouter: latency {args.latency:.1f} s; {args.concurrency} calls in flight "
           f"per worker; PostgreSQL")

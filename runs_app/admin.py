@@ -126,6 +126,16 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
     readonly_fields = ("code", "language", "title", "status", "config_hash", "frozen_at",
                        "created_at", "created_by", "progress")
 
+    def render_change_form(self, request: HttpRequest, context, add=False, change=False,
+                           form_url="", obj=None):
+        response = super().render_change_form(request, context, add, change, form_url, obj)
+        # "View on site" of a draft leads to a 404 for those its pages are hidden from.
+        from audits_app.public import may_see_draft
+
+        if obj is not None and not obj.is_published and not may_see_draft(request.user, obj):
+            response.context_data["has_absolute_url"] = False
+        return response
+
     def save_model(self, request: HttpRequest, obj: Release, form, change: bool) -> None:
         # Releases are written by their services: pins, model registry and hash in one go.
         config = form.cleaned_data["config_yaml"]

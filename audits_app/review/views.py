@@ -131,6 +131,10 @@ def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
 @auditor_required
 def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     check = _own_check(request, pk)
+    if check.release.is_published and not check.is_done:
+        # Published first: the check can no longer be recorded, so the blind form is not shown.
+        return render(request, "review/check_closed.html", {"check": check},
+                      status=409 if request.method == "POST" else 200)
     text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     claims = text.claims if text else []
     facts = _facts(check.generation)

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from audits_app import drafts
-from audits_app.models import Publication
+from audits_app.models import Publication, SpotCheck, SpotCheckBatch, SpotCheckItem
 from audits_app.tests.test_selectors import WRITERS, build_world, stats_release  # noqa: F401
 from runs_app.models import Release, ReleaseStatus, TextScore
 
@@ -117,3 +117,62 @@ def test_a_draft_is_computed_again_only_when_its_rows_change(staff, scored, monk
     TextScore.objects.filter(release=scored).first().save()  # a score written again
     staff.get("/releases/stats.0/")
     assert len(calls) == 2
+
+
+def draft_pages(release: Release) -> list[str]:
+    text_id = TextScore.objects.filter(release=release).values_list(
+        "generation_id", flat=True).first()
+    return ["/releases/stats.0/", "/releases/stats.0/chart.svg",
+            "/releases/stats.0/leaderboard.csv", "/releases/stats.0/texts/",
+            f"/releases/stats.0/texts/{text_id}/",
+            "/releases/stats.0/scenarios/greenvale-listeria/"]
+
+
+def test_an_auditor_who_checks_blind_never_sees_a_draft(client, scored):
+    """A draft names every text's writer and the jury's verdict: an auditor would find the
+    writer of the text they are checking blind there (the check names scenario, task and
+    condition). So an auditor sees drafts only with another role too, and nobody sees the
+    draft of a release in which they have a check still to do."""
+    auditor = user_with("auditor", is_staff=True)
+    client.force_login(auditor)
+    for url in draft_pages(scored):
+        assert client.get(url).status_code == 404, url
+    admin_page = client.get(f"/admin/runs_app/release/{scored.pk}/change/").content.decode()
+    assert "View on site" not in admin_page
+
+    both = User.objects.create_user("audits-and-publishes", password="x", is_staff=True)
+    both.groups.add(Group.objects.get(name="auditor"), Group.objects.get(name="publisher"))
+    client.force_login(both)
+    assert all(client.get(url).status_code == 200 for url in draft_pages(scored))
+    generation = TextScore.objects.filter(release=scored).first().generation
+    check = SpotCheck.objects.create(release=scored, generation=generation, auditor=both)
+    for url in draft_pages(scored):
+        assert client.get(url).status_code == 404, url
+    SpotCheck.objects.filter(pk=check.pk).update(status=SpotCheck.Status.DONE)
+    assert all(client.get(url).status_code == 200 for url in draft_pages(scored))
+
+
+def test_publishing_closes_checks_not_done_and_says_so_first(client, scored):
+    auditor = user_with("auditor", is_staff=True)
+    generations = [score.generation for score in TextScore.objects.filter(release=scored)[:2]]
+    batch = SpotCheckBatch.objects.create(release=scored, seed=1, size=2)
+    checks = [SpotCheck.objects.create(
+        release=scored, generation=generation, auditor=auditor,
+        item=SpotCheckItem.objects.create(batch=batch, generation=generation, stratum="s",
+                                          jury_class="supported", position=number))
+        for number, generation in enumerate(generations, start=1)]
+    client.force_login(user_with("publisher", is_staff=True))
+    page = client.get("/releases/stats.0/publish/").content.decode()
+    assert "2 assigned spot-checks of this release are not done yet" in page
+    assert client.post("/releases/stats.0/publish/").status_code == 302
+
+    client.force_login(auditor)
+    queue = client.get("/review/").content.decode()
+    assert "Nothing waiting for you." in queue
+    assert queue.count("Closed: the release was published first") == 2
+    closed = client.get(f"/review/checks/{checks[0].pk}/")
+    assert closed.status_code == 200
+    assert "was published before this check was done" in closed.content.decode()
+    assert 'name="claim_1"' not in closed.content.decode()  # no blind form to fill in
+    assert client.post(f"/review/checks/{checks[0].pk}/", {"note": "late"}).status_code == 409
+    assert SpotCheck.objects.get(pk=checks[0].pk).status == SpotCheck.Status.ASSIGNED
