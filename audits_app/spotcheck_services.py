@@ -81,6 +81,10 @@ def _population(release: Release) -> list[JuryText]:
             if generation_id not in sampled]
 
 
+class BatchError(ValueError):
+    """A batch that cannot be drawn as asked; the message says why."""
+
+
 @transaction.atomic
 def spotcheck_batch_create(
     *, release: Release, size: int | None = None, share: float | None = None,
@@ -101,6 +105,13 @@ def spotcheck_batch_create(
         [text.stratum for text in population],
         [disagreement_weight if text.disagreed else 1.0 for text in population], size or 0, seed,
     )
+    if not chosen:
+        # An empty batch would sit in every queue as "0 of 0 done".
+        raise BatchError(
+            f"a share of {share} of the {len(population)} unsampled texts is no text: give "
+            f"a larger share or a size" if population
+            else f"release {release.code} has no scored text left to sample: every scored "
+            f"text is in a batch already")
     batch = SpotCheckBatch.objects.create(
         release=release, name=name, seed=seed, size=len(chosen),
         disagreement_weight=disagreement_weight, double_code_share=double_code_share,

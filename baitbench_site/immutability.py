@@ -13,6 +13,10 @@ What the triggers refuse:
   is allowed: its old status is not yet `published`);
 - a publication and a scenario version: UPDATE and DELETE, always. An edited scenario gets a
   new version, and `Scenario.current_version` moves to it;
+- evidence added after publication by design (the contamination check, the arena's reviews,
+  pairs, votes and results, the recognisability run): new rows may come, but once the release
+  is published none is ever DELETEd (`KEPT`), and the rows written once are never UPDATEd
+  either (`RECORDED`);
 - on PostgreSQL also TRUNCATE of a table holding such rows (TRUNCATE fires no row triggers).
 
 A refusal is an IntegrityError whose message starts with `REFUSAL_PREFIX` and names the
@@ -36,6 +40,10 @@ from django.db import DatabaseError
 REFUSAL_PREFIX = "baitbench immutable:"
 RELEASE_TABLE = "runs_app_release"
 PUBLISHED = "published"
+# What a guard refuses for rows of a published release.
+FROZEN = "frozen"  # INSERT, UPDATE and DELETE
+RECORDED = "recorded"  # UPDATE and DELETE: rows may still be added
+KEPT = "kept"  # DELETE: rows may be added and may progress (a probe's status, a pair's count)
 
 
 class ImmutableError(ValidationError):
@@ -55,10 +63,18 @@ class Guard:
     table: str
     release_column: str = ""
     parent_table: str = ""
+    mode: str = FROZEN
 
     @property
     def always(self) -> bool:
         return not self.release_column
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """The operations its triggers are on."""
+        if self.always or self.table == RELEASE_TABLE or self.mode == RECORDED:
+            return ("UPDATE", "DELETE")
+        return ("DELETE",) if self.mode == KEPT else ("INSERT", "UPDATE", "DELETE")
 
     def release_of(self, row: str) -> str:
         """SQL for the release id of `row` (OLD or NEW)."""
@@ -73,8 +89,8 @@ class Guard:
 
 
 def _under_release(app_label: str, table: str, column: str = "release_id",
-                   parent: str = "") -> Guard:
-    return Guard(app_label, table, column, parent)
+                   parent: str = "", mode: str = FROZEN) -> Guard:
+    return Guard(app_label, table, column, parent, mode)
 
 
 # Every table whose rows belong to a release, and the tables that never change.
@@ -108,6 +124,20 @@ GUARDS: tuple[Guard, ...] = (
     _under_release("audits_app", "audits_app_outofbandverdict", "audit_id",
                    "audits_app_outofbandaudit"),
     _under_release("audits_app", "audits_app_humanreaderresult"),
+    # Added after publication by design; their findings are computed again on each run
+    # (runs_app_contaminationfinding, replaced in one transaction), the evidence is kept.
+    _under_release("runs_app", "runs_app_contaminationcheck", mode=KEPT),
+    _under_release("runs_app", "runs_app_contaminationprobe", "contamination_check_id",
+                   "runs_app_contaminationcheck", mode=KEPT),
+    _under_release("audits_app", "audits_app_ethicsreview", mode=RECORDED),
+    _under_release("audits_app", "audits_app_arenaevent", mode=RECORDED),
+    _under_release("audits_app", "audits_app_recognisabilityrun", mode=RECORDED),
+    _under_release("audits_app", "audits_app_arenaresult", mode=RECORDED),
+    _under_release("audits_app", "audits_app_arenapair", mode=KEPT),
+    _under_release("audits_app", "audits_app_arenavote", "pair_id", "audits_app_arenapair",
+                   mode=KEPT),
+    _under_release("audits_app", "audits_app_simulatedpairvote", "pair_id",
+                   "audits_app_arenapair", mode=KEPT),
 )
 
 
@@ -116,6 +146,10 @@ def _message(operation: str, guard: Guard) -> str:
         reason = "its rows never change (a change is a new row)"
     elif guard.table == RELEASE_TABLE:
         reason = "the release is published"
+    elif guard.mode == KEPT:
+        reason = "evidence about a published release is kept"
+    elif guard.mode == RECORDED:
+        reason = "a record about a published release never changes (a change is a new row)"
     else:
         reason = "the row belongs to a published release"
     return f"{REFUSAL_PREFIX} {operation} of {guard.table} refused: {reason}"
@@ -132,11 +166,14 @@ def _sqlite_conditions(guard: Guard) -> dict[str, str]:
         return {"UPDATE": "1", "DELETE": "1"}
     if guard.table == RELEASE_TABLE:
         return {"UPDATE": f"OLD.status = '{PUBLISHED}'", "DELETE": f"OLD.status = '{PUBLISHED}'"}
-    return {
+    conditions = {
         "INSERT": guard.published("NEW"),
         "UPDATE": f"{guard.published('OLD')} OR {guard.published('NEW')}",
         "DELETE": guard.published("OLD"),
     }
+    if guard.mode == RECORDED:
+        conditions["UPDATE"] = guard.published("OLD")
+    return {operation: conditions[operation] for operation in guard.operations}
 
 
 def _sqlite_install(guard: Guard) -> list[str]:
@@ -174,6 +211,9 @@ def _pg_row_checks(guard: Guard) -> str:
         return _pg_raise(guard)
     if guard.table == RELEASE_TABLE:
         return f"IF OLD.status = '{PUBLISHED}' THEN {_pg_raise(guard)} END IF;"
+    if guard.mode in (KEPT, RECORDED):
+        # The trigger fires only on the refused operations; each has an OLD row.
+        return f"IF {guard.published('OLD')} THEN {_pg_raise(guard)} END IF;"
     # NEW is read only where it exists (INSERT, UPDATE), OLD likewise (UPDATE, DELETE).
     return (f"IF TG_OP IN ('UPDATE', 'DELETE') THEN IF {guard.published('OLD')} THEN "
             f"{_pg_raise(guard)} END IF; END IF; "
@@ -193,8 +233,7 @@ def _pg_truncate_check(guard: Guard) -> str:
 
 def _pg_install(guard: Guard) -> list[str]:
     name = f"baitbench_guard_{guard.table}"
-    operations = ("UPDATE OR DELETE" if guard.always or guard.table == RELEASE_TABLE
-                  else "INSERT OR UPDATE OR DELETE")
+    operations = " OR ".join(guard.operations)
     return [
         f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $guard$ "
         f"BEGIN {_pg_row_checks(guard)} "

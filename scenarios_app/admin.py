@@ -32,6 +32,7 @@ from scenarios_app.forms import (
     KnowledgeQuestionForm,
     MultilineTextField,
     PreviewForm,
+    ScenarioChangeForm,
     ScenarioDocumentCheck,
     ScenarioPartsFormSet,
     ScenarioUploadForm,
@@ -139,7 +140,8 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
     readonly_fields = ["current_version_number", "current_content_hash"]
     formfield_overrides = _text_areas(rows=8, cols=90, line_size=70)
     fieldsets = [
-        (None, {"fields": ["slug", "title", "language", "visibility", "status", "canary"]}),
+        (None, {"fields": ["slug", "title", "language", "visibility", "status", "canary",
+                           "confirm_canary_change"]}),
         ("Shown to the writer", {
             "fields": ["organisation_name", "organisation_description", "situation"],
         }),
@@ -151,6 +153,7 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
         AttitudeQuestionInline, KnowledgeQuestionInline, HumanBaselineInline,
     ]
     actions = ["download_files"]
+    form = ScenarioChangeForm
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Deleting a scenario would delete the versions that releases pin (DESIGN section 3),

@@ -146,6 +146,32 @@ class ScenarioDocumentCheck:
         return self.problems
 
 
+class ScenarioChangeForm(forms.ModelForm):
+    """The scenario's own fields in the admin. Its canary is the key by which contamination
+    is traced (DESIGN section 6): changing it on a saved scenario needs the same explicit
+    confirmation as a file import that would (`services.database_conflicts`)."""
+
+    confirm_canary_change = forms.BooleanField(
+        label="Confirm canary change", required=False,
+        help_text="A scenario's canary traces contamination: changing the canary of a saved "
+                  "scenario is refused unless this is ticked.")
+
+    class Meta:
+        model = Scenario
+        # The admin's fieldsets choose the fields shown; these are the ones it may.
+        fields = ["slug", "title", "language", "visibility", "status", "canary",
+                  "organisation_name", "organisation_description", "situation", "control_text"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if (self.instance.pk and "canary" in self.changed_data
+                and not data.get("confirm_canary_change")):
+            self.add_error("canary", "Changing a saved scenario's canary breaks the trace of "
+                                     "contamination under the old one: tick 'Confirm canary "
+                                     "change' to change it anyway.")
+        return data
+
+
 class ScenarioPartsFormSet(BaseInlineFormSet):
     """The formset of every scenario part; the last one also checks the whole document."""
 

@@ -149,12 +149,63 @@ def release_rows_create(*, code: str, version: ScenarioVersion, ann: User, bob: 
     world = ReleaseRows(release, open_text, blind_text, rows)
     _evidence_create(world, ann=ann, bob=bob)
     if publish:
+        _after_publication_create(world, ann=ann)
+    if publish:
         rows["audits_app_publication"] = Publication.objects.create(
             release=release, config_hash=release.config_hash, snapshot={"code": code},
             snapshot_hash="cd" * 32)
         Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
         release.refresh_from_db()
     return world
+
+
+def _after_publication_create(world: ReleaseRows, *, ann: User) -> None:
+    """Rows that come after publication by design (contamination check, arena), one each,
+    for a release about to be published (the guards refuse no INSERT of theirs)."""
+    from audits_app.arena.models import (
+        ArenaEvent,
+        ArenaPair,
+        ArenaResult,
+        ArenaVote,
+        ArenaVoter,
+        EthicsReview,
+        RecognisabilityRun,
+        SimulatedPairVote,
+    )
+    from runs_app.check_models import ContaminationCheck, ContaminationProbe
+
+    release, rows = world.release, world.rows
+    check = ContaminationCheck.objects.create(release=release)
+    version = ReleaseScenario.objects.filter(release=release).first().scenario_version
+    review = EthicsReview.objects.create(
+        release=release, reviewing_body="Board", reference=f"R-{release.code}",
+        decided_on=dt.date(2026, 1, 5), decision="approved", document="arena/ethics/x.pdf",
+        document_sha256="ef" * 32, recorded_by=ann)
+    pair = ArenaPair.objects.create(
+        release=release, generation_a=world.open_text, generation_b=world.blind_text,
+        model_a=world.open_text.model, model_b=world.blind_text.model,
+        scenario=version.scenario, task="T1", condition="C0")
+    voter = ArenaVoter.objects.create(key=f"voter-{release.code}")
+    rows |= {
+        "runs_app_contaminationcheck": check,
+        "runs_app_contaminationprobe": ContaminationProbe.objects.create(
+            contamination_check=check, model="probe/model", scenario_version=version,
+            kind="canary", status="done", reply="no idea"),
+        "audits_app_ethicsreview": review,
+        "audits_app_arenaevent": ArenaEvent.objects.create(
+            release=release, action="open", reason="approved", review=review, by=ann),
+        "audits_app_recognisabilityrun": RecognisabilityRun.objects.create(
+            release=release, method={"features": "words"}, probabilities={},
+            summary={"accuracy": 0.5, "low": 0.3, "high": 0.7, "chance": 0.5,
+                     "majority": 0.5, "texts": 2, "level": 0.95, "per_writer": []}),
+        "audits_app_arenaresult": ArenaResult.objects.create(
+            release=release, votes_counted=1, votes_shadow=0, data={}),
+        "audits_app_arenapair": pair,
+        "audits_app_arenavote": ArenaVote.objects.create(
+            pair=pair, voter=voter, favourable="a", a_on_left=True),
+        "audits_app_simulatedpairvote": SimulatedPairVote.objects.create(
+            pair=pair, position="P01", a_first=True),
+    }
 
 
 def _evidence_create(world: ReleaseRows, *, ann: User, bob: User) -> None:

@@ -96,11 +96,14 @@ def auditor_choices():
 
 
 class BatchForm(forms.Form):
-    size = forms.IntegerField(min_value=1, required=False, help_text="Number of texts, or …")
+    # Bounds of the columns they are stored in (a size above the texts left takes them all).
+    size = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False,
+                              help_text="Number of texts, or …")
     share = forms.FloatField(min_value=0.0, max_value=1.0, required=False,
                              help_text="… a share of the unsampled scored texts (0-1).")
-    seed = forms.IntegerField(required=False, help_text="Empty: derived from the release's seed.")
-    disagreement_weight = forms.FloatField(min_value=1.0, initial=2.0)
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**63 - 2,
+                              help_text="Empty: derived from the release's seed.")
+    disagreement_weight = forms.FloatField(min_value=1.0, max_value=1000.0, initial=2.0)
     double_code_share = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.1)
     auditors = forms.ModelMultipleChoiceField(queryset=None, required=False,
                                               widget=forms.CheckboxSelectMultiple)

@@ -274,13 +274,18 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     form = BatchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        batch = services.spotcheck_batch_create(
-            release=release, size=data["size"], share=data["share"], seed=data["seed"],
-            disagreement_weight=data["disagreement_weight"],
-            double_code_share=data["double_code_share"], auditors=list(data["auditors"]),
-            name=data["name"], user=request.user,
-        )
-        return render(request, "review/batch_created.html", {"release": release, "batch": batch})
+        try:
+            batch = services.spotcheck_batch_create(
+                release=release, size=data["size"], share=data["share"], seed=data["seed"],
+                disagreement_weight=data["disagreement_weight"],
+                double_code_share=data["double_code_share"], auditors=list(data["auditors"]),
+                name=data["name"], user=request.user,
+            )
+        except services.BatchError as problem:
+            form.add_error(None, str(problem))
+        else:
+            return render(request, "review/batch_created.html",
+                          {"release": release, "batch": batch})
     return render(request, "review/batch_form.html", {"release": release, "form": form})
 
 

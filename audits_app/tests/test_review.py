@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from audits_app.models import SpotCheck
+from audits_app.models import SpotCheck, SpotCheckBatch
 from audits_app.spotcheck_selectors import jury_texts
 from audits_app.spotcheck_services import oob_audit_import, spotcheck_batch_create
 from audits_app.tests.test_sampling import build_jury, make_user
@@ -118,13 +118,34 @@ def test_an_auditor_creates_a_batch_from_the_form(client, small_demo_release):
     assert SpotCheck.objects.filter(auditor=auditor).count() == 3
 
 
+def test_a_batch_that_cannot_be_drawn_is_a_form_error_never_a_500_or_an_empty_batch(
+        client, small_demo_release):
+    build_jury(small_demo_release)
+    client.force_login(make_user("ann"))
+    url = f"/review/releases/{small_demo_release.code}/batches/new/"
+    form = {"disagreement_weight": "2", "double_code_share": "0"}
+    for wrong, says in ((dict(size="2", seed="-1"), "greater than or equal to 0"),
+                        (dict(size="2", disagreement_weight="1e308"), "less than or equal to"),
+                        (dict(size="99999999999999999999999"), "less than or equal to")):
+        response = client.post(url, form | wrong)
+        assert response.status_code == 200 and says in response.content.decode(), wrong
+    assert not SpotCheckBatch.objects.exists()
+    assert client.post(url, form | {"size": "1000"}).status_code == 200  # takes every text
+    taken = SpotCheckBatch.objects.get().items.count()
+    again = client.post(url, form | {"size": "1"}).content.decode()
+    assert "has no scored text left to sample: every scored text is in a batch" in again
+    assert client.post(url, form | {"share": "0.5"}).status_code == 200
+    assert SpotCheckBatch.objects.count() == 1 and taken > 0
+
+
 def test_nothing_changes_under_a_published_release(client, world):
     check = world["checks"][0]
     release = world["release"]
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
     client.force_login(world["auditor"])
 
-    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 403
+    # The check was not done before publication: it is closed (409), its form gone.
+    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 409
     assert client.post(f"/review/releases/{release.code}/batches/new/",
                        {"size": "1", "disagreement_weight": "2",
                         "double_code_share": "0"}).status_code == 403

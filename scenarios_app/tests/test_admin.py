@@ -256,6 +256,26 @@ def test_a_curator_adds_a_scenario_with_all_its_parts(curator_client):
     }
 
 
+def test_a_saved_scenarios_canary_changes_only_when_the_curator_confirms(curator_client):
+    scenario = make_scenario()
+    old = scenario.canary
+    new = "BAITBENCH-CANARY-0123abcd-0000-4000-8000-5678"
+    data = {**change_form_data(curator_client, scenario), "canary": new}
+
+    refused = curator_client.post(change_url(scenario), data)
+
+    assert refused.status_code == 200
+    assert "tick &#x27;Confirm canary change&#x27; to change it anyway" in refused.content.decode()
+    scenario.refresh_from_db()
+    assert (scenario.canary, version_numbers(scenario)) == (old, [1])
+
+    confirmed = curator_client.post(change_url(scenario), {**data, "confirm_canary_change": "on"})
+
+    assert confirmed.status_code == 302
+    scenario.refresh_from_db()
+    assert (scenario.canary, version_numbers(scenario)) == (new, [1, 2])
+
+
 def test_saving_earlier_content_again_makes_that_version_current(curator_client):
     scenario = make_scenario()
     original = change_form_data(curator_client, scenario)

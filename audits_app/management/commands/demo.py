@@ -30,6 +30,7 @@ from baitbench_site.roles import ROLE_NAMES
 from runs_app.contamination_services import contamination_check_run
 from runs_app.management.commands.contamination_check import write_report
 from runs_app.models import Release
+from scenarios_app.files import load_scenario_files
 from scenarios_app.models import Scenario
 from scenarios_app.services import scenarios_import
 
@@ -88,12 +89,17 @@ class Command(BaseCommand):
             f"{len(result.unchanged)} unchanged, {len(result.kept)} kept as edited")
         kept = Scenario.objects.filter(slug__in=result.kept).select_related(
             "current_version__created_by").order_by("slug")
+        shipped = {item.scenario.slug: item.scenario.canary
+                   for item in load_scenario_files([str(folder)]).files}
         for scenario in kept:
             version = scenario.current_version
             who = version.created_by.get_username() if version.created_by else "an import"
+            # The importer refuses to change a canary unless told to: say so in the hint.
+            confirm = (" --confirm-canary-change" if shipped.get(scenario.slug) != scenario.canary
+                       else "")
             self.stdout.write(
                 f"  kept {scenario.slug}: its current version {version.number} (saved by {who}) "
-                f"differs from the shipped file; `manage.py import_scenarios "
+                f"differs from the shipped file; `manage.py import_scenarios{confirm} "
                 f"{folder / scenario.slug}.yaml` would replace it")
 
     def _staff_login(self, password: str | None, reset: bool):
