@@ -108,10 +108,14 @@ def _usd(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
+# A release in one of these has run to its end: its active stages have nothing left to do.
+FINISHED_STATUSES = (ReleaseStatus.SCORED, ReleaseStatus.PUBLISHED)
+
+
 def state_label(release: Release, status: StageStatus) -> str:
-    """What the operator asked of the stage, and "Done" once a scored release's running
-    stage has nothing left."""
-    if (status.state == StageRunState.ACTIVE and release.status == ReleaseStatus.SCORED
+    """What the operator asked of the stage, and "Done" once a scored (or published)
+    release's running stage has nothing left."""
+    if (status.state == StageRunState.ACTIVE and release.status in FINISHED_STATUSES
             and status.progress.finished):
         return "Done"
     return status.state_label
@@ -185,7 +189,9 @@ def run_payload(run: ReleaseRun) -> dict:
 def release_list(request: HttpRequest) -> HttpResponse:
     rows = []
     for release in releases_with_runs():
-        states = {run.stage: run.get_state_display() for run in release.stage_runs.all()}
+        finished = release.status in FINISHED_STATUSES
+        states = {run.stage: "Done" if finished and run.state == StageRunState.ACTIVE
+                  else run.get_state_display() for run in release.stage_runs.all()}
         control = getattr(release, "run", None)
         rows.append({"release": release, "states": states, "control": control,
                      "over_budget": bool(control and control.over_budget)})

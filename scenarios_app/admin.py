@@ -278,11 +278,13 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
                     f"{len(result.unchanged)} unchanged."
                 ), messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:scenarios_app_scenario_changelist"))
-            for line in result.problems:
-                # Problem lines name the uploaded file, not the temporary folder it sat in.
-                self.message_user(request, line.replace(f"{folder}/", ""), messages.ERROR)
-            self.message_user(request, "Nothing was imported.", messages.ERROR)
-        context = self._page_context(request, "Upload scenario files", form=form)
+            # Listed on the page as written (the admin's messages would capitalise a file's
+            # name); the lines name the uploaded file, not the temporary folder it sat in.
+            problems = [line.replace(f"{folder}/", "") for line in result.problems]
+        else:
+            problems = []
+        context = self._page_context(request, "Upload scenario files", form=form,
+                                     problems=problems)
         return TemplateResponse(request, "admin/scenarios_app/scenario/upload.html", context)
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

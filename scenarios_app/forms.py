@@ -200,7 +200,9 @@ class MultipleFileField(forms.FileField):
         super().__init__(*args, **kwargs)
 
     def clean(self, data: Any, initial: Any = None) -> list[Any]:
-        items = data if isinstance(data, list | tuple) else [data]
+        items = [item for item in (data if isinstance(data, list | tuple) else [data]) if item]
+        if not items and self.required:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
         return [super(MultipleFileField, self).clean(item, initial) for item in items]
 
 

@@ -280,6 +280,13 @@ def test_failed_rows_are_retried_from_the_page_and_a_scored_release_runs_again(
     release.refresh_from_db()
     assert release.status == ReleaseStatus.SCORED
     assert server.count() == 3  # the failed call, the retried one, the other writer's
+    # A finished run says so on the list and the page, also once the release is published.
+    for status in (ReleaseStatus.SCORED, ReleaseStatus.PUBLISHED):
+        Release.objects.filter(pk=release.pk).update(status=status)
+        listing = operator_client.get("/runs/").content.decode()
+        assert "generate: done" in listing and "running" not in listing.lower(), status
+        progress = operator_client.get("/runs/retry.0/progress.json").json()
+        assert [stage["state_label"] for stage in progress["stages"]] == ["Done"], status
 
 
 # ---------------------------------------------------------------------------------------

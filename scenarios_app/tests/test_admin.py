@@ -327,11 +327,22 @@ def test_an_upload_with_a_bad_file_imports_nothing(curator_client):
     ]})
 
     assert response.status_code == 200
-    assert messages_of(response) == [
-        "second.yaml: knowledge_questions[2].correct: index 5 is outside the 4 options",
-        "Nothing was imported.",
-    ]
+    assert response.context["problems"] == [
+        "second.yaml: knowledge_questions[2].correct: index 5 is outside the 4 options"]
+    html = response.content.decode()
+    assert "Nothing was imported: 1 problem." in html
+    # As written: the admin's messages would have capitalised the file's name.
+    assert "<li>second.yaml: knowledge_questions[2].correct: index 5 is outside" in html
+    assert not messages_of(response)
     assert not Scenario.objects.exists()
+
+
+def test_an_upload_without_a_file_is_a_form_error(curator_client):
+    response = curator_client.post(UPLOAD, {})
+
+    assert response.status_code == 200
+    assert "This field is required." in response.content.decode()
+    assert not messages_of(response)
 
 
 def test_a_curator_uploads_a_zip_of_scenario_files(curator_client):

@@ -234,7 +234,10 @@ def _upload(name: str, content: str | bytes) -> SimpleUploadedFile:
 
 
 def _messages(response) -> list[str]:
-    return [str(message) for message in response.context["messages"]]
+    """The upload's problems as listed on the page, then its verdict."""
+    html = response.content.decode()
+    assert "Nothing was imported:" in html
+    return [*response.context["problems"], "Nothing was imported."]
 
 
 def test_the_upload_refuses_a_canary_change_unless_the_box_is_ticked(curator_client):
