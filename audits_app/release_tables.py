@@ -35,9 +35,8 @@ def link_tables(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[st
         board = boards.get(measure["key"])
         if board is None:
             continue
-        rows = sorted(board.get("rows", []),
-                      key=lambda row: (row.get("rank") or UNRANKED_LAST, names.get(row["model"],
-                                                                              row["model"])))
+        # By rank; within a tie in the snapshot's own order, as the CSV and the API list them.
+        rows = sorted(board.get("rows", []), key=lambda row: row.get("rank") or UNRANKED_LAST)
         tables.append({**measure, "rule": board.get("rule", ""),
                        "higher_is_better": board.get("higher_is_better", True),
                        "new_link": measure["link"] != previous,

@@ -560,13 +560,14 @@ def _parse_reader_row(row: csv_files.Row, options: dict[str, list[int]],
         else:
             attitude.append(value)
     knowledge: list[int | None] = []
-    counts = options.get(slug) or [0] * 4
+    # Without a known scenario its questions' options are unknown: only the form is checked.
+    counts = options.get(slug) or [None] * 4
     for column, count in zip(("k1", "k2", "k3", "k4"), counts, strict=False):
         text = cells[column].lower()
         value = csv_files.whole_number(text)
         if text in DONT_KNOW:
             knowledge.append(None)
-        elif value is not None and value < count:
+        elif value is not None and (count is None or value < count):
             knowledge.append(value)
         elif value is not None:
             problem(column.upper(), f"option {value} is outside the {count} options (0-based)")

@@ -22,6 +22,7 @@ from django.dispatch import receiver
 from django.http import (
     HttpRequest,
     HttpResponse,
+    HttpResponseBadRequest,
     HttpResponseForbidden,
     HttpResponseNotFound,
     HttpResponseRedirect,
@@ -53,6 +54,26 @@ def reason(exception: BaseException | None, default: str) -> str:
     """
     message = exception.args[0] if exception is not None and exception.args else None
     return message if isinstance(message, str) and message.strip() else default
+
+
+def bad_request(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:
+    """A request Django refused before any view: most often a form too large to accept."""
+    from django.conf import settings
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+    from django.template.defaultfilters import filesizeformat
+
+    if isinstance(exception, RequestDataTooBig):
+        limit = filesizeformat(settings.DATA_UPLOAD_MAX_MEMORY_SIZE).replace("\xa0", " ")
+        why = (f"What you sent is larger than this site accepts in a form ({limit}): "
+               f"nothing was saved. Send a smaller text, or a file where the page offers an "
+               f"upload.")
+    elif isinstance(exception, TooManyFieldsSent):
+        why = "The form sent more fields than this site accepts: nothing was saved."
+    else:
+        why = "The request could not be understood, so nothing was done."
+    body = loader.render_to_string("400.html", {"reason": why, "request_path": request.path},
+                                   request)
+    return HttpResponseBadRequest(body)
 
 
 def page_not_found(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:

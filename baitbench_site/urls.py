@@ -29,6 +29,7 @@ urlpatterns = [
 ]
 
 # Pages in the site's layout that say why, with the way back (`baitbench_site.errors`).
+handler400 = "baitbench_site.errors.bad_request"
 handler403 = "baitbench_site.errors.permission_denied"
 handler404 = "baitbench_site.errors.page_not_found"
 handler500 = "baitbench_site.errors.server_error"

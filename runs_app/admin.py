@@ -29,6 +29,7 @@ from runs_app.models import (
     LlmModel,
     ReaderResponse,
     Release,
+    ReleaseStatus,
     ScoringVersion,
     WorkStatus,
 )
@@ -267,9 +268,19 @@ class GenerationAdmin(OperateMixin, admin.ModelAdmin):
 
     @admin.action(description="Retry failed generations", permissions=["operate"])
     def retry_failed(self, request: HttpRequest, queryset: QuerySet) -> None:
+        published = sorted(set(queryset.filter(release__status=ReleaseStatus.PUBLISHED)
+                               .values_list("release__code", flat=True)))
+        for code in published:
+            self.message_user(request, f"Release {code} is published: its generations are "
+                                       f"never retried.", messages.ERROR)
         by_release: dict[Release, list[int]] = {}
-        for generation in queryset.filter(status=WorkStatus.FAILED).select_related("release"):
+        for generation in (queryset.filter(status=WorkStatus.FAILED)
+                           .exclude(release__status=ReleaseStatus.PUBLISHED)
+                           .select_related("release")):
             by_release.setdefault(generation.release, []).append(generation.pk)
+        if not by_release and not published:
+            self.message_user(request, "None of the selected generations failed: nothing to "
+                                       "retry.", messages.WARNING)
         for release, ids in by_release.items():
             try:
                 count = work_retry_failed(release=release, stage_name="generate", ids=ids)

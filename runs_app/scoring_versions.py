@@ -364,21 +364,26 @@ def scoring_path(name: str) -> Path:
 
 
 def load_scoring_file(name: str) -> ScoringFile:
-    """`scoring/<name>.yaml`, validated; ScoringFileError names every problem and where."""
+    """`scoring/<name>.yaml`, validated; ScoringFileError names every problem and where (the
+    file by its place in the project: the server's own folders are nobody's business)."""
     path = scoring_path(name)
+    shown = path.relative_to(SCORING_DIR.parent.parent).as_posix()
     if not path.is_file():
-        raise ScoringFileError([f"{path}: no such scoring version"])
+        known = sorted((found.stem for found in SCORING_DIR.glob("v*.yaml")
+                        if VERSION_FILE.fullmatch(found.name)), key=lambda stem: int(stem[1:]))
+        raise ScoringFileError([f"{shown}: no such scoring version (there are "
+                                f"{', '.join(known) or 'none'})"])
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
-        raise ScoringFileError([f"{path}: malformed YAML: {error}"]) from None
+        raise ScoringFileError([f"{shown}: malformed YAML: {error}"]) from None
     try:
         scoring = ScoringFile.model_validate(data)
     except ValidationError as error:
-        raise ScoringFileError([f"{path}: {field_path(item['loc']) or '(top)'}: {item['msg']}"
+        raise ScoringFileError([f"{shown}: {field_path(item['loc']) or '(top)'}: {item['msg']}"
                                 for item in error.errors()]) from None
     if scoring.version != name:
-        raise ScoringFileError([f"{path}: version: is {scoring.version!r}, the file name "
+        raise ScoringFileError([f"{shown}: version: is {scoring.version!r}, the file name "
                                 f"says {name!r}"])
     return scoring
 

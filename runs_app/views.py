@@ -249,6 +249,12 @@ def _which(stages: list[str] | None) -> str:
     return f"stage {stages[0]}" if stages else "every stage"
 
 
+def sentence(text: str) -> str:
+    """The text ending in one full stop (form errors already end in one)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def _act(request: HttpRequest, code: str, act: Callable[[Release], str]) -> HttpResponse:
     """Run one action; a refusal (published release, a stage outside the stage set) becomes
     an error message. Always back to the release's page."""
@@ -256,9 +262,9 @@ def _act(request: HttpRequest, code: str, act: Callable[[Release], str]) -> Http
     try:
         text = act(release)
     except ImmutableError as error:
-        messages.error(request, f"Refused: {'; '.join(error.messages)}.")
+        messages.error(request, sentence(f"Refused: {'; '.join(error.messages)}"))
     except RunError as error:
-        messages.error(request, f"Refused: {error}.")
+        messages.error(request, sentence(f"Refused: {error}"))
     else:
         level = messages.WARNING if text.startswith("Nothing") else messages.SUCCESS
         messages.add_message(request, level, text)

@@ -123,3 +123,28 @@ def test_deleting_under_a_published_release_in_the_admin_is_refused_and_keeps_th
     assert response.status_code == 403
     assert "Traceback" not in response.content.decode()
     assert OutOfBandAudit.objects.filter(pk=audit.pk).exists()
+
+
+def test_a_form_too_large_to_accept_gets_the_sites_page_saying_so(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    user = get_user_model().objects.create_superuser("root", password="x")
+    client.force_login(user)
+
+    response = client.post("/admin/runs_app/release/add/", {"config_yaml": "x" * 4096})
+
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "larger than this site accepts in a form (1.0 KB): nothing was saved" in body
+    assert_site_page_with_ways_back(body)
+
+
+def test_an_unknown_scoring_version_names_the_known_ones_and_no_server_folder():
+    from django.conf import settings
+
+    from runs_app.scoring_versions import ScoringFileError, load_scoring_file
+
+    with pytest.raises(ScoringFileError) as refused:
+        load_scoring_file("v99")
+    [line] = refused.value.lines
+    assert line.startswith("runs_app/scoring/v99.yaml: no such scoring version (there are v1, ")
+    assert str(settings.BASE_DIR) not in line

@@ -7,6 +7,7 @@ from audits_app.arena.api import ArenaView
 app_name = "api"
 
 urlpatterns = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("releases/", views.ReleaseListView.as_view(), name="release-list"),
     path("releases/<str:code>/", views.ReleaseDetailView.as_view(), name="release-detail"),
     path("releases/<str:code>/leaderboard/", views.LeaderboardView.as_view(),

@@ -4,6 +4,7 @@ material for staff. Every answer reads the snapshot through `audits_app.public`.
 from __future__ import annotations
 
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -49,6 +50,32 @@ class SnapshotListView(GenericAPIView):
     def get(self, request: Request, *args, **kwargs) -> Response:
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ApiRootView(GenericAPIView):
+    """Where the API starts: its collections, the schema and the documentation."""
+
+    pagination_class = None
+
+    @extend_schema(summary="The API's starting points", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        def link(name: str) -> str:
+            return request.build_absolute_uri(reverse(f"api:{name}"))
+
+        return Response({
+            "releases": link("release-list"), "scenarios": link("scenario-list"),
+            "reader_trials": link("reader-trials"), "schema": link("schema"),
+            "docs": link("docs"),
+            "per_release": {"release": "releases/{code}/",
+                            "leaderboard": "releases/{code}/leaderboard/",
+                            "texts": "releases/{code}/texts/",
+                            "texts_csv": "releases/{code}/texts.csv",
+                            "calibration": "releases/{code}/calibration/",
+                            "contamination": "releases/{code}/contamination/",
+                            "arena": "releases/{code}/arena/",
+                            "compare": "releases/{code}/compare/{other}/"},
+            "model_history": "models/{model_id}/",
+        })
 
 
 @extend_schema_view(get=extend_schema(

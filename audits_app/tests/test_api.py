@@ -257,3 +257,12 @@ def test_schemathesis_finds_no_server_error():
     assert not failures, "\n".join(failures)
     assert 200 in statuses and 404 in statuses and len(statuses) > 50
     assert "text/html" in html_types
+
+
+def test_the_api_starts_at_a_root_that_links_every_collection(client):
+    answer = client.get("/api/v1/", HTTP_ACCEPT="application/json")
+    assert answer.status_code == 200
+    body = answer.json()
+    for key in ("releases", "scenarios", "reader_trials", "schema", "docs"):
+        assert client.get(body[key]).status_code == 200, key
+    assert client.get("/api/v1/", HTTP_ACCEPT="text/html").status_code == 200

@@ -73,6 +73,8 @@ def test_bad_reader_rows_are_refused_whole(read_release):
         result.problems)
     assert any(p.startswith(f"row {row}, column A1:") for p in result.problems)
     assert any(p.startswith(f"row {row}, column A3:") for p in result.problems)
+    # An unknown scenario has no questions to count options against: no line about them.
+    assert not any("options (0-based)" in p for p in result.problems)
     assert not HumanReaderResult.objects.exists()
 
 

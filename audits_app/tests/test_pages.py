@@ -324,3 +324,18 @@ def test_the_viewers_copy_drops_held_out_anchors_and_content(world):
     assert HELD_OUT_SLUG not in visible["scenario_content"]
     assert {row["scenario"] for row in visible["anchors"]} == {
         "greenvale-listeria", "cobaltcloud-breach"}
+
+
+def test_the_page_lists_each_measure_in_the_order_of_its_csv_ties_included(client):
+    published_release_create(code="order.0", model_count=12)
+    html = client.get("/releases/order.0/").content.decode()
+    csv_rows = list(DictReader(
+        client.get("/releases/order.0/leaderboard.csv").content.decode().splitlines()))
+    checked = 0
+    for metric in {row["metric"] for row in csv_rows}:
+        table = html.split(f'data-metric="{metric}"')[1].split("</table>")[0]
+        shown = [unescape(name) for name in re.findall(
+            r'<tr><td class="num">[^<]*</td><td>(?:<a [^>]*>)?([^<]+)<', table)]
+        assert shown == [row["model_name"] for row in csv_rows if row["metric"] == metric], metric
+        checked += 1
+    assert checked >= 3

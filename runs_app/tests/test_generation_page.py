@@ -100,3 +100,23 @@ def test_a_t4_text_shows_its_interview_with_the_judges_label_per_answer(
     assert "Cross-examination" in html and "(the reporter's questions in the prompt)" in html
     assert html.count("<td>fabricates</td>") >= 1 and "<td>contradicts</td>" in html
     assert "labels by fixture/juror-" in html
+
+
+@pytest.mark.django_db
+def test_the_generation_retry_action_always_says_what_it_did(client, judged, staff):
+    from django.contrib.messages import get_messages
+
+    from runs_app.models import Release, ReleaseStatus
+
+    url = reverse("admin:runs_app_generation_changelist")
+    done = list(Generation.objects.filter(release=judged).values_list("pk", flat=True)[:2])
+    client.force_login(staff)
+
+    def act() -> list[str]:
+        response = client.post(url, {"action": "retry_failed", "_selected_action": done},
+                               follow=True)
+        return [str(message) for message in get_messages(response.wsgi_request)]
+
+    assert act() == ["None of the selected generations failed: nothing to retry."]
+    Release.objects.filter(pk=judged.pk).update(status=ReleaseStatus.PUBLISHED)
+    assert act() == [f"Release {judged.code} is published: its generations are never retried."]

@@ -240,7 +240,7 @@ def test_the_budget_form_names_what_is_wrong(operator_client, imported_scenarios
                          ("ten", "Enter a number.")]:
         response = operator_client.post("/runs/ops.0/budget/", {"budget_usd": value},
                                         follow=True)
-        assert messages_of(response) == [f"Refused: Budget cap (USD): {error}."], value
+        assert messages_of(response) == [f"Refused: Budget cap (USD): {error}"], value
     assert not RunControl.objects.exists()
 
     response = operator_client.post("/runs/ops.0/budget/", {"budget_usd": "12.50"}, follow=True)
