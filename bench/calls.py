@@ -83,6 +83,35 @@ def bench_config(writers: int, scenarios: int, tasks: int):
     })
 
 
+def bare_client_rate(base_url: str, concurrency: int, calls: int) -> float:
+    """Calls/s of the plainest client (asyncio, one httpx.AsyncClient, `concurrency` tasks, a
+    small request) against the same server: what this machine and the fake server allow at
+    all, measured in the same run as the stages."""
+    import asyncio
+
+    import httpx
+
+    payload = {"model": "bench/juror-0", "messages": [{"role": "user", "content": "Hello."}],
+               "response_format": {"type": "json_object"}}
+
+    async def run() -> float:
+        remaining = calls
+        limits = httpx.Limits(max_connections=concurrency,
+                              max_keepalive_connections=concurrency)
+        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) as client:
+            async def worker() -> None:
+                nonlocal remaining
+                while remaining > 0:
+                    remaining -= 1
+                    (await client.post("chat/completions", json=payload)).raise_for_status()
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return calls / (time.perf_counter() - start)
+
+    return asyncio.run(run())
+
+
 def run_throughput(args: argparse.Namespace) -> None:
     from django.conf import settings
     from django.core.management import call_command
@@ -105,6 +134,10 @@ def run_throughput(args: argparse.Namespace) -> None:
           f"{args.concurrency}, ideal {ideal:.0f} calls/s")
     # The server runs in a child process: on this process's GIL it would slow the client.
     with FakeOpenRouterProcess(latency=args.latency, responder=valid_reply) as server:
+        bare = bare_client_rate(server.base_url.rstrip("/") + "/", args.concurrency, 1500)
+        server.reset()
+        print(f"  bare httpx client: {bare:.1f} calls/s, {bare / ideal:.2f} of ideal (the most "
+              f"this machine and the fake server allow)")
         for name in STAGES:
             pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="bench",
                                 concurrency=args.concurrency)
@@ -116,7 +149,7 @@ def run_throughput(args: argparse.Namespace) -> None:
             calls = server.count() - before
             rate = calls / elapsed if elapsed else 0.0
             print(f"  {name:9s} {report.finished:5d} rows {calls:5d} calls {elapsed:6.2f} s "
-                  f"{rate:7.1f} calls/s  {rate / ideal:5.2f} of ideal; "
+                  f"{rate:7.1f} calls/s  {rate / ideal:5.2f} of ideal, {rate / bare:4.2f} of bare; "
                   f"{1000 * cpu / max(calls, 1):5.2f} ms CPU per call "
                   f"(peak in flight {server.max_in_flight})")
             server.reset()
