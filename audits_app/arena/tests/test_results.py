@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from audits_app.arena import services as arena_services
 from audits_app.arena import statistics as arena_statistics
 from audits_app.arena.csv_export import results_csv
 from audits_app.arena.models import ArenaPair, ArenaResult, RecognisabilityRun
@@ -112,16 +113,19 @@ def test_staff_see_the_shadow_votes_analysed(client, voted, auditor):
     assert "Staff: Shadow votes" in client.get("/arena/arena.0/results/").content.decode()
 
 
-def test_stored_results_are_recomputed_only_after_new_votes_and_a_pause(client, voted):
+def test_stored_results_are_recomputed_only_after_new_votes_and_a_pause(
+        client, voted, monkeypatch):
     first = results_current(release=voted)
     assert results_current(release=voted) == first  # nothing new
 
     consent(client)
     vote_next(client)
     assert results_current(release=voted) == first  # new, but computed moments ago
-    ArenaResult.objects.filter(pk=first.pk).update(
-        computed_at=timezone.now() - timedelta(minutes=5))
+    # Five minutes later (a stored result is a record: it is never backdated, time moves on).
+    later = timezone.now() + timedelta(minutes=5)
+    monkeypatch.setattr(arena_services.timezone, "now", lambda: later)
     assert results_current(release=voted).votes_counted == first.votes_counted + 1
+    assert ArenaResult.objects.get(pk=first.pk).computed_at == first.computed_at
 
 
 def test_csv_cells_that_would_run_as_formulas_are_neutralised():
