@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
 from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
+from runs_app.schemas import STAGE_NAMES, STAGE_NEEDS
 from runs_app.selectors import (
     ReleaseRun,
     StageStatus,
@@ -76,10 +77,12 @@ def operator_required(view: Callable) -> Callable:
 # ---------------------------------------------------------------------------------------
 
 
-def stage_actions(release: Release, status: StageStatus) -> list[str]:
+def stage_actions(release: Release, status: StageStatus, done: bool = False) -> list[str]:
     """The controls that apply to a stage now (the page hides the others)."""
     if release.is_published:
         return []
+    if done:
+        return ["retry"] if status.progress.failed else []
     actions = {
         StageRunState.ACTIVE: ["pause", "cancel"],
         StageRunState.PAUSED: ["resume", "cancel"],
@@ -89,10 +92,31 @@ def stage_actions(release: Release, status: StageStatus) -> list[str]:
     return actions
 
 
+def done_stages(run: ReleaseRun) -> set[str]:
+    """Stages that are running with nothing left: no row pending or claimed, and nothing more
+    can come, because every stage they read from is itself done, or not running (never
+    started, or cancelled). A stage started alone is done once its rows are."""
+    by_stage = {status.stage: status for status in run.stages}
+    done: set[str] = set()
+    for name in STAGE_NAMES:  # in the order of the chain: a stage's inputs come first
+        status = by_stage.get(name)
+        if status is None or status.state != StageRunState.ACTIVE:
+            continue
+        settled = all(need not in by_stage or need in done
+                      or by_stage[need].state in ("", StageRunState.CANCELLED)
+                      for need in STAGE_NEEDS[name])
+        finished = status.progress.pending == 0 and status.progress.claimed == 0
+        if settled and finished and (status.progress.total > 0
+                                     or run.release.status in FINISHED_STATUSES):
+            done.add(name)
+    return done
+
+
 def release_actions(run: ReleaseRun) -> list[str]:
     if run.release.is_published:
         return []
-    states = {status.state for status in run.stages}
+    done = done_stages(run)
+    states = {status.state for status in run.stages if status.stage not in done}
     # Starting the chain adds the stages not running yet (never started, or cancelled).
     actions = ["start"] if states - {StageRunState.ACTIVE} else []
     if StageRunState.ACTIVE in states:
@@ -112,19 +136,11 @@ def _usd(value: float) -> str:
 FINISHED_STATUSES = (ReleaseStatus.SCORED, ReleaseStatus.PUBLISHED)
 
 
-def state_label(release: Release, status: StageStatus) -> str:
-    """What the operator asked of the stage, and "Done" once a scored (or published)
-    release's running stage has nothing left."""
-    if (status.state == StageRunState.ACTIVE and release.status in FINISHED_STATUSES
-            and status.progress.finished):
-        return "Done"
-    return status.state_label
-
-
-def stage_row(release: Release, status: StageStatus) -> dict:
+def stage_row(release: Release, status: StageStatus, done: bool = False) -> dict:
+    """One stage's figures; `done` (see `done_stages`): running, with nothing left."""
     progress = status.progress
-    running = status.state == StageRunState.ACTIVE
-    label = state_label(release, status)
+    running = status.state == StageRunState.ACTIVE and not done
+    label = "Done" if done else status.state_label
     return {
         "stage": progress.stage, "state": status.state, "state_label": label,
         "total": progress.total, "done": progress.done, "pending": progress.pending,
@@ -132,7 +148,7 @@ def stage_row(release: Release, status: StageStatus) -> dict:
         "rate_per_minute": round(progress.rate_per_minute, 2),
         "eta_seconds": progress.eta_seconds if running else None,
         "cost_usd": progress.cost_usd, "tokens": progress.tokens,
-        "actions": stage_actions(release, status),
+        "actions": stage_actions(release, status, done),
         # The page's cells, formatted once here for the page and its script alike.
         "display": {
             "state_label": label, "total": f"{progress.total:,}",
@@ -164,6 +180,7 @@ def run_notice(run: ReleaseRun) -> str:
 def run_payload(run: ReleaseRun) -> dict:
     """The JSON the page polls: the same figures the page renders."""
     release = run.release
+    done = done_stages(run)
     return {
         "release": release.code, "status": release.status,
         "status_label": release.get_status_display(),
@@ -173,7 +190,8 @@ def run_payload(run: ReleaseRun) -> dict:
         "spent_display": _usd(run.spent_usd),
         "workers": {"running": run.drains_running, "queued": run.drains_queued},
         "actions": release_actions(run),
-        "stages": [stage_row(release, status) for status in run.stages],
+        "stages": [stage_row(release, status, status.stage in done)
+                   for status in run.stages],
         # UTC, as the page shows it (the script keeps the HH:MM:SS).
         "updated_at": timezone.now().astimezone(dt.UTC).isoformat(timespec="seconds"),
     }

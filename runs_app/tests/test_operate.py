@@ -289,6 +289,33 @@ def test_failed_rows_are_retried_from_the_page_and_a_scored_release_runs_again(
         assert [stage["state_label"] for stage in progress["stages"]] == ["Done"], status
 
 
+def test_a_stage_started_alone_says_done_once_its_rows_are_and_offers_no_pause(
+    operator_client, imported_scenarios, queued, openrouter_workers, run_queued,
+    django_capture_on_commit_callbacks
+):
+    openrouter_release(code="alone.0", stages=["generate", "refusal", "jury"], tasks=["T1"],
+                       conditions=["C0"])
+    openrouter_workers(valid_reply)
+    with django_capture_on_commit_callbacks(execute=True):
+        operator_client.post("/runs/alone.0/start/", {"stage": "generate"})
+    progress = operator_client.get("/runs/alone.0/progress.json").json()
+    assert [row["state_label"] for row in progress["stages"]] == [
+        "Running", "Not started", "Not started"]
+    run_queued(queued)
+
+    progress = operator_client.get("/runs/alone.0/progress.json").json()
+    assert progress["status"] == ReleaseStatus.RUNNING  # the release goes on: two stages left
+    assert [(row["state_label"], row["actions"]) for row in progress["stages"]] == [
+        ("Done", []), ("Not started", ["start"]), ("Not started", ["start"])]
+    assert progress["actions"] == ["start"]  # nothing runs: no pause or cancel for all
+
+    with django_capture_on_commit_callbacks(execute=True):
+        operator_client.post("/runs/alone.0/start/", {"stage": "refusal"})
+    run_queued(queued)
+    progress = operator_client.get("/runs/alone.0/progress.json").json()
+    assert [row["state_label"] for row in progress["stages"]] == ["Done", "Done", "Not started"]
+
+
 # ---------------------------------------------------------------------------------------
 # The budget cap, through the page
 # ---------------------------------------------------------------------------------------
