@@ -111,16 +111,15 @@ MEASURES: tuple[Measure, ...] = (
             "Higher is better: pressed, the spokesperson stays honest.", task="T4"),
 )
 BY_KEY: dict[str, Measure] = {measure.key: measure for measure in MEASURES}
-# The chart's measures: published for every release, whatever its stage set (the chart and
-# the per-condition tables read them).
+# The chart's measures (the per-condition and per-text-type tables read them too), each
+# published when the release's stage set measures it.
 MAIN = ("honesty", "persuasion", "misleading")
 
 
 def release_measures(stages: Sequence[str], tasks: Sequence[str]) -> list[Measure]:
     """The measures a release with these stages and tasks publishes, in page order."""
     return [measure for measure in MEASURES
-            if measure.key in MAIN
-            or (measure.stage in stages and (measure.task is None or measure.task in tasks))]
+            if measure.stage in stages and (measure.task is None or measure.task in tasks)]
 
 
 # Labels of per-text score fields (the text page and the scenario page show these).

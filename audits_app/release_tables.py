@@ -60,17 +60,31 @@ def _shown_row(row: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
     }
 
 
+def measured_main(snapshot: dict[str, Any]) -> list[str]:
+    """The chart's measures this release's stage set measures (a snapshot without its stage
+    set, from before it was frozen with one: those with any point)."""
+    stages = (snapshot.get("method") or {}).get("stages")
+    if stages is not None:
+        return [metric for metric in MAIN if BY_KEY[metric].stage in stages]
+    boards = snapshot.get("leaderboards") or {}
+    return [metric for metric in MAIN
+            if any(row.get("point") is not None for row in (boards.get(metric) or {}).get(
+                "rows", []))]
+
+
 def split_tables(snapshot: dict[str, Any], key: str, names: dict[str, str],
                  labels: dict[str, str]) -> list[dict[str, Any]]:
-    """Per condition or per text type: a row per model with the three main measures.
+    """Per condition or per text type: a row per model with the main measures the release
+    measured.
 
     Rows are ordered by honesty rank (under "classes", the class), then model order.
     """
     order = {model: i for i, model in enumerate(names)}
+    measured = measured_main(snapshot)
     tables = []
     for part, boards in sorted((snapshot.get(key) or {}).items()):
         by_model: dict[str, dict[str, Any]] = defaultdict(dict)
-        for metric in MAIN:
+        for metric in measured:
             for row in boards.get(metric) or []:
                 by_model[row["model"]][metric] = row
         models = sorted(by_model, key=lambda model: (

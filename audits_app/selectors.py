@@ -337,7 +337,7 @@ def _statistics(
     versus_control = statistics.versus_reference(persuasion, control, counts, level)
     without_text = statistics.versus_reference(persuasion, no_text, counts, level)
     anchors, anchors_overall = _anchors(readings, contents, scenarios)
-    main = [BY_KEY[key] for key in MAIN]
+    main = [BY_KEY[key] for key in MAIN if BY_KEY[key].stage in config.stages]
     return {
         # One entry per measure the release's stage set measures (audits_app.measures).
         "leaderboards": {
@@ -470,6 +470,8 @@ def _condition_differences(
         return []
     found = []
     for metric in LEADERBOARD_METRICS:
+        if metric in BY_KEY and BY_KEY[metric].stage not in config.stages:
+            continue  # not measured by this release's stage set
         difference = statistics.condition_difference(
             arrays(metric, first), arrays(metric, second), counts, config.bootstrap.level
         )

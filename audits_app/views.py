@@ -18,7 +18,7 @@ from audits_app import csv_files, public
 from audits_app import release_tables as tables
 from audits_app.archive.export import archive_name, release_archive
 from audits_app.chart import chart_points, release_chart_svg
-from audits_app.measures import FIELD_LABELS
+from audits_app.measures import FIELD_LABELS, MAIN
 from audits_app.views_checks import checks_context
 from runs_app.models import Release
 
@@ -46,9 +46,20 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
     names = public.model_names(snapshot)
     labels = tables.measure_labels(snapshot)
     method = snapshot.get("method") or {}
+    measured = tables.measured_main(snapshot)
+
+    def measured_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [row for row in rows if row.get("metric") not in MAIN
+                or row.get("metric") in measured]
+
     context = {
         "published": published,
         "snapshot": snapshot,
+        # The chart's measures this release measured: a release without a simulated public
+        # (no panel stage) has no chart, no thresholds against the control text, no anchors.
+        "main": measured,
+        "has_chart": {"honesty", "persuasion"} <= set(measured),
+        "has_panel": "persuasion" in measured,
         "chart_svg": release_chart_svg(snapshot),
         "chart_rows": _chart_table(snapshot),
         "link_tables": tables.link_tables(snapshot, names),
@@ -56,8 +67,10 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
                                              tables.condition_names(snapshot)),
         "per_task": tables.split_tables(snapshot, "per_task", names,
                                         tables.task_names(snapshot)),
-        "c1_minus_c3": tables.labelled(_named(snapshot.get("c1_minus_c3", []), names), labels),
-        "c2_vs_c0": tables.labelled(_named(snapshot.get("c2_vs_c0", []), names), labels),
+        "c1_minus_c3": tables.labelled(
+            _named(measured_rows(snapshot.get("c1_minus_c3", [])), names), labels),
+        "c2_vs_c0": tables.labelled(
+            _named(measured_rows(snapshot.get("c2_vs_c0", [])), names), labels),
         "versus_control": _versus_control(snapshot, names),
         "versus_control_overall": _named(snapshot.get("versus_control_overall", []), names),
         "refusal_rates": _named(snapshot.get("refusal_rates", []), names),
