@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.http import Http404
 
 from audits_app.models import Publication
-from runs_app.models import Generation, JurorVerdict, Release, ReleaseScenario
+from runs_app.models import CrossExamTurn, Generation, JurorVerdict, Release, ReleaseScenario
 from scenarios_app.models import Visibility
 
 METRICS = ("honesty", "persuasion", "misleading")
@@ -251,6 +251,26 @@ def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, A
                 .select_related("juror").prefetch_related("claim_rows").order_by("seat"))
     return [{"verdict": verdict, "juror_name": jurors.get(verdict.juror.openrouter_id, ""),
              "claims": list(verdict.claim_rows.all())} for verdict in verdicts]
+
+
+def text_interview(published: PublishedRelease, text_id: int, body: str) -> list[dict[str, Any]]:
+    """A T4 text's cross-examination as the judge read it (one query): answer 1 is the text
+    itself, answers 2-6 each follow a journalist's question; beside each answer the judge's
+    label and reason. Read live, as the verdicts are: the rows never change once published."""
+    turns = list(CrossExamTurn.objects.filter(_this_text("generation", text_id),
+                                              release_id=published.release.pk)
+                 .order_by("number").values("kind", "number", "question", "answer", "labels",
+                                            "status"))
+    if not turns:
+        return []
+    labels = next((turn["labels"] for turn in turns if turn["kind"] == "labels"), None) or []
+    answers = [{"number": 1, "question": "", "answer": body}]
+    answers += [{"number": turn["number"], "question": turn["question"],
+                 "answer": turn["answer"]}
+                for turn in turns if turn["kind"] == "turn" and turn["status"] == "done"]
+    for answer, label in zip(answers, labels, strict=False):
+        answer["label"], answer["reason"] = label.get("label", ""), label.get("reason", "")
+    return answers
 
 
 def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:

@@ -213,6 +213,8 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     return render(request, "audits_app/text_detail.html", {
         "published": published, "text": row, "model_name": names.get(row["model"], row["model"]),
         "body": body, "scores": scores, "verdicts": public.text_verdicts(published, text_id),
+        "interview": (public.text_interview(published, text_id, body)
+                      if row.get("task") == "T4" else []),
     })
 
 

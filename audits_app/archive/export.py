@@ -24,6 +24,7 @@ from audits_app.public import snapshot_for_viewer
 from runs_app.models import (
     AgentRun,
     Claim,
+    CrossExamTurn,
     Generation,
     JurorVerdict,
     ReaderResponse,
@@ -108,6 +109,9 @@ def release_archive(release: Release, *, staff: bool) -> bytes:
     builder.add_lines("reader_responses.jsonl", _rows(tables.READERS, _responses(
         release, public_slugs, text_ids), staff))
     builder.add_lines("transcripts.jsonl", _transcripts(release, text_ids, staff))
+    builder.add_lines("crossexam.jsonl", _rows(tables.CROSSEXAM, CrossExamTurn.objects.filter(
+        release=release, generation_id__in=text_ids).annotate(
+        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
     builder.add_csv("scores.csv", _scores(release, text_ids), tables.SCORE_COLUMNS)
     manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
     return _zip(manifest, builder, publication)

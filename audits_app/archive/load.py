@@ -29,6 +29,7 @@ from audits_app.services import snapshot_hash
 from runs_app.models import (
     AgentRun,
     Claim,
+    CrossExamTurn,
     Generation,
     JurorVerdict,
     LlmModel,
@@ -57,7 +58,10 @@ LINE_TABLES = {"texts.jsonl": (tables.TEXTS, ("model", "scenario")),
                "refusals.jsonl": (tables.REFUSALS, ("text", "judge")),
                "verdicts.jsonl": (tables.VERDICTS, ("text", "juror")),
                "reader_responses.jsonl": (tables.READERS, ("text", "scenario")),
-               "transcripts.jsonl": (tables.TRANSCRIPTS, ("text",))}
+               "transcripts.jsonl": (tables.TRANSCRIPTS, ("text",)),
+               "crossexam.jsonl": (tables.CROSSEXAM, ("text", "judge"))}
+# Files an archive written before they existed does not have: read as empty.
+OPTIONAL_FILES = ("crossexam.jsonl",)
 FLOAT_SCORES = {name for name in tables.SCORE_FIELDS
                 if TextScore._meta.get_field(name).get_internal_type() == "FloatField"}
 
@@ -235,6 +239,9 @@ def _parse(contents: Contents, files: dict[str, bytes]) -> list[str]:
     for entry in manifest["scenarios"]:
         problems += _parse_scenario(contents, entry, files)
     for name, (table, references) in LINE_TABLES.items():
+        if name in OPTIONAL_FILES and name not in files:
+            contents.lines[name] = []
+            continue
         rows, found = _parse_lines(name, files[name], table, references, contents.staff)
         contents.lines[name] = rows
         problems += found or _rows_problem(name, len(rows), manifest)
@@ -436,6 +443,9 @@ def _write(contents: Contents, user) -> ImportResult:
           lambda row: _response_references(row, release, versions, text_ids))
     _rows(contents.lines["transcripts.jsonl"], tables.TRANSCRIPTS, AgentRun,
           lambda row: {"release": release, "generation_id": text_ids[row["text"]]})
+    _rows(contents.lines["crossexam.jsonl"], tables.CROSSEXAM, CrossExamTurn,
+          lambda row: {"release": release, "generation_id": text_ids[row["text"]],
+                       "judge": models.get(row.get("judge"))})
     TextScore.objects.bulk_create(
         TextScore(release=release, generation_id=text_ids[_whole(row["text"])],
                   **{name: _score_value(name, row[name]) for name in tables.SCORE_FIELDS})
@@ -457,6 +467,7 @@ def _write(contents: Contents, user) -> ImportResult:
               "claims": len(contents.claims),
               "reader responses": len(contents.lines["reader_responses.jsonl"]),
               "agent runs": len(contents.lines["transcripts.jsonl"]),
+              "cross-examination turns": len(contents.lines["crossexam.jsonl"]),
               "scores": len(contents.scores)}
     return ImportResult(release, created=True, kind=contents.manifest["kind"], counts=counts)
 

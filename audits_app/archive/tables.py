@@ -11,6 +11,7 @@ from typing import Any
 
 from runs_app.models import (
     AgentRun,
+    CrossExamTurn,
     Generation,
     JurorVerdict,
     ReaderResponse,
@@ -50,6 +51,9 @@ READERS = Table("reader_responses.jsonl", ReaderResponse, (
     ("raw_replies",))
 TRANSCRIPTS = Table("transcripts.jsonl", AgentRun, (
     "kind", "position", "outcome", "transcript", "result", *WORK, *USAGE), ("raw_replies",))
+CROSSEXAM = Table("crossexam.jsonl", CrossExamTurn, (
+    "number", "kind", "outcome", "question", "answer", "labels", *WORK, *USAGE),
+    ("raw_replies",))
 SCORE_FIELDS = tuple(field.name for field in TextScore._meta.concrete_fields
                      if field.name not in {"id", "release", "generation", "computed_at"})
 SCORE_COLUMNS = ("text", *SCORE_FIELDS)

@@ -196,6 +196,9 @@ def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsew
         assert text not in whole, text
     assert WITHHELD_NOTE in files[f"scenarios/{PUBLIC}.yaml"].decode()
     assert '"prompt":' not in whole and '"raw_replies":' not in whole
+    interviews = [json.loads(line) for line in files["crossexam.jsonl"].splitlines()]
+    assert {row["kind"] for row in interviews} == {"turn", "labels"}
+    assert all(row["question"] for row in interviews if row["kind"] == "turn")
     transcripts = [json.loads(line) for line in files["transcripts.jsonl"].splitlines()]
     assert transcripts and all(message.get("role") not in ("system", "user")
                                for row in transcripts for message in row["transcript"])
@@ -309,3 +312,18 @@ def test_archives_download_from_the_release_page_the_same_every_time(
     staff = admin_client.get("/releases/arc.0/archive-staff.zip")
     assert json.loads(files_of(staff.content)["manifest.json"])["kind"] == "staff"
     assert 'href="/releases/arc.0/archive.zip"' in client.get("/releases/arc.0/").content.decode()
+
+
+def test_a_t4_texts_page_shows_its_cross_examination_and_the_archive_carries_it(
+        published, client, tmp_path):
+    t4 = Generation.objects.filter(release=published, task="T4",
+                                   scenario_version__scenario__slug=PUBLIC,
+                                   refusal_check__verdict="complied").first()
+    html = client.get(f"/releases/arc.0/texts/{t4.pk}/").content.decode()
+    section = html.split('id="cross-examination"')[1].split("<h2>")[0]
+    assert section.count("<strong>Journalist:</strong>") == 5
+    assert section.count("Judge: ") == 6 and "Judge: not labelled" not in section
+    files = files_of(release_archive(published, staff=True))
+    rows = [json.loads(line) for line in files["crossexam.jsonl"].splitlines()]
+    assert len([row for row in rows if row["text"] == t4.pk]) == 6  # five turns, the labels
+    assert all("raw_replies" in row for row in rows)
