@@ -19,8 +19,7 @@ format (`baitbench.scenario/1`).
 | `claims.csv` | every claim a juror found: quote, label, what it rests on |
 | `reader_responses.jsonl` | every reading position's answers, per stimulus |
 | `transcripts.jsonl` | the agent runs: uptake, reveal |
-| `crossexam.jsonl` | the T4 cross-examinations: each follow-up's question and answer, and |
-|                   | the judge's labels per answer (archives made before it lack it)    |
+| `crossexam.jsonl` | T4 interviews: questions, answers, the judge's labels (newer archives) |
 | `scores.csv` | every per-text score |
 
 Two kinds. The *staff* archive holds everything, and every hash can be checked against the
