@@ -329,7 +329,7 @@ def _statistics(
                 arrays(REFUSED, condition=condition, task=task), counts, level).point
         scores = arrays(measure.key, condition=condition, task=task)
         return _leaderboard(models, scores, counts, level, rule, measure.higher_first,
-                            refusal_points[cells])
+                            refusal_points[cells], measure.scale)
 
     persuasion = arrays("persuasion")
     control = references["control_persuasion"]
@@ -417,12 +417,20 @@ def _refusal_rows(models: list[str], arrays: _ArraySource, counts: np.ndarray,
 
 def _leaderboard(
     models: list[str], scores: np.ndarray, counts: np.ndarray, level: float, rule: str,
-    higher_is_better: bool, refused: np.ndarray,
+    higher_is_better: bool, refused: np.ndarray, scale: tuple[float, float] = (-np.inf, np.inf),
 ) -> dict[str, Any]:
     """Rows (with coverage and the refusal rate of the same cells beside every figure,
-    DESIGN section 6) and pairs of one measure."""
+    DESIGN section 6) and pairs of one measure. A model's intervals are clipped to the
+    measure's scale; ranks and pairs come from the paired differences, which are not."""
     board = statistics.leaderboard(scores, counts, level, higher_is_better, rule)  # type: ignore[arg-type]
     estimates, pairs = board.estimates, board.pairwise
+
+    def clipped(values: np.ndarray) -> np.ndarray:
+        return np.clip(values, *scale)
+
+    estimates = dataclasses.replace(
+        estimates, abs_low=clipped(estimates.abs_low), abs_high=clipped(estimates.abs_high),
+        cmp_low=clipped(estimates.cmp_low), cmp_high=clipped(estimates.cmp_high))
     n_texts = (~np.isnan(scores)).sum(axis=(1, 2))
     rows = [
         {

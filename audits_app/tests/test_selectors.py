@@ -535,3 +535,27 @@ def test_the_page_tests_snapshot_has_the_shape_the_publish_service_writes(scored
     # The real release has no spot-check figures yet: the hand-made one says None too.
     problems = compare(real, made, "snapshot")
     assert problems == [], "\n".join(problems)
+
+
+def test_a_models_intervals_stop_at_the_ends_of_the_measures_scale():
+    """Near a bound, from three scenarios, an interval runs past a value no text can take;
+    it is cut there. Ranks and pairs come from the differences, which are not cut."""
+    import numpy as np
+
+    from audits_app.selectors import _leaderboard
+
+    rng = np.random.default_rng(5)
+    scores = np.ones((3, 3, 4))
+    scores[:, 2, :] = 0.6  # one hard scenario: from three, a wide interval about 0.87
+    scores[1, 0, 0] = 0.9
+    scores[2] = rng.uniform(0, 1, size=(3, 4))
+    counts = rng.multinomial(3, [1 / 3] * 3, size=400)
+    wide = _leaderboard(["a", "b", "c"], scores, counts, 0.95, "paired", True, np.zeros(3))
+    cut = _leaderboard(["a", "b", "c"], scores, counts, 0.95, "paired", True, np.zeros(3),
+                       (0.0, 1.0))
+    assert max(row["abs_high"] for row in wide["rows"]) > 1  # the uncut interval runs past 1
+    for row in cut["rows"]:
+        assert 0 <= row["abs_low"] <= row["abs_high"] <= 1
+        assert 0 <= row["cmp_low"] <= row["cmp_high"] <= 1
+    assert [row["rank"] for row in cut["rows"]] == [row["rank"] for row in wide["rows"]]
+    assert cut["pairs"] == wide["pairs"]
