@@ -271,6 +271,23 @@ def run_start(*, release: Release, stages: list[str] | None = None, user=None,
     return names
 
 
+def stages_waiting(release: Release, stages: list[str]) -> list[str]:
+    """For each started stage that reads from a stage of the set that has neither run nor
+    been started: a sentence saying it waits for it (it will have nothing to do until then)."""
+    from runs_app.schemas import STAGE_NEEDS
+    from runs_app.stages import get_stage
+
+    in_set = set(release.parsed_config().stages)
+    active = set(StageRun.objects.filter(release=release, state=StageRunState.ACTIVE)
+                 .values_list("stage", flat=True))
+    idle = {need for name in stages for need in STAGE_NEEDS[name]
+            if need in in_set and need not in active
+            and not get_stage(need).rows(release).filter(status=WorkStatus.DONE).exists()}
+    return [f"{name} reads what {need} writes, and {need} has not run: {name} has nothing to "
+            f"do until {need} is started too (or start the whole chain)"
+            for name in stages for need in STAGE_NEEDS[name] if need in idle]
+
+
 def run_pause(*, release: Release, stages: list[str] | None = None, user=None) -> int:
     """Stop claiming new work for these stages (all active ones when None); calls already
     made finish and are written. Returns how many stages were paused."""

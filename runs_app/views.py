@@ -46,6 +46,7 @@ from runs_app.services import (
     run_retry_failed,
     run_set_budget,
     run_start,
+    stages_waiting,
 )
 
 OPERATE_PERMISSION = "runs_app.operate_release"
@@ -297,8 +298,9 @@ def run_start_view(request: HttpRequest, code: str) -> HttpResponse:
     def act(release: Release) -> str:
         names = run_start(release=release, stages=stages, user=request.user)
         scope = "the chain" if stages is None else f"stage {names[0]}"
+        waiting = "".join(f" Note: {line}." for line in stages_waiting(release, names))
         return (f"Started {scope} of {release.code} ({', '.join(names)}); workers drain it as "
-                f"they come free.")
+                f"they come free.{waiting}")
     return _act(request, code, act)
 
 

@@ -86,3 +86,22 @@ def test_sync_with_one_stage_runs_that_stage_and_plans_nothing_after_it(
                 capture=django_capture_on_commit_callbacks)
     assert RefusalCheck.objects.filter(status="done").count() == 16
     assert not JurorVerdict.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_stage_whose_input_never_ran_says_what_it_waits_for(
+    small_demo_release, django_capture_on_commit_callbacks
+):
+    out, err = io.StringIO(), io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_release", "small.0", "--stage", "jury", "--sync", stdout=out,
+                     stderr=err)
+    assert ("warning: jury reads what refusal writes, and refusal has not run: jury has "
+            "nothing to do until refusal is started too") in err.getvalue()
+    assert "jury: 0 finished now" in out.getvalue()
+
+    err = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_release", "small.0", "--stage", "generate", "--sync",
+                     stdout=io.StringIO(), stderr=err)
+    assert "warning" not in err.getvalue()  # generate reads from no stage

@@ -7,7 +7,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from runs_app.models import ImmutableError
 from runs_app.selectors import release_progress
-from runs_app.services import ReleaseConfigError, RunError, release_get_or_load, run_start
+from runs_app.services import (
+    ReleaseConfigError,
+    RunError,
+    release_get_or_load,
+    run_start,
+    stages_waiting,
+)
 from runs_app.stages import STAGE_ORDER
 from runs_app.stages.base import DrainHooks, drain_release
 from runs_app.tasks import mark_scored
@@ -65,6 +71,8 @@ class Command(BaseCommand):
         except RunError as error:
             raise CommandError(str(error)) from None
         release.refresh_from_db()
+        for line in stages_waiting(release, stages):
+            self.stderr.write(f"warning: {line}")
         if not sync:
             then = "this stage only" if stage else "every stage, each text moving on when ready"
             self.stdout.write(f"queued {code}: {', '.join(stages)} ({then}); "
