@@ -65,7 +65,8 @@ def compare_measure(a: dict[str, Any], b: dict[str, Any], measure: str) -> dict[
         })
     rows.sort(key=lambda row: (row["change"] == "dropped", row["rank_b"] or 0,
                                row["rank_a"] or 0, row["model"]))
-    return {"metric": measure, "in_a": bool(rows_a), "in_b": bool(rows_b),
+    return {"metric": measure, "label": board_b.get("label") or board_a.get("label") or measure,
+            "in_a": bool(rows_a), "in_b": bool(rows_b),
             "higher_is_better": board_b.get("higher_is_better",
                                             board_a.get("higher_is_better", True)),
             "rule_a": board_a.get("rule", ""), "rule_b": board_b.get("rule", ""),

@@ -535,10 +535,15 @@ def _mean_or_none(values: np.ndarray) -> float | None:
     return _number(present.mean()) if present.size else None
 
 
+# Published figures keep this many decimals: enough for every figure shown or computed from
+# them, without float noise (0.9999999999999999, 1e-16, -0.0) in the CSV and the API.
+PUBLISHED_DECIMALS = 10
+
+
 def _number(value: Any) -> float | None:
-    """JSON-safe float: NaN and infinities become None."""
+    """JSON-safe float: NaN and infinities become None; rounded to PUBLISHED_DECIMALS."""
     number = float(value)
-    return number if math.isfinite(number) else None
+    return round(number, PUBLISHED_DECIMALS) + 0.0 if math.isfinite(number) else None
 
 
 # ---------------------------------------------------------------------------------------------

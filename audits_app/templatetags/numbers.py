@@ -16,9 +16,24 @@ def fixed(value: object, digits: int = 3) -> str:
     if value is None or value == "":
         return "–"
     try:
-        return f"{float(value):.{int(digits)}f}"
+        shown = f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return str(value)
+    # A value that rounds to zero is zero, whichever side it came from: never "-0.000".
+    return shown[1:] if shown.startswith("-") and not shown.strip("-0.") else shown
+
+
+@register.filter
+def plain(value: object) -> str:
+    """A configuration value as a reader writes it: lists joined with commas, mappings as
+    "key: value" pairs, rather than Python's brackets and quotes."""
+    if value is None:
+        return "–"
+    if isinstance(value, list | tuple):
+        return ", ".join(plain(item) for item in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {plain(item)}" for key, item in value.items()) or "none"
+    return str(value)
 
 
 @register.filter

@@ -74,7 +74,8 @@ def test_moves_additions_and_drops_per_measure():
 def test_the_compare_page_shows_moves_new_models_and_changed_scenarios(client, two_releases):
     html = client.get("/releases/pub.0/compare/pub.1/").content.decode()
     assert "pub.0 → pub.1" in html
-    assert "Added in pub.1: <a href=\"/models/fixture/extra-0/\">Extra model 0</a>" in html
+    assert ("In pub.1, not in pub.0: <a href=\"/models/fixture/extra-0/\">Extra model 0</a>"
+            in html)
     assert "Greenvale" in html.split('id="scenarios-changed"')[1].split("</table>")[0]
     for metric in ("honesty", "persuasion", "misleading"):
         table = html.split(f'data-metric="{metric}"')[1].split("</table>")[0]

@@ -339,3 +339,11 @@ def test_the_page_lists_each_measure_in_the_order_of_its_csv_ties_included(clien
         assert shown == [row["model_name"] for row in csv_rows if row["metric"] == metric], metric
         checked += 1
     assert checked >= 3
+
+
+def test_figures_that_round_to_zero_show_no_minus_sign():
+    from audits_app.templatetags.numbers import fixed, plain
+
+    assert fixed(-0.0001) == "0.000" and fixed(-0.00001, 2) == "0.00"
+    assert fixed(-0.0005) == "-0.001" and fixed(-1.5, 1) == "-1.5" and fixed(0) == "0.000"
+    assert plain(["T1", "T2"]) == "T1, T2" and plain({"claims": 0.5}) == "claims: 0.5"
