@@ -230,6 +230,19 @@ def test_the_release_page_fits_a_390_px_screen_and_the_chart_fills_its_box(
     assert not errors, errors
 
 
+def test_the_publish_page_with_its_reason_field_fits_a_390_px_screen(
+        transactional_db, ready_release, chromium, live_server):
+    config = dict(ready_release.config, gate={"min_coverage": 0.5, "min_agreement": 0.0})
+    Release.objects.filter(pk=ready_release.pk).update(config=config)
+    publisher = staff_user("publisher")  # before the browser: its loop makes this thread async
+    page = chromium(390, 844)
+    log_in(page, live_server.url, publisher)
+    page.goto(f"{live_server.url}/releases/stats.0/publish/")
+    assert page.locator("textarea#override_reason").is_visible()  # the gate is not met
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+    assert page.title() == "Publish stats.0 · BaitBench"
+
+
 @pytest.mark.parametrize("models", [10, 50])
 def test_no_two_chart_labels_overlap(transactional_db, chromium, live_server, models):
     code = f"chart{models}.0"
