@@ -58,6 +58,24 @@ def _seed_prompt_texts() -> None:
         apps, None)
 
 
+@pytest.fixture(autouse=True)
+def seeded_rows_survive_a_flush(request, django_db_blocker):
+    """A transactional test ends by flushing every table, the task briefs and condition
+    overlays a data migration seeded included (the roles come back by themselves, after
+    every flush's post_migrate). Put them back, so that whichever test a worker runs next
+    finds the database as migrations left it."""
+    yield
+    if {"transactional_db", "live_server"} & set(request.fixturenames):
+        with django_db_blocker.unblock():
+            _seed_prompt_texts()
+
+
+@pytest.fixture
+def prompt_texts(db):
+    """The seeded task briefs and condition overlays, there even after a flush."""
+    _seed_prompt_texts()
+
+
 @pytest.fixture
 def imported_scenarios(db):
     """The shipped scenario files, imported (and the prompt texts they are written with)."""

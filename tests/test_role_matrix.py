@@ -45,7 +45,7 @@ class Target:
 
 
 @pytest.fixture
-def world(db) -> dict[str, list[Target]]:
+def world(db, prompt_texts) -> dict[str, list[Target]]:
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
     for role in ("curator", "operator", "publisher"):
         user_create(USERNAMES[role], role)
