@@ -51,13 +51,11 @@ serve:
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	exec $(BIN)/gunicorn baitbench_site.wsgi
 
-# --dist worksteal: a worker that runs out of tests takes some of the other's, so the long
-# kill and browser tests near the end do not leave one core idle.
 test: $(BIN)/.installed test-tools
-	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 test-pg: $(BIN)/.installed test-tools
-	$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/python -m pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
+	$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

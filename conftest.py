@@ -65,7 +65,11 @@ def seeded_rows_survive_a_flush(request, django_db_blocker):
     every flush's post_migrate). Put them back, so that whichever test a worker runs next
     finds the database as migrations left it."""
     yield
-    if {"transactional_db", "live_server"} & set(request.fixturenames):
+    marker = request.node.get_closest_marker("django_db")
+    transactional = bool({"transactional_db", "live_server"} & set(request.fixturenames)) or (
+        marker is not None and bool(marker.kwargs.get("transaction")
+                                    or (marker.args and marker.args[0])))
+    if transactional:
         with django_db_blocker.unblock():
             _seed_prompt_texts()
 
