@@ -99,7 +99,6 @@ def published_release_get(code: str, user) -> PublishedRelease:
 # Draft pages name every text's writer and the jury's verdict: for someone who checks texts
 # blind that would undo the blinding (issue 10: a pending check's writer and jury label
 # appear nowhere its auditor can look).
-RECORD_PERMISSION = "audits_app.record_spotcheck"
 SEES_DRAFTS_PERMISSIONS = ("audits_app.publish_release", "runs_app.operate_release",
                            "scenarios_app.change_scenario")
 
@@ -111,6 +110,7 @@ def may_see_draft(user, release: Release) -> bool:
     if not is_staff(user):
         return False
     from audits_app.models import SpotCheck
+    from audits_app.spotcheck_services import RECORD_PERMISSION
 
     if SpotCheck.objects.filter(release=release, auditor=user,
                                 status=SpotCheck.Status.ASSIGNED).exists():
