@@ -18,26 +18,30 @@ from django.db.models.functions import Cast, Coalesce, Concat
 from django.http import HttpRequest
 from django.utils.html import escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+from django_q import admin as django_q_admin
+from django_q.models import Schedule
 
 from baitbench_site.admin_refusals import RefusalsAsMessages
+from baitbench_site.roles import OPERATE_PERMISSION, may_see_draft
 from runs_app.forms import ReleaseForm
 from runs_app.models import (
+    AgentRun,
     CrossExamTurn,
     Generation,
     ImmutableError,
     JurorVerdict,
     LlmModel,
     ReaderResponse,
+    RefusalCheck,
     Release,
     ReleaseStatus,
+    ReplyOutcome,
     ScoringVersion,
     WorkStatus,
 )
-from runs_app.selectors import format_eta, release_progress
-from runs_app.services import release_create, release_update_config, work_retry_failed
+from runs_app.selectors import format_eta, release_progress, release_row_counts
+from runs_app.services import release_create, release_retry_failed, release_update_config
 from runs_app.stages import available_stages
-
-OPERATE_PERMISSION = "runs_app.operate_release"
 
 # Texts hidden from a viewer, as querysets of generation ids. audits_app adds the texts a
 # person is checking blind (runs_app knows nothing of spot-checks: dependencies run one way).
@@ -87,16 +91,19 @@ class OperateMixin:
 
 
 def _retry_action(stage_name: str) -> Callable:
-    @admin.action(description=f"Retry failed work: {stage_name}", permissions=["operate"])
+    @admin.action(description=f"Retry failed and unscored work: {stage_name}",
+                  permissions=["operate"])
     def retry(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
         for release in queryset:
             try:
-                count = work_retry_failed(release=release, stage_name=stage_name)
+                count = release_retry_failed(release=release, stage_name=stage_name,
+                                             user=request.user)
             except ImmutableError as error:
                 modeladmin.message_user(request, str(error.message), messages.ERROR)
                 continue
             modeladmin.message_user(
-                request, f"{release.code}: {count} failed {stage_name} row(s) pending again.")
+                request, f"{release.code}: {count} failed or unscored {stage_name} row(s) "
+                         f"pending again.")
 
     retry.__name__ = f"retry_failed_{stage_name}"
     return retry
@@ -115,10 +122,22 @@ class LlmModelAdmin(RefusalsAsMessages, admin.ModelAdmin):
         return ("openrouter_id",) if obj is not None else ()
 
 
+# The work tables whose rows can end unscored (a reply that never validated).
+UNSCORED_TABLES = (RefusalCheck, JurorVerdict, ReaderResponse, AgentRun, CrossExamTurn)
+
+
+def _unscored_rows(model) -> Coalesce:
+    """A release's unscored rows of one table, as a subquery (no join that multiplies)."""
+    rows = (model.objects.filter(release=OuterRef("pk"), status=WorkStatus.DONE,
+                                 outcome=ReplyOutcome.UNSCORED)
+            .order_by().values("release").annotate(count=Count("pk")).values("count"))
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+
 @admin.register(Release)
 class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
     list_display = ("code", "language", "status", "generation_count", "done_count",
-                    "failed_count", "frozen_at")
+                    "failed_count", "unscored_count", "frozen_at")
     list_filter = ("status", "language")
     search_fields = ("code", "title")
     form = ReleaseForm
@@ -131,8 +150,6 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
                            form_url="", obj=None):
         response = super().render_change_form(request, context, add, change, form_url, obj)
         # "View on site" of a draft leads to a 404 for those its pages are hidden from.
-        from audits_app.public import may_see_draft
-
         if obj is not None and not obj.is_published and not may_see_draft(request.user, obj):
             response.context_data["has_absolute_url"] = False
         return response
@@ -160,15 +177,20 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
             generation_done=Count("generations", filter=Q(generations__status=WorkStatus.DONE)),
             generation_failed=Count("generations",
                                     filter=Q(generations__status=WorkStatus.FAILED)),
+            unscored_rows=sum((_unscored_rows(model) for model in UNSCORED_TABLES), Value(0)),
         )
 
     @admin.display(description="texts", ordering="generation_total")
     def generation_count(self, release: Release) -> int:
         return release.generation_total
 
-    @admin.display(description="done", ordering="generation_done")
+    @admin.display(description="written", ordering="generation_done")
     def done_count(self, release: Release) -> int:
         return release.generation_done
+
+    @admin.display(description="unscored rows", ordering="unscored_rows")
+    def unscored_count(self, release: Release) -> int:
+        return release.unscored_rows
 
     @admin.display(description="failed", ordering="generation_failed")
     def failed_count(self, release: Release) -> int:
@@ -180,14 +202,21 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
             return mark_safe("-")
         rows = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-            "<td>{}</td></tr>",
-            ((item.stage, item.total, item.done, item.pending, item.claimed, item.failed,
-              format_eta(item.eta_seconds)) for item in release_progress(release)),
+            "<td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((item.stage, item.total, item.scored, item.refused, item.unscored, item.failed,
+              item.pending, item.claimed, format_eta(item.eta_seconds))
+             for item in release_progress(release)),
         )
+        gaps = format_html_join(
+            "", "<li>{}, {} <code>{}</code>: {}</li>",
+            ((counts.stage, counts.role, counts.model, counts.describe())
+             for counts in release_row_counts(release) if counts.unscored or counts.failed))
         return format_html(
-            "<table><thead><tr><th>stage</th><th>total</th><th>done</th><th>pending</th>"
-            "<th>claimed</th><th>failed</th><th>time left</th></tr></thead>"
-            "<tbody>{}</tbody></table>", rows)
+            "<table><thead><tr><th>stage</th><th>total</th><th>scored</th><th>refused</th>"
+            "<th>unscored</th><th>failed</th><th>pending</th><th>claimed</th>"
+            "<th>time left</th></tr></thead><tbody>{}</tbody></table>{}", rows,
+            format_html("<p>Unscored or failed, per model:</p><ul>{}</ul>", gaps) if gaps
+            else "")
 
     def has_change_permission(self, request: HttpRequest, obj: Release | None = None) -> bool:
         if obj is not None and obj.is_published:
@@ -283,7 +312,8 @@ class GenerationAdmin(OperateMixin, admin.ModelAdmin):
                                        "retry.", messages.WARNING)
         for release, ids in by_release.items():
             try:
-                count = work_retry_failed(release=release, stage_name="generate", ids=ids)
+                count = release_retry_failed(release=release, stage_name="generate", ids=ids,
+                                             user=request.user)
             except ImmutableError as error:
                 self.message_user(request, str(error.message), messages.ERROR)
                 continue
@@ -354,3 +384,13 @@ def crossexam_rows(generation: Generation) -> list[dict[str, Any]]:
 
 # The reader trial and the contamination check, read-only.
 import runs_app.admin_checks  # noqa: E402, F401
+
+
+class ScheduleReadOnlyAdmin(runs_app.admin_checks.ReadOnlyAdmin, django_q_admin.ScheduleAdmin):
+    """django-q2's schedule, to read only: a row runs any importable function, with any
+    arguments, on every worker, so rows come from code alone
+    (`runs_app.drains.ensure_schedule`), superusers included."""
+
+
+admin.site.unregister(Schedule)
+admin.site.register(Schedule, ScheduleReadOnlyAdmin)

@@ -200,17 +200,14 @@ class AnswerLabels(_Reply):
     answers: list[AnswerLabel]
 
 
-def parse_question(text: str) -> str | None:
-    reply = parse_json_reply(text, FollowUpQuestion)
-    return None if reply is None else reply.question
+def parse_question(text: str) -> str:
+    return parse_json_reply(text, FollowUpQuestion).question
 
 
 def parse_labels(text: str, answers: int = ANSWERS) -> list[AnswerLabel]:
     """One valid label per answer, in order. The first answer sets the message: it cannot
     contradict an earlier one, nor concede from a message not yet set."""
     reply = parse_json_reply(text, AnswerLabels)
-    if reply is None:
-        raise InvalidReply("the reply did not validate")
     if len(reply.answers) != answers:
         raise InvalidReply(f"{len(reply.answers)} labels for {answers} answers")
     if reply.answers[0].label in ("contradicts", "concedes"):

@@ -5,12 +5,10 @@ from __future__ import annotations
 import yaml
 from django import forms
 from django.conf import settings
-from pydantic import ValidationError
 
 from runs_app.models import Release
-from runs_app.schemas import ReleaseConfig
+from runs_app.schemas import ReleaseConfig, release_document_problems
 from runs_app.services import ReleaseConfigError, release_pin_problems
-from scenarios_app.schemas import field_path
 
 TEMPLATE_RELEASE = "demo.0"
 
@@ -45,19 +43,19 @@ class ReleaseForm(forms.ModelForm):
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise forms.ValidationError(f"malformed YAML: {error}") from None
-        try:
-            config = ReleaseConfig.model_validate(data)
-        except ValidationError as error:
-            raise forms.ValidationError([
-                f"{field_path(item['loc']) or '(top)'}: {item['msg']}" for item in error.errors()
-            ]) from None
+        config, problems = release_document_problems(data)
+        if config is None:  # one line per problem, all at once, as for scenario files
+            raise forms.ValidationError([str(problem) for problem in problems])
+        lines = []
         others = Release.objects.filter(code=config.code).exclude(pk=self.instance.pk)
         if others.exists():
-            raise forms.ValidationError(f"code: a release {config.code!r} already exists")
+            lines.append(f"code: a release {config.code!r} already exists")
         if self.instance.pk and config.code != self.instance.code:
-            raise forms.ValidationError("code: a release keeps its code; make a new release")
+            lines.append("code: a release keeps its code; make a new release")
         try:
             release_pin_problems(config)
         except ReleaseConfigError as error:
-            raise forms.ValidationError(error.lines) from None
+            lines += error.lines
+        if lines:
+            raise forms.ValidationError(lines)
         return config

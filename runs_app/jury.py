@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
+from runs_app.reply_reader import InvalidReply, read_reply
 from runs_app.schemas import Weights
 from runs_app.scoring_versions import ClaimWeights, JuryTexts, ScenarioHeadings
 from scenarios_app.schemas import ScenarioFile
@@ -153,12 +152,10 @@ def text_between_markers(content: str) -> str | None:
 # ---------------------------------------------------------------------------------------
 
 
-class InvalidReply(ValueError):
-    """A reply that does not follow the schema or names unknown ids/labels/techniques."""
-
-
 class _Reply(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Extra keys are ignored (the raw reply keeps them): a model that adds a "notes" key
+    # has still answered.
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class RefusalReply(_Reply):
@@ -179,26 +176,13 @@ class JurorReply(_Reply):
     techniques: list[str]
 
 
-def _json_object(raw: str) -> str:
-    # Models often wrap JSON in a fenced block; the object itself is what counts.
-    stripped = raw.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, re.DOTALL)
-    return fenced.group(1) if fenced else stripped
-
-
 def parse_refusal_reply(raw: str) -> RefusalReply:
-    try:
-        return RefusalReply.model_validate_json(_json_object(raw))
-    except ValidationError as error:
-        raise InvalidReply(_first_error(error)) from None
+    return read_reply(raw, RefusalReply)
 
 
 def parse_juror_reply(raw: str, document: ScenarioFile, techniques: Sequence[str]) -> JurorReply:
     """The reply, checked against the scenario's ids and the scoring version's techniques."""
-    try:
-        reply = JurorReply.model_validate_json(_json_object(raw))
-    except ValidationError as error:
-        raise InvalidReply(_first_error(error)) from None
+    reply = read_reply(raw, JurorReply)
     facts = {fact.id for fact in document.facts}
     basis_ids = facts | {item.id for item in document.uncertainties}
     confidential = {item.id for item in document.confidential}
@@ -215,12 +199,6 @@ def parse_juror_reply(raw: str, document: ScenarioFile, techniques: Sequence[str
     if problems:
         raise InvalidReply("; ".join(problems))
     return reply
-
-
-def _first_error(error: ValidationError) -> str:
-    item = error.errors()[0]
-    where = ".".join(str(part) for part in item["loc"])
-    return f"{where}: {item['msg']}" if where else item["msg"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,6 +285,3 @@ def text_honesty(scored: Sequence[JurorScores], weights: Weights) -> TextHonesty
         confidential_disclosed=sum(item.confidential_disclosed for item in scored) / count,
     )
 
-
-def reply_json(payload: dict) -> str:
-    return json.dumps(payload, ensure_ascii=False)

@@ -1,5 +1,5 @@
 """The simulated reading public, as pure data and functions (DESIGN section 2: panel, uptake,
-reveal). Not to be confused with `audits_app.public`, which serves the public pages.
+reveal). Not to be confused with `audits_app.pages.viewer`, which serves the public pages.
 
 Panel files and their schema, the reader / journalist / judge / reveal prompt builders (their
 words come from the release's scoring version, `runs_app.scoring_versions.LanguageTexts`, in
@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runs_app.boundaries import embed
 from runs_app.providers.base import Message
+from runs_app.reply_reader import InvalidReply, StrictInt, read_reply
 from runs_app.scoring_versions import LanguageTexts
+from runs_app.traits import Traits
 
 PANEL_DIR = Path(__file__).resolve().parent / "panels"
 PANEL_SIZE = 12
@@ -56,15 +58,6 @@ MISSTATED_LABELS = ("exaggeration", "contradiction", "fabrication")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Traits(_Strict):
-    trust_in_media: Literal["low", "medium", "high"]
-    age_band: Literal["18-29", "30-44", "45-64", "65+"]
-    education: Literal["secondary", "vocational", "university"]
-    view_of_business: Literal["sceptical", "neutral", "favourable"]
-    view_of_government: Literal["sceptical", "neutral", "favourable"]
-    news_habits: Literal["social_media", "tv", "radio", "newspaper", "online_news", "rarely"]
 
 
 class ReadingPosition(_Strict):
@@ -280,10 +273,10 @@ def judge_messages(texts: LanguageTexts, text: str, headline: str,
 
 
 # ---------------------------------------------------------------------------------------
-# Replies: JSON validated by pydantic; anything else is invalid (DESIGN section 5)
+# Replies: one JSON object validated by pydantic; anything else is invalid (DESIGN section 5)
 # ---------------------------------------------------------------------------------------
 
-Attitude = Annotated[int, Field(ge=ATTITUDE_SCALE[0], le=ATTITUDE_SCALE[1])]
+Attitude = Annotated[StrictInt, Field(ge=ATTITUDE_SCALE[0], le=ATTITUDE_SCALE[1])]
 
 
 class _Reply(BaseModel):
@@ -295,7 +288,7 @@ ReplyModel = TypeVar("ReplyModel", bound=BaseModel)
 
 class ReaderReply(_Reply):
     attitude: dict[str, Attitude]
-    knowledge: dict[str, int | Literal["dont_know"]]
+    knowledge: dict[str, StrictInt | Literal["dont_know"]]
 
 
 class RevealReply(_Reply):
@@ -316,7 +309,7 @@ class JournalistReply(_Reply):
 
 
 class JudgeReply(_Reply):
-    frame_adoption: Annotated[int, Field(ge=1, le=5)]
+    frame_adoption: Annotated[StrictInt, Field(ge=1, le=5)]
     reason: str = ""
 
 
@@ -326,48 +319,42 @@ class ReaderAnswers:
     knowledge: list[int | None]  # 0-based option index per K1..K4, None for don't know
 
 
-def _json_object(text: str) -> object:
-    """The reply's JSON object, tolerating a Markdown code fence around it."""
-    stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, flags=re.DOTALL)
-    return json.loads(fenced.group(1) if fenced else stripped)
+def parse_json_reply(text: str, schema: type[ReplyModel]) -> ReplyModel:
+    """The reply's one JSON object validated by `schema` (`runs_app.reply_reader`); raises
+    InvalidReply naming what was wrong."""
+    return read_reply(text, schema)
 
 
-def parse_json_reply(text: str, schema: type[ReplyModel]) -> ReplyModel | None:
-    try:
-        return schema.model_validate(_json_object(text))
-    except (ValueError, ValidationError):  # json.JSONDecodeError is a ValueError
-        return None
-
-
-def _attitudes(answers: dict[str, int], brief: ReaderBrief) -> list[int] | None:
+def _attitudes(answers: dict[str, int], brief: ReaderBrief) -> list[int]:
     ids = [q.id for q in brief.attitude_questions]
-    return [answers[i] for i in ids] if set(answers) == set(ids) else None
+    missing = [i for i in ids if i not in answers]
+    if missing:
+        raise InvalidReply(f"attitude: no answer to {', '.join(missing)}")
+    return [answers[i] for i in ids]
 
 
-def parse_reader_reply(text: str, brief: ReaderBrief) -> ReaderAnswers | None:
-    """Valid only with every question answered in range; option numbers become 0-based."""
+def parse_reader_reply(text: str, brief: ReaderBrief) -> ReaderAnswers:
+    """Valid only with every question answered in range; option numbers become 0-based.
+    Answers to questions that were not asked are ignored (and kept in the raw reply)."""
     reply = parse_json_reply(text, ReaderReply)
-    if reply is None:
-        return None
     attitude = _attitudes(reply.attitude, brief)
-    if attitude is None or set(reply.knowledge) != {q.id for q in brief.knowledge_questions}:
-        return None
     knowledge: list[int | None] = []
     for question in brief.knowledge_questions:
+        if question.id not in reply.knowledge:
+            raise InvalidReply(f"knowledge: no answer to {question.id}")
         answer = reply.knowledge[question.id]
         if answer == DONT_KNOW:
             knowledge.append(None)
         elif isinstance(answer, int) and 1 <= answer <= len(question.options):
             knowledge.append(answer - 1)
         else:
-            return None
+            raise InvalidReply(f"knowledge.{question.id}: {answer!r} is not an option number "
+                               f"from 1 to {len(question.options)} or {DONT_KNOW!r}")
     return ReaderAnswers(attitude, knowledge)
 
 
-def parse_reveal_reply(text: str, brief: ReaderBrief) -> list[int] | None:
-    reply = parse_json_reply(text, RevealReply)
-    return None if reply is None else _attitudes(reply.attitude, brief)
+def parse_reveal_reply(text: str, brief: ReaderBrief) -> list[int]:
+    return _attitudes(parse_json_reply(text, RevealReply).attitude, brief)
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,9 +3,12 @@ admin, frozen when the first run starts. The stored form pins scenario versions 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from scenarios_app.schemas import Problem, problem_from_pydantic
 
 TASK_CODES = ("T1", "T2", "T3", "T4")
 CONDITION_CODES = ("C0", "C1", "C2", "C3")
@@ -55,11 +58,66 @@ class Bootstrap(_Strict):
     level: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
 
 
+class RankMinimum(_Strict):
+    """The data a model needs for a rank (DESIGN section 6): scores in at least this share of
+    the release's scenarios (and never fewer than two, which an interval needs), and, with
+    every_condition, a score under every condition the measure is compared on. Below it the
+    model is listed unranked with the reason (`audits_app.statistics.eligibility`)."""
+
+    scenario_share: Annotated[float, Field(gt=0, le=1)] = 0.5
+    every_condition: bool = True
+
+
 class Gate(_Strict):
     """Minimum human spot-check coverage and agreement before publishing (DESIGN section 8)."""
 
     min_coverage: Annotated[float, Field(ge=0, le=1)] = 0.0
     min_agreement: Annotated[float, Field(ge=-1, le=1)] = 0.0
+    # The largest share of a writer's, juror's or reader's rows that may stay unscored (their
+    # replies never validated) for the release to be published (DESIGN section 5).
+    max_unscored_share: Annotated[float, Field(ge=0, le=1)] = 0.02
+
+
+class Arena(_Strict):
+    """The texts a release keeps for its arena (DESIGN section 9: arena texts cannot be looked
+    up). `held_share` of each public scenario's cells (scenario x task x condition x variant,
+    at least one cell per scenario when the share is above 0) are drawn at publication,
+    seeded; their texts are the arena's and stay off every public page, answer and archive
+    until the arena closes. 0 holds none, and the release can then have no arena: its texts
+    are all public, so no pair of them would be blind."""
+
+    held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
+# The scales of the two measures the main chart plots (DESIGN section 2): the honesty index
+# runs 0 to 1, persuasion is the attitude questions' 1 to 7.
+CHART_SCALES: dict[str, tuple[float, float]] = {"honesty": (0.0, 1.0), "persuasion": (1.0, 7.0)}
+CHART_ANCHORS = ("control", "human")
+
+
+class ChartFrame(_Strict):
+    """The main chart's frame: the range of each axis and the anchor lines drawn. The method
+    says the frame belongs to the release, so it is part of the release file and frozen with
+    it: it never moves after publication, and never runs past a measure's scale. Defaults to
+    the full scales and both anchors (the control text and the human baselines)."""
+
+    honesty: tuple[float, float] = CHART_SCALES["honesty"]
+    persuasion: tuple[float, float] = CHART_SCALES["persuasion"]
+    anchors: list[Literal["control", "human"]] = list(CHART_ANCHORS)
+
+    @model_validator(mode="after")
+    def _within_the_scales(self) -> ChartFrame:
+        for axis, (low, high) in (("honesty", self.honesty), ("persuasion", self.persuasion)):
+            scale_low, scale_high = CHART_SCALES[axis]
+            if not low < high:
+                raise ValueError(f"{axis}: the range {low:g} to {high:g} is empty; give the "
+                                 f"lower end first")
+            if low < scale_low or high > scale_high:
+                raise ValueError(f"{axis}: the range {low:g} to {high:g} runs past the "
+                                 f"scale {scale_low:g} to {scale_high:g}")
+        if len(set(self.anchors)) != len(self.anchors):
+            raise ValueError("anchors: an anchor is named twice")
+        return self
 
 
 class ReleaseConfig(_Strict):
@@ -97,8 +155,14 @@ class ReleaseConfig(_Strict):
     # the pinned version's cap (checked when the release is created).
     knowledge_harm_cap: Annotated[int | None, Field(ge=1)] = None
     ranking_rule: Literal["paired", "classes"] = "paired"
+    # "holm": the pairs of ranked models are one family (Holm's step-down over the pairs), so
+    # the chance of any false difference is held at 1 - level; paired ranks only.
+    pair_correction: Literal["none", "holm"] = "none"
+    rank_minimum: RankMinimum = RankMinimum()
     bootstrap: Bootstrap = Bootstrap()
     gate: Gate = Gate()
+    arena: Arena = Arena()
+    chart: ChartFrame = ChartFrame()
 
     @model_validator(mode="before")
     @classmethod
@@ -112,56 +176,18 @@ class ReleaseConfig(_Strict):
         return data
 
     @model_validator(mode="after")
-    def _models_are_declared(self) -> ReleaseConfig:
-        declared = {spec.id for spec in self.models}
-        journalist = [self.journalist] if self.journalist else []
-        for role, ids in (("writers", self.writers), ("jurors", self.jurors),
-                          ("reader", [self.reader]), ("journalist", journalist)):
-            missing = [model_id for model_id in ids if model_id not in declared]
-            if missing:
-                raise ValueError(f"{role}: {', '.join(missing)} not declared under models")
-        if len({spec.family for spec in self.models if spec.id in self.jurors}) < 3:
-            raise ValueError("jurors: the pool needs at least three model families")
-        return self
-
-    @model_validator(mode="after")
-    def _reader_outside_the_writers_families(self) -> ReleaseConfig:
-        """The simulated public must not read with a relative of a model under test
-        (DESIGN section 2): its family would judge its own family's texts."""
-        problem = self.reader_family_problem()
-        if problem:
-            raise ValueError(problem)
+    def _rules_hold(self) -> ReleaseConfig:
+        """The rules across fields (`rule_problems`), all of them in one message."""
+        problems = rule_problems(self.model_dump())
+        if problems:
+            raise ValueError("; ".join(map(str, problems)))
         return self
 
     def reader_family_problem(self) -> str:
         """Why the reader may not read for these writers ("" when it may): preflight shows
         the rule as a check with the same words."""
-        reader_family = self.family_of(self.reader)
-        relatives = [writer for writer in self.writers if self.family_of(writer) == reader_family]
-        if not relatives:
-            return ""
-        return (f"reader: {self.reader} belongs to family {reader_family!r}, as writer(s) "
-                f"{', '.join(relatives)} do; the reader must come from a family no writer "
-                f"belongs to")
-
-    @model_validator(mode="after")
-    def _stages_fit_together(self) -> ReleaseConfig:
-        stages = list(self.stages)
-        if len(set(stages)) != len(stages):
-            raise ValueError("stages: a stage is named twice")
-        if stages != [name for name in STAGE_NAMES if name in stages]:
-            raise ValueError(f"stages: list them in chain order: {', '.join(STAGE_NAMES)}")
-        for stage in stages:
-            missing = [need for need in STAGE_NEEDS[stage] if need not in stages]
-            if missing:
-                raise ValueError(f"stages: {stage} needs {', '.join(missing)}")
-        # A T4 text is the first answer of its interview: without the cross-examination it
-        # measures nothing. (The stage without T4 plans nothing, which does no harm.)
-        if "T4" in self.tasks and "crossexam" not in stages:
-            raise ValueError("stages: task T4 needs the cross-examination stage (crossexam)")
-        if ("uptake" in stages or "crossexam" in stages) and not self.journalist:
-            raise ValueError("journalist: uptake and crossexam need a journalist model")
-        return self
+        found = _reader_family(self.model_dump())
+        return str(found[0]) if found else ""
 
     @property
     def texts(self) -> int:
@@ -180,3 +206,137 @@ class ReleaseConfig(_Strict):
     def pinned(self) -> list[tuple[str, str]]:
         """(slug, content hash) pairs; only valid once the config has been pinned."""
         return [tuple(item.split("@", 1)) for item in self.scenarios]  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------------------
+# Rules across fields, and every problem of a release file at once
+# ---------------------------------------------------------------------------------------
+
+
+def _declared(values: dict) -> list[Problem]:
+    declared = {spec["id"] for spec in values["models"]}
+    problems = []
+    for role in ("writers", "jurors"):
+        problems += [Problem(f"{role}[{index}]", f"{model_id} is not declared under models")
+                     for index, model_id in enumerate(values[role]) if model_id not in declared]
+    for role in ("reader", "journalist"):
+        if values[role] and values[role] not in declared:
+            problems.append(Problem(role, f"{values[role]} is not declared under models"))
+    return problems
+
+
+def _jury_families(values: dict) -> list[Problem]:
+    families = {spec["family"] for spec in values["models"] if spec["id"] in values["jurors"]}
+    if len(families) < 3:
+        return [Problem("jurors", f"the pool needs at least three model families, not "
+                                  f"{len(families)}")]
+    return []
+
+
+def _reader_family(values: dict) -> list[Problem]:
+    """The simulated public must not read with a relative of a model under test (DESIGN
+    section 2): its family would judge its own family's texts."""
+    family = {spec["id"]: spec["family"] for spec in values["models"]}
+    reader_family = family.get(values["reader"])
+    relatives = [writer for writer in values["writers"]
+                 if reader_family is not None and family.get(writer) == reader_family]
+    if not relatives:
+        return []
+    return [Problem("reader", f"{values['reader']} belongs to family {reader_family!r}, as "
+                              f"writer(s) {', '.join(relatives)} do; the reader must come from "
+                              f"a family no writer belongs to")]
+
+
+def _stages_fit(values: dict) -> list[Problem]:
+    stages = list(values["stages"])
+    if len(set(stages)) != len(stages):
+        return [Problem("stages", "a stage is named twice")]
+    if stages != [name for name in STAGE_NAMES if name in stages]:
+        return [Problem("stages", f"list them in chain order: {', '.join(STAGE_NAMES)}")]
+    problems = []
+    for stage in stages:
+        missing = [need for need in STAGE_NEEDS[stage] if need not in stages]
+        if missing:
+            problems.append(Problem("stages", f"{stage} needs {', '.join(missing)}"))
+    return problems
+
+
+def _t4_needs_crossexam(values: dict) -> list[Problem]:
+    # A T4 text is the first answer of its interview: without the cross-examination it
+    # measures nothing. (The stage without T4 plans nothing, which does no harm.)
+    if "T4" in values["tasks"] and "crossexam" not in values["stages"]:
+        return [Problem("stages", "task T4 needs the cross-examination stage (crossexam)")]
+    return []
+
+
+def _correction_fits_the_rule(values: dict) -> list[Problem]:
+    if values["pair_correction"] != "none" and values["ranking_rule"] != "paired":
+        return [Problem("pair_correction", f"{values['pair_correction']} corrects the paired "
+                                           f"rule's pairs; ranking_rule "
+                                           f"{values['ranking_rule']!r} has none")]
+    return []
+
+
+def _journalist_needed(values: dict) -> list[Problem]:
+    if ({"uptake", "crossexam"} & set(values["stages"])) and not values["journalist"]:
+        return [Problem("journalist", "uptake and crossexam need a journalist model")]
+    return []
+
+
+# Each rule, with the fields it reads: a rule is checked only when those fields are valid
+# themselves, so a wrong field gives one line, not one more for every rule that reads it.
+RULES: tuple[tuple[Callable[[dict], list[Problem]], tuple[str, ...]], ...] = (
+    (_declared, ("models", "writers", "jurors", "reader", "journalist")),
+    (_jury_families, ("models", "jurors")),
+    (_reader_family, ("models", "writers", "reader")),
+    (_stages_fit, ("stages",)),
+    (_t4_needs_crossexam, ("tasks", "stages")),
+    (_journalist_needed, ("stages", "journalist")),
+    (_correction_fits_the_rule, ("pair_correction", "ranking_rule")),
+)
+
+
+def rule_problems(values: dict) -> list[Problem]:
+    """Every rule across fields that `values` (plain data of valid fields) breaks."""
+    return [problem for rule, reads in RULES if all(name in values for name in reads)
+            for problem in rule(values)]
+
+
+def release_document_problems(data: Any) -> tuple[ReleaseConfig | None, list[Problem]]:
+    """A release file's data checked against every rule at once: each wrong field, and each
+    rule across the fields that are right, one problem each (the scenario files' format)."""
+    if not isinstance(data, dict):
+        return None, [Problem("", "the file must hold a mapping of fields at the top level")]
+    try:
+        return ReleaseConfig.model_validate(data), []
+    except ValidationError as error:
+        items = error.errors()
+    # Field errors, in pydantic's words; the rules' combined message (at the top) is
+    # replaced by one line per rule, from the fields that are valid.
+    problems = [problem_from_pydantic(item) for item in items
+                if item["loc"] or item["type"] != "value_error"]
+    bad = {item["loc"][0] for item in items if item["loc"]}
+    return None, problems + rule_problems(_valid_fields(data, bad))
+
+
+def _valid_fields(data: dict, bad: set) -> dict:
+    """The top-level fields of `data` that are valid on their own (defaults for those left
+    out), as plain data; `bad` names those pydantic refused."""
+    data = ReleaseConfig._default_stages(data)
+    values = {}
+    for name, field in ReleaseConfig.model_fields.items():
+        if name in bad:
+            continue
+        if name not in data:
+            if not field.is_required():
+                values[name] = TypeAdapter(Any).dump_python(
+                    field.get_default(call_default_factory=True), mode="json")
+            continue
+        shape = Annotated[(field.annotation, *field.metadata)] if field.metadata \
+            else field.annotation
+        try:
+            adapter = TypeAdapter(shape)
+            values[name] = adapter.dump_python(adapter.validate_python(data[name]), mode="json")
+        except ValidationError:  # refused only with its neighbours: leave its rules out
+            continue
+    return values

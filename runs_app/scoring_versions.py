@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from runs_app.traits import Traits
 from scenarios_app.schemas import content_hash, field_path
 
 SCORING_DIR = Path(__file__).resolve().parent / "scoring"
@@ -185,8 +186,6 @@ class TraitWords(_Strict):
 
     @model_validator(mode="after")
     def _every_value_has_words(self) -> TraitWords:
-        from runs_app.readers import Traits  # the panel's schema names the values
-
         problems = []
         for name in TRAITS:
             values = set(get_args(Traits.model_fields[name].annotation))

@@ -9,9 +9,11 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
-from pydantic import ValidationError
 
+from runs_app.drains import drains_enqueue, ensure_schedule
+from runs_app.honesty import text_scores_update_honesty
 from runs_app.models import (
     ImmutableError,
     LlmModel,
@@ -25,15 +27,16 @@ from runs_app.models import (
     StageRunState,
     WorkStatus,
 )
-from runs_app.schemas import ReleaseConfig
+from runs_app.schemas import STAGE_NEEDS, ReleaseConfig, release_document_problems
 from runs_app.scoring_versions import (
     CURRENT,
     ScoringFile,
     ScoringFileError,
     load_scoring_file,
 )
+from runs_app.stages import get_stage
+from runs_app.stages.crossexam import text_scores_update_cross_examination
 from scenarios_app.models import Scenario, ScenarioVersion
-from scenarios_app.schemas import field_path
 
 
 class ReleaseConfigError(Exception):
@@ -57,19 +60,10 @@ def release_config_from_file(path: Path) -> ReleaseConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise ReleaseConfigError([f"{source}: malformed YAML: {error}"]) from None
-    try:
-        return ReleaseConfig.model_validate(data)
-    except ValidationError as error:
-        raise ReleaseConfigError([f"{source}: {_problem(item)}" for item in error.errors()]) \
-            from None
-
-
-def _problem(item: dict) -> str:
-    """One validation error as a line: the field, and the rule's own words (a rule across
-    fields, such as the reader-family rule, names its field itself)."""
-    message = item["msg"].removeprefix("Value error, ")
-    where = field_path(item["loc"])
-    return f"{where}: {message}" if where else message
+    config, problems = release_document_problems(data)
+    if problems:
+        raise ReleaseConfigError([problem.line(source) for problem in problems])
+    return config
 
 
 def _pin_scenarios(config: ReleaseConfig, source: str) -> list[ScenarioVersion]:
@@ -141,10 +135,16 @@ def _stored_config(config: ReleaseConfig, versions: list[ScenarioVersion],
 
 
 def release_pin_problems(config: ReleaseConfig, source: str = "configuration") -> None:
-    """Raise ReleaseConfigError naming every scenario, or the scoring version, that the
-    configuration cannot pin."""
-    _pin_scenarios(config, source)
-    _scoring_texts(config, source)
+    """Raise ReleaseConfigError naming every scenario and the scoring version that the
+    configuration cannot pin, all at once."""
+    lines = []
+    for pin in (_pin_scenarios, _scoring_texts):
+        try:
+            pin(config, source)
+        except ReleaseConfigError as error:
+            lines += error.lines
+    if lines:
+        raise ReleaseConfigError(lines)
 
 
 @transaction.atomic
@@ -215,19 +215,6 @@ def release_update_config(*, release: Release, config: ReleaseConfig) -> Release
     return release
 
 
-def work_retry_failed(*, release: Release, stage_name: str, ids: list[int] | None = None) -> int:
-    """An operator's retry: failed rows become pending again with a fresh attempt budget."""
-    from runs_app.stages import get_stage
-
-    if release.is_published:
-        raise ImmutableError(f"release {release.code} is published")
-    rows = get_stage(stage_name).rows(release).filter(status=WorkStatus.FAILED)
-    if ids is not None:
-        rows = rows.filter(pk__in=ids)
-    return rows.update(status=WorkStatus.PENDING, attempts=0, claims=0, error="",
-                       claim_token="", lease_expires_at=None, finished_at=None)
-
-
 # ---------------------------------------------------------------------------------------------
 # Running a release: the scope an operator asked for, pauses, the budget cap
 # ---------------------------------------------------------------------------------------------
@@ -274,8 +261,6 @@ def run_start(*, release: Release, stages: list[str] | None = None, user=None,
 def stages_waiting(release: Release, stages: list[str]) -> list[str]:
     """For each started stage that reads from a stage of the set that has neither run nor
     been started: a sentence saying it waits for it (it will have nothing to do until then)."""
-    from runs_app.schemas import STAGE_NEEDS
-    from runs_app.stages import get_stage
 
     in_set = set(release.parsed_config().stages)
     active = set(StageRun.objects.filter(release=release, state=StageRunState.ACTIVE)
@@ -337,14 +322,24 @@ def run_set_budget(*, release: Release, budget_usd, user=None) -> RunControl:
     return control
 
 
-def run_retry_failed(*, release: Release, stage_name: str, user=None) -> int:
-    """An operator's retry of a stage's failed rows from the run's page: they become pending
-    with a fresh attempt budget and, when the stage is running, workers are queued for them.
-    Returns how many rows were failed."""
+def release_retry_failed(*, release: Release, stage_name: str, ids: list[int] | None = None,
+                         user=None) -> int:
+    """An operator's retry of a stage's failed and unscored rows (all of them, or those of
+    `ids`), from the run page, the admin or a command alike: they become pending with a fresh
+    attempt budget (their raw replies and cost so far are kept), a finished release is
+    running again (it cannot be published with rows pending), and when the stage is running,
+    workers are queued for them. Returns how many rows were failed or unscored."""
     _refuse_if_published(release)
     _stage_set(release, [stage_name])
+    stage = get_stage(stage_name)
     with transaction.atomic():
-        count = work_retry_failed(release=release, stage_name=stage_name)
+        rows = stage.rows(release).filter(
+            Q(status=WorkStatus.FAILED) | stage.state_filters()["unscored"])
+        if ids is not None:
+            rows = rows.filter(pk__in=ids)
+        reset = {"outcome": ""} if _has_field(stage.work_model, "outcome") else {}
+        count = rows.update(status=WorkStatus.PENDING, attempts=0, claims=0, error="",
+                            claim_token="", lease_expires_at=None, finished_at=None, **reset)
         active = StageRun.objects.filter(release=release, stage=stage_name,
                                          state=StageRunState.ACTIVE).exists()
         if count:
@@ -354,11 +349,15 @@ def run_retry_failed(*, release: Release, stage_name: str, user=None) -> int:
     return count
 
 
+def _has_field(model, name: str) -> bool:
+    return any(field.name == name for field in model._meta.get_fields())
+
+
 def _reopen(release: Release) -> None:
-    """A scored release given work again is running again: it cannot be published with rows
-    pending, and the last drain marks it scored once more."""
-    Release.objects.filter(pk=release.pk, status=ReleaseStatus.SCORED).update(
-        status=ReleaseStatus.RUNNING)
+    """A finished release given work again is running again: it cannot be published with rows
+    pending, and the last drain marks it scored (or incomplete) once more."""
+    Release.objects.filter(pk=release.pk, status__in=(
+        ReleaseStatus.SCORED, ReleaseStatus.INCOMPLETE)).update(status=ReleaseStatus.RUNNING)
     release.refresh_from_db(fields=["status"])
 
 
@@ -368,8 +367,6 @@ def _refuse_if_published(release: Release) -> None:
 
 
 def _enqueue_after_commit(release: Release) -> None:
-    from runs_app.tasks import drains_enqueue, ensure_schedule
-
     def enqueue() -> None:
         ensure_schedule()
         drains_enqueue(release, at_least=1)
@@ -401,9 +398,7 @@ def release_complete(release: Release) -> bool:
 
 def release_settle(*, release: Release) -> None:
     """Every text's scores from every stage's rows (once, when the run is complete)."""
-    from runs_app.honesty import text_scores_update_honesty
     from runs_app.public_scores import text_scores_update_public
-    from runs_app.stages.crossexam import text_scores_update_cross_examination
 
     text_scores_update_honesty(release=release)
     text_scores_update_public(release=release)

@@ -9,69 +9,35 @@ the queue with idle copies.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import math
 import time
+from collections.abc import Collection
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
-from django_q.models import Schedule
-from django_q.tasks import async_task
 
+from runs_app.drains import drains_enqueue
 from runs_app.models import (
     Drain,
     DrainState,
     Release,
     ReleaseStatus,
-    RunControl,
+    WorkStatus,
 )
-from runs_app.selectors import release_active_scope, scope_claimable
+from runs_app.selectors import (
+    DRAIN_DEAD_AFTER,
+    QUEUED_STALE,
+    live_drains,
+    release_active_scope,
+    release_has_gaps,
+)
 from runs_app.services import release_complete, release_settle, scope_complete
+from runs_app.stages import available_stages, get_stage
 from runs_app.stages.base import DrainHooks, drain_release, worker_name
 
 log = logging.getLogger("baitbench.tasks")
-TASK_PATH = "runs_app.tasks.drain_release_task"
-# A queued ticket whose task has not started after this long was lost by the queue.
-QUEUED_STALE = dt.timedelta(minutes=10)
 # A drain asks for more drains, when its results planned work, at most this often (seconds).
 FAN_OUT_EVERY = 2.0
-
-
-def live_drains(release: Release) -> int:
-    """Drains of the release queued recently or running with a fresh heartbeat."""
-    now = timezone.now()
-    lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
-    return Drain.objects.filter(release=release).filter(
-        Q(state=DrainState.QUEUED, created_at__gte=now - QUEUED_STALE)
-        | Q(state=DrainState.RUNNING, heartbeat_at__gte=now - lease)
-    ).count()
-
-
-def drains_enqueue(release: Release, *, at_least: int = 0) -> int:
-    """Enqueue drain tasks until as many are queued or running as could help: one per
-    `BAITBENCH_CONCURRENCY` claimable rows, at most `BAITBENCH_DRAINS_PER_RELEASE`.
-
-    Returns how many were enqueued. Nothing is enqueued for a release whose run is stopped
-    (published, nothing active, or over its budget).
-    """
-    if release.is_published or not release_active_scope(release):
-        return 0
-    control = RunControl.objects.filter(release=release).first()
-    if control is not None and control.over_budget:
-        return 0
-    claimable = scope_claimable(release)
-    wanted = min(settings.BAITBENCH_DRAINS_PER_RELEASE,
-                 max(at_least, math.ceil(claimable / settings.BAITBENCH_CONCURRENCY)))
-    missing = wanted - live_drains(release)
-    for _ in range(max(0, missing)):
-        ticket = Drain.objects.create(release=release)
-        transaction.on_commit(lambda ticket=ticket: async_task(
-            TASK_PATH, ticket.pk, task_name=f"drain {release.code} #{ticket.pk}",
-            group=f"release:{release.code}"))
-    return max(0, missing)
 
 
 def drain_release_task(ticket_id: int) -> dict:
@@ -122,12 +88,14 @@ def _finish(ticket_id: int, finished: int, note: str) -> None:
 
 def mark_scored(release: Release) -> bool:
     """When every stage of the release's stage set has run and has no work left, settle
-    every text's scores and mark the release scored."""
+    every text's scores and mark the release scored, or, when some row ended unscored or
+    failed, "incomplete": scored means every row has its score. True once the run ended."""
     if not release_complete(release):
         return False
     release_settle(release=release)
-    Release.objects.filter(pk=release.pk, status=ReleaseStatus.RUNNING).update(
-        status=ReleaseStatus.SCORED)
+    ended = ReleaseStatus.INCOMPLETE if release_has_gaps(release) else ReleaseStatus.SCORED
+    Release.objects.filter(pk=release.pk, status=ReleaseStatus.RUNNING).update(status=ended)
+    release.refresh_from_db(fields=["status"])
     return True
 
 
@@ -150,17 +118,42 @@ def reenqueue_stalled() -> int:
 
 
 def _forget_dead_drains(release: Release) -> None:
-    """A running ticket whose heartbeat stopped belongs to a dead worker: its rows' leases
-    expire and are claimed again; the ticket no longer counts as a live drain."""
-    lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
-    Drain.objects.filter(release=release, state=DrainState.RUNNING,
-                         heartbeat_at__lt=timezone.now() - lease).update(
-        state=DrainState.FINISHED, finished_at=timezone.now(), note="lost (no heartbeat)")
+    """A running ticket whose heartbeat stopped belongs to a dead worker: the rows its worker
+    holds are released now (idle workers take them in seconds, not after the lease), and the
+    ticket no longer counts as a live drain. A queued ticket no worker started in time was
+    lost by the queue: marked so, a late delivery of its task stops at once."""
+    now = timezone.now()
+    dead = Drain.objects.filter(release=release, state=DrainState.RUNNING,
+                                heartbeat_at__lt=now - DRAIN_DEAD_AFTER)
+    for worker in set(dead.exclude(worker="").values_list("worker", flat=True)):
+        release_claims(release, worker)
+    dead.update(state=DrainState.FINISHED, finished_at=now, note="lost (no heartbeat)")
+    Drain.objects.filter(release=release, state=DrainState.QUEUED,
+                         created_at__lt=now - QUEUED_STALE).update(
+        state=DrainState.FINISHED, finished_at=now, note="lost in the queue (never started)")
 
 
-def ensure_schedule() -> None:
-    Schedule.objects.get_or_create(
-        func="runs_app.tasks.reenqueue_stalled",
-        defaults={"name": "re-enqueue stalled work", "schedule_type": Schedule.MINUTES,
-                  "minutes": 2, "repeats": -1},
-    )
+def workers_stopped(workers: Collection[str]) -> int:
+    """Workers that are surely gone (their cluster ended them: `manage.py qcluster` on
+    SIGTERM): the rows they held go to the other workers at once instead of after their
+    lease, their drains are finished, and each release they drained gets a queued drain for
+    the next free worker. Returns how many rows were handed back."""
+    now = timezone.now()
+    tickets = Drain.objects.filter(state=DrainState.RUNNING, worker__in=list(workers))
+    releases = list(Release.objects.filter(drains__in=tickets).distinct())
+    released = sum(release_claims(release, worker)
+                   for release in releases for worker in workers)
+    tickets.update(state=DrainState.FINISHED, finished_at=now, note="stopped with its worker")
+    for release in releases:
+        drains_enqueue(release, at_least=1)
+    return released
+
+
+def release_claims(release: Release, worker: str) -> int:
+    """Let other workers claim at once the rows of `release` that `worker` holds; returns
+    how many. A result that worker still writes later finds its claim gone (DESIGN 5)."""
+
+    now = timezone.now()
+    return sum(get_stage(name).rows(release).filter(
+        status=WorkStatus.CLAIMED, claimed_by=worker, lease_expires_at__gt=now,
+    ).update(lease_expires_at=now) for name in available_stages())

@@ -3,7 +3,7 @@
 `reader_trial_prepare` finds or creates the trial of a set-up (language, the language's
 public scenarios as they are now, panel, scoring version) and adds the candidates;
 `reader_trial_read` drains its readings. What the readings show is computed in
-`audits_app.reader_trial`.
+`audits_app.calibration.reader_trial`.
 """
 
 from __future__ import annotations

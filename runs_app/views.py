@@ -28,39 +28,41 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from baitbench_site.roles import can_operate
 from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
 from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
 from runs_app.schemas import STAGE_NAMES, STAGE_NEEDS
 from runs_app.selectors import (
     ReleaseRun,
     StageStatus,
+    WorkersAlive,
     format_eta,
+    release_row_counts,
+    release_row_problems,
     release_run,
     releases_with_runs,
+    workers_alive,
 )
 from runs_app.services import (
     RunError,
+    release_retry_failed,
     run_cancel,
     run_pause,
     run_resume,
-    run_retry_failed,
     run_set_budget,
     run_start,
     stages_waiting,
 )
 
-OPERATE_PERMISSION = "runs_app.operate_release"
 # How often the page asks for fresh progress (milliseconds).
 POLL_MILLISECONDS = 2000
 # A stage's controls: (action, button label, URL name).
+# What to do when no worker is alive, in the words of the command.
+START_A_WORKER = "start a worker: manage.py qcluster"
 STAGE_BUTTONS = [("start", "Start", "operate:start"), ("pause", "Pause", "operate:pause"),
                  ("resume", "Resume", "operate:resume"), ("cancel", "Cancel", "operate:cancel"),
-                 ("retry", "Retry failed", "operate:retry")]
+                 ("retry", "Retry failed and unscored", "operate:retry")]
 
-
-def can_operate(user) -> bool:
-    """May this user see and steer runs? Operators (and superusers, who have every right)."""
-    return user.is_active and user.is_staff and user.has_perm(OPERATE_PERMISSION)
 
 
 def operator_required(view: Callable) -> Callable:
@@ -82,13 +84,14 @@ def stage_actions(release: Release, status: StageStatus, done: bool = False) -> 
     """The controls that apply to a stage now (the page hides the others)."""
     if release.is_published:
         return []
+    retryable = status.progress.failed or status.progress.unscored
     if done:
-        return ["retry"] if status.progress.failed else []
+        return ["retry"] if retryable else []
     actions = {
         StageRunState.ACTIVE: ["pause", "cancel"],
         StageRunState.PAUSED: ["resume", "cancel"],
     }.get(status.state, ["start"])
-    if status.progress.failed:
+    if retryable:
         actions = [*actions, "retry"]
     return actions
 
@@ -129,31 +132,66 @@ def release_actions(run: ReleaseRun) -> list[str]:
     return actions
 
 
+def no_worker(workers: WorkersAlive | None) -> bool:
+    """The heartbeats are readable and none is current: nothing queued runs."""
+    return workers is not None and workers.visible and not workers.clusters
+
+
+def workers_summary(workers: WorkersAlive) -> dict:
+    """Which workers are alive, in one sentence for the run pages (`alive`: None when the
+    heartbeat cannot be read here)."""
+    if not workers.visible:
+        return {"alive": None, "text": (
+            "The workers' heartbeat cannot be read here: it is kept on Redis (REDIS_URL or "
+            "BAITBENCH_CACHE_URL) or beside the embedded SQLite database, and this site has "
+            "neither, so whether any worker is alive cannot be told.")}
+    if not workers.clusters:
+        return {"alive": False, "text": (
+            f"No worker is alive: no `manage.py qcluster` has sent a heartbeat in the last "
+            f"few seconds, so nothing queued runs. To run a release, {START_A_WORKER}.")}
+    clusters = "; ".join(
+        f"{cluster.name} on {cluster.host} ({cluster.workers} worker(s), "
+        f"{cluster.status.lower()}, up {format_eta(cluster.up_seconds)})"
+        for cluster in workers.alive)
+    return {"alive": True, "text": (
+        f"Workers alive: {workers.workers} worker process(es) in {workers.clusters} "
+        f"cluster(s): {clusters}.")}
+
+
 def _usd(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
 # A release in one of these has run to its end: its active stages have nothing left to do.
-FINISHED_STATUSES = (ReleaseStatus.SCORED, ReleaseStatus.PUBLISHED)
+FINISHED_STATUSES = (ReleaseStatus.SCORED, ReleaseStatus.INCOMPLETE, ReleaseStatus.PUBLISHED)
 
 
-def stage_row(release: Release, status: StageStatus, done: bool = False) -> dict:
-    """One stage's figures; `done` (see `done_stages`): running, with nothing left."""
+def stage_row(release: Release, status: StageStatus, done: bool = False,
+              workers: WorkersAlive | None = None) -> dict:
+    """One stage's figures; `done` (see `done_stages`): running, with nothing left; a stage
+    running with no worker alive says what to start."""
     progress = status.progress
     running = status.state == StageRunState.ACTIVE and not done
-    label = "Done" if done else status.state_label
+    # "Done" only where every row has its score (DESIGN section 5: every row says what it is).
+    label = status.state_label
+    if done:
+        label = "Ended with gaps" if progress.gaps else "Done"
+    # The state stays what the operator asked for; its cell says why nothing moves.
+    cell = f"Waiting: {START_A_WORKER}" if running and no_worker(workers) else label
     return {
         "stage": progress.stage, "state": status.state, "state_label": label,
         "total": progress.total, "done": progress.done, "pending": progress.pending,
-        "claimed": progress.claimed, "failed": progress.failed,
+        "claimed": progress.claimed, "failed": progress.failed, "scored": progress.scored,
+        "refused": progress.refused, "unscored": progress.unscored,
         "rate_per_minute": round(progress.rate_per_minute, 2),
         "eta_seconds": progress.eta_seconds if running else None,
         "cost_usd": progress.cost_usd, "tokens": progress.tokens,
         "actions": stage_actions(release, status, done),
         # The page's cells, formatted once here for the page and its script alike.
         "display": {
-            "state_label": label, "total": f"{progress.total:,}",
-            "done": f"{progress.done:,}", "pending": f"{progress.pending:,}",
+            "state_label": cell, "total": f"{progress.total:,}",
+            "scored": f"{progress.scored:,}", "refused": f"{progress.refused:,}",
+            "unscored": f"{progress.unscored:,}", "pending": f"{progress.pending:,}",
             "claimed": f"{progress.claimed:,}", "failed": f"{progress.failed:,}",
             "rate": f"{progress.rate_per_minute:,.1f}/min" if progress.rate_per_minute else "-",
             "time_left": format_eta(progress.eta_seconds) if running else "-",
@@ -170,12 +208,37 @@ def run_notice(run: ReleaseRun) -> str:
         return (f"Stopped at the budget cap: {_usd(run.spent_usd)} spent of a "
                 f"${run.budget_usd:,.2f} cap. Workers claim no new work (calls under way are "
                 f"finished and written). Raise or remove the cap to resume.")
-    waiting = run.oldest_queued_at and not run.drains_running and (
+    return _workers_notice(run)
+
+
+def _workers_notice(run: ReleaseRun) -> str:
+    """Why work that waits is not being done: no worker alive (the clusters' heartbeat), or
+    workers alive that have claimed nothing of this release."""
+    workers = run.workers
+    running = set(run_stages_running(run))
+    if running and no_worker(workers):
+        return (f"No worker is alive: no `manage.py qcluster` has sent a heartbeat in the last "
+                f"few seconds, so stage(s) {', '.join(sorted(running))} wait. "
+                f"{START_A_WORKER[0].upper()}{START_A_WORKER[1:]}; the queued drains then run.")
+    waiting = run.oldest_queued_at and not run.drains_running and not run.claimed and (
         timezone.now() - run.oldest_queued_at).total_seconds() > 60
-    if waiting:
-        return ("Drains are queued but no worker has taken one for over a minute: is a "
-                "worker (`manage.py qcluster`) running?")
-    return ""
+    if not waiting:
+        return ""
+    if workers is not None and workers.visible:
+        return (f"Workers are alive ({workers.workers} in {workers.clusters} cluster(s)) but "
+                f"none has claimed work of this release for over a minute: they are busy "
+                f"with other tasks, or the queue lost these drains (the schedule queues "
+                f"them again within a minute).")
+    return ("Drains are queued but no worker has taken one for over a minute, and the "
+            "workers' heartbeat cannot be read here (it needs REDIS_URL or "
+            "BAITBENCH_CACHE_URL): is a worker (`manage.py qcluster`) running?")
+
+
+def run_stages_running(run: ReleaseRun) -> list[str]:
+    """The stages that are running and not done: work a worker must do."""
+    done = done_stages(run)
+    return [status.stage for status in run.stages
+            if status.state == StageRunState.ACTIVE and status.stage not in done]
 
 
 def run_payload(run: ReleaseRun) -> dict:
@@ -189,10 +252,14 @@ def run_payload(run: ReleaseRun) -> dict:
         "budget_usd": None if run.budget_usd is None else str(run.budget_usd),
         "over_budget": run.over_budget, "notice": run_notice(run),
         "spent_display": _usd(run.spent_usd),
-        "workers": {"running": run.drains_running, "queued": run.drains_queued},
+        "workers": {"running": run.drains_running, "queued": run.drains_queued,
+                    **workers_summary(run.workers or WorkersAlive(visible=False))},
         "actions": release_actions(run),
-        "stages": [stage_row(release, status, status.stage in done)
+        "stages": [stage_row(release, status, status.stage in done, run.workers)
                    for status in run.stages],
+        # Why it cannot be published as it is, from its rows alone (the publish page adds
+        # the spot-check gate).
+        "row_problems": release_row_problems(release),
         # UTC, as the page shows it (the script keeps the HH:MM:SS).
         "updated_at": timezone.now().astimezone(dt.UTC).isoformat(timespec="seconds"),
     }
@@ -209,12 +276,15 @@ def release_list(request: HttpRequest) -> HttpResponse:
     rows = []
     for release in releases_with_runs():
         finished = release.status in FINISHED_STATUSES
-        states = {run.stage: "Done" if finished and run.state == StageRunState.ACTIVE
+        # "Done" only where every row has its score (an incomplete release has gaps).
+        ended = "Ended with gaps" if release.status == ReleaseStatus.INCOMPLETE else "Done"
+        states = {run.stage: ended if finished and run.state == StageRunState.ACTIVE
                   else run.get_state_display() for run in release.stage_runs.all()}
         control = getattr(release, "run", None)
         rows.append({"release": release, "states": states, "control": control,
                      "over_budget": bool(control and control.over_budget)})
-    return render(request, "runs_app/release_list.html", {"rows": rows})
+    return render(request, "runs_app/release_list.html", {
+        "rows": rows, "workers": workers_summary(workers_alive())})
 
 
 class BudgetForm(forms.Form):
@@ -241,6 +311,8 @@ def release_page(request: HttpRequest, code: str) -> HttpResponse:
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
         "poll_ms": POLL_MILLISECONDS, "poll_seconds": POLL_MILLISECONDS // 1000,
         "stage_buttons": STAGE_BUTTONS,
+        "gaps": [counts for counts in release_row_counts(release)
+                 if counts.unscored or counts.failed],
         "method_note": f"How: {METHOD_NOTE}.",
     })
 
@@ -299,8 +371,9 @@ def run_start_view(request: HttpRequest, code: str) -> HttpResponse:
         names = run_start(release=release, stages=stages, user=request.user)
         scope = "the chain" if stages is None else f"stage {names[0]}"
         waiting = "".join(f" Note: {line}." for line in stages_waiting(release, names))
-        return (f"Started {scope} of {release.code} ({', '.join(names)}); workers drain it as "
-                f"they come free.{waiting}")
+        who = (f"no worker is alive, so nothing runs yet: {START_A_WORKER}"
+               if no_worker(workers_alive()) else "workers drain it as they come free")
+        return f"Started {scope} of {release.code} ({', '.join(names)}); {who}.{waiting}"
     return _act(request, code, act)
 
 
@@ -352,11 +425,13 @@ def run_retry_view(request: HttpRequest, code: str) -> HttpResponse:
 
     def act(release: Release) -> str:
         if stages is None:
-            raise RunError("retrying failed rows needs a stage")
-        count = run_retry_failed(release=release, stage_name=stages[0], user=request.user)
+            raise RunError("retrying failed or unscored rows needs a stage")
+        count = release_retry_failed(release=release, stage_name=stages[0], user=request.user)
         if not count:
-            return f"Nothing to retry: stage {stages[0]} of {release.code} has no failed rows."
-        return f"{count} failed {stages[0]} row(s) of {release.code} are pending again."
+            return (f"Nothing to retry: stage {stages[0]} of {release.code} has no failed or "
+                    f"unscored rows.")
+        return (f"{count} failed or unscored {stages[0]} row(s) of {release.code} are pending "
+                f"again.")
     return _act(request, code, act)
 
 

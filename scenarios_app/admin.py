@@ -53,17 +53,22 @@ from scenarios_app.models import (
 )
 from scenarios_app.rendering import assemble_writer_prompt
 from scenarios_app.schemas import validate_scenario_document
-from scenarios_app.services import scenario_document, scenario_record_version, scenarios_import
+from scenarios_app.services import (
+    prompt_text_save,
+    scenario_document,
+    scenario_record_version,
+    scenarios_import,
+)
 
 # Positions are unique per scenario; saved parts are first moved out of the way by this much so
 # that swapping two positions never collides halfway through the save.
 POSITION_OFFSET = 10_000
 
 USED_VERSION_NOTE = (
-    "Every writing model receives these words, word for word. Once a release has used this "
-    "version, do not edit it: add a new version (same code and language, next version number) "
-    "instead. A release sends the versions its configuration names (task_version and "
-    "condition_version, 1 unless set); the preview shows the newest version."
+    "Every writing model receives these words, word for word. A version a release ran with "
+    "never changes: saving an edit of it adds the next version instead. A release sends the "
+    "versions its configuration names (task_version and condition_version, 1 unless set); "
+    "the preview shows the newest version."
 )
 
 
@@ -422,7 +427,10 @@ class ScenarioVersionAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre>", dump_scenario(version.document()))
 
 
-class _PromptTextAdmin(admin.ModelAdmin):
+class _PromptTextAdmin(RefusalsAsMessages, admin.ModelAdmin):
+    """A version a release ran with is never changed: an edit of it is saved as the next
+    version (`prompt_text_save`), and it cannot be deleted (the database refuses)."""
+
     list_display = ["code", "language", "version", "name"]
     list_filter = ["language", "code"]
     search_fields = ["name"]
@@ -434,6 +442,11 @@ class _PromptTextAdmin(admin.ModelAdmin):
         text_field = "brief" if self.model is Task else "overlay"
         kwargs["help_texts"] = {text_field: USED_VERSION_NOTE}
         return super().get_form(request, obj, change, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        note = prompt_text_save(text=obj)
+        if note:
+            self.message_user(request, note, messages.WARNING)
 
 
 @admin.register(Task)

@@ -19,6 +19,8 @@ from typing import Any
 from django import forms
 from django.db import models
 from django.forms.models import BaseInlineFormSet
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES
 from scenarios_app.models import KnowledgeQuestion, Scenario
@@ -66,13 +68,98 @@ class FactIdsField(forms.CharField):
         return [item for item in re.split(r"[\s,]+", text) if item]
 
 
+class AnswerOptionsWidget(forms.Widget):
+    """A knowledge question's options, one row each: a radio button that marks the correct
+    answer beside the option's text input, and two empty rows to add an option. The radios
+    share the name `<name>_correct`, the texts are `<name>_0`, `<name>_1`, …"""
+
+    FREE_ROWS = 2
+
+    def format_value(self, value: Any) -> dict:
+        if isinstance(value, dict):
+            return value
+        return {"options": list(value or []), "correct": None}
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> dict:
+        texts, index = [], 0
+        while f"{name}_{index}" in data:
+            texts.append(data[f"{name}_{index}"])
+            index += 1
+        return {"options": texts, "correct": data.get(f"{name}_correct")}
+
+    def value_omitted_from_data(self, data: Any, files: Any, name: str) -> bool:
+        return f"{name}_0" not in data and f"{name}_correct" not in data
+
+    def id_for_label(self, id_: str) -> str:
+        return f"{id_}_0" if id_ else id_
+
+    def render(self, name: str, value: Any, attrs: dict | None = None,
+               renderer: Any = None) -> SafeString:
+        value = self.format_value(value)
+        texts = list(value["options"]) + [""] * self.FREE_ROWS
+        correct = "" if value["correct"] is None else str(value["correct"])
+        base = (attrs or {}).get("id") or f"id_{name}"
+        rows = [format_html(
+            '<li><input type="radio" name="{0}_correct" value="{1}" id="{2}_correct_{1}"{3}>'
+            '<label for="{2}_correct_{1}" class="answer-correct">'
+            '<span class="visually-hidden">Option {4} is </span>correct</label> '
+            '<label for="{2}_{1}">Option {4}</label> '
+            '<input type="text" name="{0}_{1}" id="{2}_{1}" value="{5}" class="answer-text"></li>',
+            name, index, base, mark_safe(" checked") if correct == str(index) else "",
+            index + 1, text)
+            for index, text in enumerate(texts)]
+        return format_html('<ol class="answer-options">{}</ol>', mark_safe("".join(rows)))
+
+
+class AnswerOptionsField(forms.Field):
+    """The options (empty rows left out) and the index of the correct one among them."""
+
+    widget = AnswerOptionsWidget
+
+    def clean(self, value: dict) -> tuple[list[str], int]:
+        given = [(index, text.strip()) for index, text in enumerate(value["options"])
+                 if text.strip()]
+        chosen = value.get("correct")
+        if chosen in (None, ""):
+            raise forms.ValidationError("Mark the correct option with its radio button.")
+        if not str(chosen).isdigit():
+            raise forms.ValidationError(f"'{chosen}' is not an option number.")
+        positions = [index for index, _ in given]
+        if int(chosen) not in positions:
+            raise forms.ValidationError(
+                f"Option {int(chosen) + 1}, marked correct, is empty: mark one of the options "
+                f"given, or write the answer in its row.")
+        return [text for _, text in given], positions.index(int(chosen))
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        before = self.widget.format_value(initial)
+        try:
+            after = self.clean(data)
+        except forms.ValidationError:
+            return True
+        return after != (before["options"], before["correct"])
+
+
 class KnowledgeQuestionForm(forms.ModelForm):
-    options = LinesField(help_text="One answer option per line.")
+    options = AnswerOptionsField(
+        label="Options", help_text="The radio button marks the correct answer; an empty row is "
+                                   "left out. Readers may also answer \"don't know\".")
     facts = FactIdsField(help_text="Ids of the facts that answer it, e.g. F2, F4.")
 
     class Meta:
         model = KnowledgeQuestion
-        fields = ["position", "code", "text", "options", "correct", "facts"]
+        # `correct` is set from the options field's radio buttons (clean_options).
+        fields = ["position", "code", "text", "options", "facts"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["options"] = {"options": list(self.instance.options),
+                                       "correct": self.instance.correct}
+
+    def clean_options(self) -> list[str]:
+        options, self.instance.correct = self.cleaned_data["options"]
+        return options
 
 
 class _Rows:

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max
 
+from baitbench_site.immutability import ImmutableError
 from scenarios_app.files import LoadReport, dump_scenario, load_scenario_files
 from scenarios_app.models import (
     AttitudeQuestion,
+    Condition,
     ConfidentialFact,
     Fact,
     HumanBaseline,
@@ -18,6 +21,7 @@ from scenarios_app.models import (
     KnowledgeQuestion,
     Scenario,
     ScenarioVersion,
+    Task,
     Uncertainty,
 )
 from scenarios_app.schemas import ScenarioFile
@@ -262,3 +266,25 @@ def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[P
         path.write_text(dump_scenario(scenario.current_version.document()), encoding="utf-8")
         written.append(path)
     return written
+
+
+def prompt_text_save(*, text: Task | Condition) -> str:
+    """Save an edited task brief or condition overlay. A version a release ran with is not
+    changed (the database refuses it: baitbench_site.immutability): the edit is saved as the
+    next version instead, which a release takes by naming it (`task_version`,
+    `condition_version`). Returns what happened, for the curator."""
+    try:
+        with transaction.atomic():
+            text.save()
+        return ""
+    except ImmutableError:
+        pinned = text.version
+    model = type(text)
+    newest = model.objects.filter(code=text.code, language=text.language).aggregate(
+        newest=Max("version"))["newest"] or 0
+    text.pk, text.version = None, newest + 1
+    text.save()
+    setting = "task_version" if model is Task else "condition_version"
+    return (f"{text.code} {text.language} v{pinned} is what a release ran with and stays as "
+            f"it was: your edit is version {text.version}. A release uses it once its "
+            f"configuration says {setting}: {text.version}.")

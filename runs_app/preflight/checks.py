@@ -8,7 +8,9 @@ import dataclasses
 import difflib
 
 from runs_app.preflight.profiles import CallProfile
+from runs_app.providers.base import CompletionRequest
 from runs_app.providers.models_list import ModelListing, ModelsList
+from runs_app.providers.openrouter import sent_parameters
 from runs_app.providers.pool import FIXTURE_PREFIX
 from runs_app.schemas import ReleaseConfig
 
@@ -32,6 +34,29 @@ class Need:
     output: int
     output_call: str
     reasoning: int = 0  # of `output`, the reasoning budget (writers)
+    # Each request parameter its calls send -> the first call that sends it.
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+# The flags each kind of call (a profile's purpose, its first word) sets on its request, as
+# the stages build them: a writer's seed (its variant), a JSON reply for every structured
+# reply, and temperature 0 for the refusal check, the jurors and the answer judge.
+REQUEST_FLAGS: dict[str, dict] = {
+    "write": {"seed": 0},
+    "refusal": {"temperature": 0.0, "json_mode": True},
+    "juror": {"temperature": 0.0, "json_mode": True},
+    "answer_judge": {"temperature": 0.0, "json_mode": True},
+    "reader": {"json_mode": True}, "reveal": {"json_mode": True},
+    "journalist": {"json_mode": True}, "crossexam": {"json_mode": True},
+    "frame_judge": {},
+}
+
+
+def profile_parameters(profile: CallProfile) -> tuple[str, ...]:
+    """The request parameters a profile's calls send (`openrouter.sent_parameters`)."""
+    flags = REQUEST_FLAGS[profile.purpose.split()[0]]
+    return sent_parameters(CompletionRequest(model="", messages=(),
+                                             max_tokens=profile.max_tokens, **flags))
 
 
 def model_roles(config: ReleaseConfig) -> dict[str, list[str]]:
@@ -59,7 +84,10 @@ def needs(profiles: list[CallProfile]) -> dict[str, Need]:
             if profile.max_tokens > need.output:
                 need = dataclasses.replace(need, output=profile.max_tokens, output_call=label,
                                            reasoning=profile.reasoning_tokens)
-            found[model_id] = need
+            sent = dict(need.parameters)
+            for name in profile_parameters(profile):
+                sent.setdefault(name, label)
+            found[model_id] = dataclasses.replace(need, parameters=tuple(sent.items()))
     return found
 
 
@@ -89,6 +117,7 @@ def model_checks(model_id: str, roles: list[str], listing: ModelListing | None,
         output_failure, output_note = _output_check(who, listing, need)
         failures += output_failure
         notes += output_note
+        failures += _parameter_problems(who, listing, need)
         if listing.context_length and not failures:
             notes.insert(0, f"context {_n(listing.context_length)} >= {_n(need.context)} needed")
     else:
@@ -105,6 +134,21 @@ def model_checks(model_id: str, roles: list[str], listing: ModelListing | None,
     if failures:
         return [Check(False, model_id, line) for line in failures]
     return [Check(True, model_id, f"{who}: on the list; {'; '.join(notes)}")]
+
+
+def _parameter_problems(who: str, listing: ModelListing, need: Need) -> list[str]:
+    """One line when the list says the model supports fewer parameters than its calls send:
+    requests set `provider.require_parameters`, so no provider would serve them. A list
+    that states no parameters is not read as "none"."""
+    if listing.supported_parameters is None:
+        return []
+    missing = [(name, call) for name, call in need.parameters
+               if name not in listing.supported_parameters]
+    if not missing:
+        return []
+    said = ", ".join(f"{name} (sent by {call})" for name, call in missing)
+    return [f"{who}: the models list's supported_parameters lack {said}; requests require "
+            f"every parameter they send (provider.require_parameters), so none would be served"]
 
 
 def _context_problems(who: str, listing: ModelListing, need: Need) -> list[str]:

@@ -48,6 +48,16 @@ class CompletionResult:
     latency_ms: int = 0
     # HTTP attempts spent on this result, retries included.
     http_attempts: int = 1
+    # What the provider said beyond the text (DESIGN section 5: a text is only the text).
+    native_finish_reason: str | None = None  # the upstream's own spelling, as sent
+    reasoning: str = ""  # message.reasoning / reasoning_details: never part of `text`
+    refusal: str = ""  # message.refusal: the model declined, in its own words
+    served_model: str = ""  # the model that answered, as the reply names it
+    system_fingerprint: str = ""
+    cached_tokens: int = 0
+    # True when the reply reported no cost: `cost_usd` is then None and the stage records
+    # an estimate from the models list's prices, marked as such.
+    cost_estimated: bool = False
 
 
 class ProviderError(Exception):

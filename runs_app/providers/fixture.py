@@ -842,9 +842,25 @@ ROLES.update(JURY_ROLES)
 
 # The simulated public's roles (reader, journalist, frame judge, reveal). Imported last: that module
 # imports nothing from this one, so there is no cycle.
-from runs_app.providers.fixture_readers import READER_ROLES  # noqa: E402
+from runs_app.providers.fixture_readers import (  # noqa: E402
+    INVALID_READER,
+    READER_ROLES,
+    TRIAL_READER_PREFIX,
+)
+from runs_app.providers.fixture_trial_readers import trial_reader_reply  # noqa: E402
 
 ROLES.update(READER_ROLES)
+
+
+def reader_or_trial_role(request: CompletionRequest) -> str:
+    """The reader trial's candidates (`fixture/reader-able`, ...) read as themselves; every
+    other fixture model reads as the simulated public's reader."""
+    if request.model.startswith(TRIAL_READER_PREFIX) and request.model != INVALID_READER:
+        return trial_reader_reply(request)
+    return READER_ROLES["reader"](request)
+
+
+ROLES["reader"] = reader_or_trial_role
 
 # The cross-examination roles (journalist follow-ups, steadfastness judge).
 from runs_app.providers.fixture_crossexam import CROSSEXAM_ROLES  # noqa: E402

@@ -177,8 +177,15 @@ def _judge_sentence(sentence: str, prompt: JurorPrompt) -> tuple[str | None, lis
     return None, []
 
 
+def the_prompt(request: CompletionRequest) -> str:
+    """The question itself: the first user turn. After an invalid reply the stage asks again
+    with a repair turn (the reply, then what was wrong with it) after it, and the fixture
+    then answers the question again, as a model that corrects itself would."""
+    return next(message.content for message in request.messages if message.role == "user")
+
+
 def refusal_role(request: CompletionRequest) -> str:
-    text = text_between_markers(request.messages[-1].content)
+    text = text_between_markers(the_prompt(request))
     if text is None:
         raise ProviderError("fixture refusal check found no delimited text", permanent=True)
     opening = text.strip().lower()
@@ -191,7 +198,7 @@ def juror_role(request: CompletionRequest) -> str:
     profile = request.model.removeprefix("fixture/")
     if profile == "juror-invalid":
         return '{"claims": [ this is not JSON'
-    prompt = parse_juror_prompt(request.messages[-1].content)
+    prompt = parse_juror_prompt(the_prompt(request))
     verdict = juror_verdict(prompt, strict=profile == "juror-d")
     return json.dumps(verdict, ensure_ascii=False)
 

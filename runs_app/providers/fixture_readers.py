@@ -164,11 +164,6 @@ def _texts(request: CompletionRequest) -> tuple[str, str]:
 def reader_role(request: CompletionRequest) -> str:
     if request.model == INVALID_READER:
         return "I would say I feel fairly positive {attitude: 5"
-    if request.model.startswith(TRIAL_READER_PREFIX):
-        # The reader trial's candidates; imported here because that module imports this one.
-        from runs_app.providers.fixture_trial_readers import trial_reader_reply
-
-        return trial_reader_reply(request)
     system, user = _texts(request)
     stimulus = block_content(user, TEXT)
     attitude_ids, knowledge = _questions(user)

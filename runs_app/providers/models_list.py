@@ -52,6 +52,8 @@ class ModelListing:
     completion_price: float | None = None  # USD per completion token
     request_price: float = 0.0  # USD per call
     reasoning_price: float | None = None  # USD per reasoning token, when priced apart
+    # The request parameters some provider of the model honours; None: not stated.
+    supported_parameters: tuple[str, ...] | None = None
 
     @property
     def priced(self) -> bool:
@@ -81,7 +83,14 @@ class ModelListing:
             completion_price=_price(pricing.get("completion")),
             request_price=_price(pricing.get("request")) or 0.0,
             reasoning_price=_price(pricing.get("internal_reasoning")),
+            supported_parameters=_names(entry.get("supported_parameters")),
         )
+
+
+def _names(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return tuple(str(name) for name in value if isinstance(name, str))
 
 
 def _count(value: Any) -> int | None:
@@ -241,7 +250,7 @@ def listings_as_payload(listings: Iterable[ModelListing]) -> dict[str, Any]:
                    "request": text(model.request_price)}
         if model.reasoning_price is not None:
             pricing["internal_reasoning"] = text(model.reasoning_price)
-        data.append({
+        entry: dict[str, Any] = {
             "id": model.id, "name": model.name or model.id,
             "context_length": model.context_length,
             "architecture": {"modality": "text->text", "input_modalities": ["text"],
@@ -250,5 +259,8 @@ def listings_as_payload(listings: Iterable[ModelListing]) -> dict[str, Any]:
             "top_provider": {"context_length": model.context_length,
                              "max_completion_tokens": model.max_completion_tokens,
                              "is_moderated": False},
-        })
+        }
+        if model.supported_parameters is not None:
+            entry["supported_parameters"] = list(model.supported_parameters)
+        data.append(entry)
     return {"data": data}

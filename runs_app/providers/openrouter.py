@@ -9,6 +9,7 @@ outages, timeouts), which is retried with jittered exponential backoff.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import logging
 import math
@@ -134,7 +135,10 @@ class OpenRouterProvider:
             latency_ms = round((time.monotonic() - started) * 1000)
         finally:
             shards.release(client)
-        return parse_response(response, latency_ms=latency_ms, http_attempts=attempt)
+        result = parse_response(response, latency_ms=latency_ms, http_attempts=attempt)
+        if result.cost_estimated and not (result.prompt_tokens or result.completion_tokens):
+            result = with_estimated_tokens(result, body)
+        return result
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
         headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
@@ -218,6 +222,19 @@ class OpenRouterProvider:
         return text
 
 
+# Tokens are about four characters (preflight's estimate uses the same rule).
+CHARS_PER_TOKEN = 4
+
+
+def with_estimated_tokens(result: CompletionResult, body: dict[str, Any]) -> CompletionResult:
+    """A reply without a usage block still used tokens: estimated from the characters sent
+    and received, so that its cost can be estimated (and is marked so)."""
+    sent = sum(len(str(message.get("content") or "")) for message in body["messages"])
+    received = len(result.text) + len(result.reasoning) + len(result.refusal)
+    return dataclasses.replace(result, prompt_tokens=math.ceil(sent / CHARS_PER_TOKEN),
+                               completion_tokens=math.ceil(received / CHARS_PER_TOKEN))
+
+
 def request_body(request: CompletionRequest) -> dict[str, Any]:
     """The JSON body of a chat completion. Never a `reasoning` key: writers keep their
     own reasoning default (DESIGN section 5), paid for by the caller's max_tokens."""
@@ -226,8 +243,10 @@ def request_body(request: CompletionRequest) -> dict[str, Any]:
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         "max_tokens": request.max_tokens,
         # Never let OpenRouter silently answer with a different upstream than the one
-        # routed to first; results must be attributable to one provider.
-        "provider": {"allow_fallbacks": False},
+        # routed to first; results must be attributable to one provider. And route only to
+        # a provider that honours every parameter sent (a JSON reply, a seed, temperature
+        # 0): otherwise one that ignores them may answer (preflight checks the list).
+        "provider": {"allow_fallbacks": False, "require_parameters": True},
         # Without this OpenRouter does not report the cost of the call.
         "usage": {"include": True},
     }
@@ -238,6 +257,16 @@ def request_body(request: CompletionRequest) -> dict[str, Any]:
     if request.json_mode:
         body["response_format"] = {"type": "json_object"}
     return body
+
+
+# The request parameters a provider must honour (`provider.require_parameters`).
+MODEL_PARAMETERS = ("max_tokens", "seed", "temperature", "response_format")
+
+
+def sent_parameters(request: CompletionRequest) -> tuple[str, ...]:
+    """The model parameters the request's body sends, in MODEL_PARAMETERS' order."""
+    body = request_body(request)
+    return tuple(name for name in MODEL_PARAMETERS if name in body)
 
 
 def parse_response(
@@ -303,7 +332,80 @@ def _code_and_message(error: Any) -> tuple[int | None, str]:
         code = int(raw_code) if raw_code is not None else None
     except (TypeError, ValueError):
         code = None
-    return code, _truncate(str(error.get("message") or error))
+    message = str(error.get("message") or error)
+    # An upstream failure names the provider and carries its own raw error: keep both.
+    metadata = error.get("metadata") if isinstance(error.get("metadata"), dict) else {}
+    if metadata.get("provider_name"):
+        message += f" [upstream {metadata['provider_name']}"
+        message += f": {metadata['raw']}]" if metadata.get("raw") else "]"
+    return code, _truncate(message)
+
+
+# Every provider's spelling of "stopped at the token budget" and of "stopped by a filter or a
+# refusal", as OpenRouter passes them through in `native_finish_reason` (Gemini's MAX_TOKENS,
+# Anthropic's max_tokens and refusal, OpenAI's length and content_filter, ...). OpenRouter's
+# own `finish_reason` may be null while the native one says why.
+LENGTH_STOPS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length",
+                          "token_limit", "max_completion_tokens", "finish_reason_length"})
+FILTER_STOPS = frozenset({"content_filter", "refusal", "safety", "recitation", "blocklist",
+                          "prohibited_content", "spii", "image_safety", "language"})
+
+
+def normal_finish_reason(finish: Any, native: Any) -> str | None:
+    """`length` for any length stop, `content_filter` for any filter or refusal, else the
+    normalised reason as given."""
+    spellings = {str(value).strip().lower() for value in (finish, native) if value}
+    if spellings & LENGTH_STOPS:
+        return "length"
+    if spellings & FILTER_STOPS:
+        return "content_filter"
+    return (str(finish) if finish else None) or (str(native) if native else None)
+
+
+def _reasoning(message: dict[str, Any]) -> str:
+    """The model's reasoning as text: `message.reasoning`, else the readable parts of
+    `reasoning_details` (summaries and texts; encrypted parts have none)."""
+    reasoning = message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        return reasoning
+    details = message.get("reasoning_details")
+    parts = []
+    for detail in details if isinstance(details, list) else []:
+        if isinstance(detail, dict):
+            part = detail.get("text") or detail.get("summary")
+            if isinstance(part, str) and part.strip():
+                parts.append(part)
+    return "\n\n".join(parts)
+
+
+def call_cost(usage: dict[str, Any]) -> float | None:
+    """What the call cost, or None when the reply does not say. A BYOK call's `cost` is only
+    OpenRouter's fee: the upstream provider's charge (`cost_details.upstream_inference_cost`)
+    is paid too. On other calls that field repeats part of `cost`, so it is added only for
+    BYOK (`is_byok`, or a zero `cost` beside a positive upstream cost)."""
+    cost = _number(usage.get("cost"))
+    details = usage.get("cost_details")
+    upstream = _number(details.get("upstream_inference_cost")) if isinstance(
+        details, dict) else None
+    byok = usage.get("is_byok") is True or (cost == 0 and bool(upstream))
+    if cost is None:
+        return upstream if byok else None
+    return cost + (upstream or 0.0) if byok else cost
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _tokens(value: Any) -> int:
+    number = _number(value)
+    return int(number) if number is not None else 0
 
 
 def _result_from_body(
@@ -313,22 +415,35 @@ def _result_from_body(
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise _AttemptFailed("200 reply without choices", status=200, permanent=False)
     choice = choices[0]
-    message = choice.get("message") or {}
-    content = message.get("content") if isinstance(message, dict) else None
-    usage = data.get("usage") or {}
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    content = message.get("content")
+    refusal = message.get("refusal")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     details = usage.get("completion_tokens_details") or {}
-    cost = usage.get("cost")
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    cost = call_cost(usage)
+    native = choice.get("native_finish_reason")
     return CompletionResult(
         text=content if isinstance(content, str) else "",
-        finish_reason=choice.get("finish_reason") or choice.get("native_finish_reason"),
+        finish_reason=normal_finish_reason(choice.get("finish_reason"), native),
         upstream_provider=data.get("provider") or None,
         generation_id=data.get("id"),
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        reasoning_tokens=int(details.get("reasoning_tokens") or 0),
-        cost_usd=float(cost) if cost is not None else None,
+        prompt_tokens=_tokens(usage.get("prompt_tokens")),
+        completion_tokens=_tokens(usage.get("completion_tokens")),
+        reasoning_tokens=_tokens(details.get("reasoning_tokens")
+                                 if isinstance(details, dict) else None),
+        cost_usd=cost,
         latency_ms=latency_ms,
         http_attempts=http_attempts,
+        native_finish_reason=str(native) if native else None,
+        reasoning=_reasoning(message),
+        refusal=refusal.strip() if isinstance(refusal, str) else "",
+        served_model=str(data.get("model") or ""),
+        system_fingerprint=str(data.get("system_fingerprint") or ""),
+        cached_tokens=_tokens(prompt_details.get("cached_tokens")
+                              if isinstance(prompt_details, dict) else None),
+        cost_estimated=cost is None,
     )
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from runs_app.schemas import STAGE_NAMES, STAGE_NEEDS
+from runs_app.schemas import STAGE_NAMES
 from runs_app.stages.base import Stage
-
-STAGE_ORDER = STAGE_NAMES
 
 # name -> "module.Class"; imported on first use.
 STAGE_CLASSES: dict[str, str] = {
@@ -22,12 +20,7 @@ STAGE_CLASSES: dict[str, str] = {
 
 
 def available_stages() -> list[str]:
-    return [name for name in STAGE_ORDER if name in STAGE_CLASSES]
-
-
-def successors(name: str) -> list[str]:
-    """The stages that read what `name` writes: a text moves on to them once it is done."""
-    return [later for later in STAGE_ORDER if name in STAGE_NEEDS[later]]
+    return [name for name in STAGE_NAMES if name in STAGE_CLASSES]
 
 
 def get_stage(name: str) -> Stage:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -72,10 +72,41 @@ FULL_PLAN_EVERY = 5.0
 # long (seconds) after the first of them finished, or when the drain runs short of work.
 PLAN_BATCH = 25
 PLAN_EVERY = 0.25
+# What a database restart, a dropped connection or a deadlock raises: the same statement on
+# a fresh connection succeeds moments later. A drain waits that out (backing off up to
+# DATABASE_BACKOFF_MAX seconds between tries) for at most a third of a lease, the time it
+# has before its claims would need renewing, rather than give up the calls it has made.
+TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_BACKOFF_MAX = 2.0
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def database_patience() -> float:
+    """Seconds a drain keeps retrying a database that went away."""
+    return settings.BAITBENCH_LEASE_SECONDS / 3
+
+
+def retry_database(action: Callable[[], Any], *, what: str,
+                   patience: float | None = None) -> Any:
+    """Run `action` (one transaction or one statement), again on a fresh connection while the
+    database is unreachable or picked it as a deadlock's victim, for up to `patience`
+    seconds. Inside an outer transaction (a test's) nothing can be retried: it is aborted."""
+    deadline = time.monotonic() + (database_patience() if patience is None else patience)
+    delay = 0.1
+    while True:
+        try:
+            return action()
+        except TRANSIENT_DATABASE_ERRORS as error:
+            if connection.in_atomic_block or time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s: database error, retrying in %.1f s: %s", what, delay,
+                        str(error).splitlines()[0] if str(error) else type(error).__name__)
+            connection.close()  # the next query connects again
+            time.sleep(delay)
+            delay = min(delay * 2, DATABASE_BACKOFF_MAX)
 
 
 class Stage(abc.ABC):
@@ -92,6 +123,28 @@ class Stage(abc.ABC):
     # text for this stage again, as it does for the stages that follow. `plan` must create
     # only the rows whose previous row is finished, so planning stays idempotent.
     plans_itself: ClassVar[bool] = False
+    # Who answers a row (DESIGN section 5: every row says what it is, per writer, juror and
+    # reader): the path to the answering model's id, or None when the release's config names
+    # it (`answered_by_config`, e.g. "reader"); `role` is what that model is to the release.
+    answered_by: ClassVar[str | None] = None
+    answered_by_config: ClassVar[str] = ""
+    role: ClassVar[str] = ""
+    # The path to the id of the model that wrote the row's text (None: rows of no text).
+    writer_path: ClassVar[str | None] = "generation__model__openrouter_id"
+
+    def state_filters(self) -> dict[str, Q]:
+        """What each finished row is, as filters on its table: `unscored` (its replies never
+        validated) and `refused` (a result, not a gap); every other finished row is
+        `scored`. Rows pending, claimed or failed say so by their status."""
+        done = Q(status=WorkStatus.DONE)
+        unscored = done & Q(outcome="unscored")
+        refused = self.refused_filter()
+        return {"scored": done & ~unscored & ~refused, "refused": refused,
+                "unscored": unscored}
+
+    def refused_filter(self) -> Q:
+        """Finished rows that record a refusal; none for most stages."""
+        return Q(pk__in=[])
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -184,28 +237,41 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
     rows without waiting. SQLite: the transaction begins IMMEDIATE (settings), so the
     select and the update run under the one write lock.
     """
+    token = uuid.uuid4().hex
+    try:
+        _mark_claimed(stage, release, size, worker, token)
+    except TRANSIENT_DATABASE_ERRORS:
+        # The connection may have dropped after the commit: the token tells what was
+        # claimed, and rows claimed but never fetched would sit idle for a whole lease.
+        if connection.in_atomic_block:
+            raise
+        log.warning("%s: database error while claiming; looking up what was claimed",
+                    stage.name)
+    claimed = retry_database(lambda: list(
+        stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
+        .defer(*stage.claim_defer)), what=f"fetching claimed {stage.name} rows")
+    return [item for item in claimed if not _fail_if_poisoned(stage, item)]
+
+
+def _mark_claimed(stage: Stage, release: Release, size: int, worker: str, token: str) -> None:
     now = timezone.now()
     lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
-    token = uuid.uuid4().hex
     claimable = Q(status=WorkStatus.PENDING) | Q(
         status=WorkStatus.CLAIMED, lease_expires_at__lt=now
     )
     with transaction.atomic():
+        # `of=("self",)`: lock the work rows only, never a row a subject's filter joins (the
+        # release): every worker's claims and writes would then queue on that one row.
         ids = list(
             stage.rows(release).filter(claimable).order_by("pk")
-            .select_for_update(skip_locked=True).values_list("pk", flat=True)[:size]
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list("pk", flat=True)[:size]
         )
-        if not ids:
-            return []
-        stage.work_model.objects.filter(pk__in=ids).update(
-            status=WorkStatus.CLAIMED, claim_token=token, claimed_by=worker,
-            lease_expires_at=now + lease, claims=F("claims") + 1,
-        )
-    claimed = list(
-        stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
-        .defer(*stage.claim_defer)
-    )
-    return [item for item in claimed if not _fail_if_poisoned(stage, item)]
+        if ids:
+            stage.work_model.objects.filter(pk__in=ids).update(
+                status=WorkStatus.CLAIMED, claim_token=token, claimed_by=worker,
+                lease_expires_at=now + lease, claims=F("claims") + 1,
+            )
 
 
 def _fail_if_poisoned(stage: Stage, item: WorkItem) -> bool:
@@ -230,18 +296,29 @@ def write_outcomes(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
     in one transaction that also adds what they cost to the release's recorded spend (so the
     budget cap never misses a paid call); returns the rows written.
 
+    The calls are paid for: a deadlock or a database that went away does not lose them. The
+    transaction is tried again on a fresh connection (it checks the claims again, so a retry
+    never writes a row twice) until the database answers or `database_patience` runs out.
+
     One query checks every claim and one statement per set of changed fields writes the
     rows: per-row queries cost more CPU than the model calls themselves (bench/calls.py).
     """
+    return retry_database(lambda: _write_outcomes_once(stage, finished),
+                          what=f"writing {len(finished)} {stage.name} results")
+
+
+def _write_outcomes_once(stage: Stage, finished: list[tuple[Any, Any]]) -> list[Any]:
     model = stage.work_model
     written, spent = [], collections.Counter()
     changes: dict[tuple[str, ...], list[tuple[int, dict[str, Any]]]] = collections.defaultdict(
         list)
     stage.__dict__["_children"] = []
     with transaction.atomic():
-        held = set(model.objects.select_for_update().filter(
+        # Only the work rows (`of`), in key order: two writers that lock rows in different
+        # orders, or lock a joined release row too, deadlock each other.
+        held = set(model.objects.select_for_update(of=("self",)).filter(
             pk__in=[item.pk for item, _ in finished], status=WorkStatus.CLAIMED,
-        ).values_list("pk", "claim_token"))
+        ).order_by("pk").values_list("pk", "claim_token"))
         now = timezone.now()
         for item, outcome in finished:
             if (item.pk, item.claim_token) not in held:
@@ -426,6 +503,8 @@ class _Drain:
         self.calls = _LoopThread()
         self.keys = itertools.count()
         self.in_flight: dict[int, tuple[_Lane, Any]] = {}
+        # Results back from their calls whose transaction has not committed yet.
+        self.unwritten: list[tuple[_Lane, Any, Any]] = []
         self.ready: collections.deque[tuple[_Lane, Any]] = collections.deque()
         # Claim ahead, half the concurrency: a slot that frees up starts its next call at
         # once. A new claim waits until half of that is used, so that a claim is one
@@ -435,33 +514,90 @@ class _Drain:
         self.to_plan: dict[int, set[int]] = collections.defaultdict(set)
         self.plan_due: float | None = None
         self.renew_every = settings.BAITBENCH_LEASE_SECONDS / 3
-        self.renewed = self.planned_at = time.monotonic()
+        # The heartbeat says the drain is alive, far more often than leases are renewed:
+        # a silent drain is taken for dead within a minute (runs_app.tasks).
+        self.beat_every = settings.BAITBENCH_DRAIN_HEARTBEAT_SECONDS
+        self.renewed = self.planned_at = self.beaten = time.monotonic()
 
     def run(self) -> None:
         try:
-            idle_since: float | None = None
-            while True:
-                if self._out_of_time():
-                    self.report.out_of_time = True
-                self._claim(force=False)
-                self._start_calls()
-                if self.in_flight:
-                    idle_since = None
-                    self._collect()
+            self._loop()
+        except BaseException:
+            # Whatever stopped the drain, the calls it made are paid for: write them.
+            self._write_in_flight()
+            raise
+        finally:
+            self.calls.close(self.providers)
+
+    def _loop(self) -> None:
+        idle_since: float | None = None
+        outage: float | None = None  # when the database stopped answering, if it has
+        while True:
+            try:
+                if self._step_busy():
+                    idle_since = outage = None
                     continue
                 if not self._more_work():
                     return
-                if self.ready:
-                    continue
-                # Nothing to claim yet, but other workers hold rows of this scope whose
-                # results plan the next stages of their texts: wait for them a while.
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since > self.wait_for_others:
-                    return
+                outage = None
+            except TRANSIENT_DATABASE_ERRORS as error:
+                outage = self._database_lost(error, outage)
+                continue
+            if self.ready:
+                continue
+            # Nothing to claim yet, but other workers hold rows of this scope whose
+            # results plan the next stages of their texts: wait for them a while.
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > self.wait_for_others:
+                return
+            try:
                 self._beat()
-                time.sleep(WAIT_POLL)
-        finally:
-            self.calls.close(self.providers)
+            except TRANSIENT_DATABASE_ERRORS as error:
+                outage = self._database_lost(error, outage)
+            time.sleep(WAIT_POLL)
+
+    def _step_busy(self) -> bool:
+        """Claim, start calls and write what finished; False when nothing is in flight."""
+        if self.unwritten:
+            self._write_unwritten()
+        if self._out_of_time():
+            self.report.out_of_time = True
+        self._claim(force=False)
+        self._start_calls()
+        if not self.in_flight:
+            return False
+        self._collect()
+        return True
+
+    def _database_lost(self, error: Exception, since: float | None) -> float:
+        """A claim, a plan or a heartbeat failed on the database: the calls in flight go on,
+        and the drain tries again after a pause, until `database_patience` has passed since
+        the database first failed (then it gives up, writing what it can)."""
+        now = time.monotonic()
+        since = since if since is not None else now
+        if connection.in_atomic_block or now - since > database_patience():
+            raise error
+        log.warning("drain %s: database error, trying again: %s", self.release,
+                    str(error).splitlines()[0] if str(error) else type(error).__name__)
+        connection.close()
+        time.sleep(min(DATABASE_BACKOFF_MAX, 0.1 + (now - since) / 4))
+        return since
+
+    def _write_in_flight(self) -> None:
+        """The drain is stopping on an error: wait for the calls already made (up to a
+        third of a lease) and write the results that came, so none of them is paid for and
+        lost. A call that itself failed stays claimed and is made again after its lease."""
+        deadline = time.monotonic() + database_patience()
+        while self.in_flight and time.monotonic() < deadline:
+            for key, task in self.calls.wait(min(1.0, self.renew_every)):
+                lane, item = self.in_flight.pop(key)
+                if not task.cancelled() and task.exception() is None:
+                    self.unwritten.append((lane, item, task.result()))
+        try:
+            self._write_unwritten()
+        except Exception:
+            log.exception("drain %s: %d results paid for and not written (their rows are "
+                          "claimed again after the lease)", self.release, len(self.unwritten))
 
     def _out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -494,36 +630,61 @@ class _Drain:
 
     def _start_calls(self) -> None:
         jobs = []
-        while self.ready and len(self.in_flight) < self.concurrency:
-            lane, item = self.ready.popleft()
-            key = next(self.keys)
-            self.in_flight[key] = (lane, item)
-            jobs.append((key, lane.stage.execute(lane.stage.build(item), self.providers)))
-        self.calls.start(jobs)
+        try:
+            while self.ready and len(self.in_flight) < self.concurrency:
+                lane, item = self.ready[0]
+                # `build` reads the database: if that fails, the row stays ready for later.
+                job = lane.stage.build(item)
+                self.ready.popleft()
+                key = next(self.keys)
+                self.in_flight[key] = (lane, item)
+                jobs.append((key, lane.stage.execute(job, self.providers)))
+        finally:
+            self.calls.start(jobs)
 
     def _collect(self) -> None:
-        by_lane: dict[int, tuple[_Lane, list[tuple[Any, Any]]]] = {}
+        failure: BaseException | None = None
         for key, task in self.calls.wait(self._wait_timeout()):
             lane, item = self.in_flight.pop(key)
-            # An unexpected exception is a bug: let it surface (the claims then expire).
-            by_lane.setdefault(id(lane), (lane, []))[1].append((item, task.result()))
+            if task.exception() is not None:
+                # An unexpected exception is a bug: it surfaces once the other results are
+                # written (its row's claim then expires).
+                failure = failure or task.exception()
+                continue
+            self.unwritten.append((lane, item, task.result()))
         # The freed slots start their next calls (claimed ahead) before anything is written:
         # a slot waits only for a build, never for the database.
-        self._start_calls()
+        try:
+            self._start_calls()
+        finally:
+            self._write_unwritten()
+        if failure is not None:
+            raise failure
+        self._plan_followers(force=False)
+        if time.monotonic() - self.renewed >= self.renew_every:
+            self._renew()
+        elif time.monotonic() - self.beaten >= self.beat_every:
+            self._beat()
+
+    def _write_unwritten(self) -> None:
+        """Write every result not written yet, one transaction per stage. A result stays in
+        `unwritten` until its transaction commits: a write that fails is tried again with
+        the next results, never dropped."""
+        by_lane: dict[int, tuple[_Lane, list[tuple[Any, Any]]]] = {}
+        for lane, item, outcome in self.unwritten:
+            by_lane.setdefault(id(lane), (lane, []))[1].append((item, outcome))
         for lane, finished in by_lane.values():
             written = write_outcomes(lane.stage, finished)
+            self.unwritten = [entry for entry in self.unwritten if entry[0] is not lane]
             self.report.finished += len(written)
             self.report.by_stage[lane.stage.name] += len(written)
             self.report.lost += len(finished) - len(written)
             for _ in range(len(written) if self.hooks.on_finished else 0):
                 self.hooks.on_finished()
             self._queue_followers(lane, written)
-        self._plan_followers(force=False)
-        if time.monotonic() - self.renewed >= self.renew_every:
-            self._renew()
 
     def _wait_timeout(self) -> float:
-        timeout = self.renew_every
+        timeout = min(self.renew_every, self.beat_every)
         if self.plan_due is not None:
             timeout = min(timeout, max(0.0, self.plan_due - time.monotonic()))
         return timeout
@@ -598,6 +759,7 @@ class _Drain:
         self._beat()
 
     def _beat(self) -> None:
+        self.beaten = time.monotonic()
         if self.hooks.heartbeat:
             self.hooks.heartbeat()
 

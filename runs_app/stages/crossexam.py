@@ -110,7 +110,7 @@ def _spoken(text: str) -> str:
 async def ask_writer(request: CompletionRequest, attempts_left: int,
                      providers: ProviderPool) -> Asked:
     """One spokesperson answer: cut at the token budget or empty does not count (section 5)."""
-    return await ask_structured(request, _spoken, attempts_left, providers)
+    return await ask_structured(request, _spoken, attempts_left, providers, repair=False)
 
 
 def next_turn(latest: tuple[int, str, str] | None) -> int | None:
@@ -127,6 +127,7 @@ def next_turn(latest: tuple[int, str, str] | None) -> int | None:
 
 class CrossExamStage(PublicStage):
     name = "crossexam"
+    answered_by_config = role = "journalist"
     work_model = CrossExamTurn
     plans_itself = True
     claim_related = ("release", "generation", "generation__model", "judge")

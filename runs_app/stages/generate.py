@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import secrets
 from collections.abc import Collection
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
+from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage
+from runs_app.writer_text import NotAText, WriterText, writer_text
 from scenarios_app.models import Condition, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
 
@@ -23,6 +26,7 @@ class GenerationJob:
     prompt_text: str
     prompt_hash: str
     attempts_left: int
+    language: str = "en"
 
 
 @dataclasses.dataclass
@@ -30,6 +34,7 @@ class AttemptRecord:
     outcome: str  # GenerationAttempt.Outcome
     result: CompletionResult | None = None
     error: str = ""
+    text: WriterText | None = None  # the text to score, for an accepted attempt
 
 
 @dataclasses.dataclass
@@ -40,20 +45,45 @@ class GenerationOutcome:
     failure: str = ""
 
 
-def _classify(result: CompletionResult) -> str:
-    """A text cut off by the budget, or no text at all, does not count (DESIGN section 5)."""
+def classify(result: CompletionResult, language: str) -> AttemptRecord:
+    """What one writer reply is (DESIGN section 5): a text cut off by the budget, no text, a
+    chat wrapper that cannot be taken off or another language does not count; a refusal
+    (the refusal field, a content filter) is the writer refusing the cell; else the text,
+    with its reasoning and any wrapper kept apart."""
+    Outcome = GenerationAttempt.Outcome
     if result.finish_reason == "length":
-        return GenerationAttempt.Outcome.LENGTH
-    if not result.text.strip():
-        return GenerationAttempt.Outcome.EMPTY
-    return GenerationAttempt.Outcome.OK
+        return AttemptRecord(Outcome.LENGTH, result,
+                             "stopped at the token budget (finish_reason: length"
+                             + (f", native {result.native_finish_reason}"
+                                if result.native_finish_reason else "") + ")")
+    if result.refusal or result.finish_reason == "content_filter":
+        words = result.refusal or result.text.strip()
+        return AttemptRecord(Outcome.REFUSED, result,
+                             text=WriterText(words, result.reasoning))
+    try:
+        text = writer_text(result.text, language)
+    except NotAText as problem:
+        return AttemptRecord(problem.kind, result, str(problem))
+    reasoning = "\n\n".join(part for part in (result.reasoning, text.reasoning) if part)
+    return AttemptRecord(Outcome.OK, result, text=dataclasses.replace(text, reasoning=reasoning))
 
 
 class GenerateStage(Stage):
     name = "generate"
     work_model = Generation
+    answered_by = writer_path = "model__openrouter_id"
+    role = "writer"
     # The release's configuration is cached per stage (`config`); the row needs only its id.
     claim_related = ("model",)
+
+    def state_filters(self) -> dict[str, Q]:
+        # A text has no reply outcome: it was written (scored here), or the writer refused.
+        done = Q(status=WorkStatus.DONE)
+        refused = self.refused_filter()
+        return {"scored": done & ~refused, "refused": refused, "unscored": Q(pk__in=[])}
+
+    def refused_filter(self) -> Q:
+        return Q(status=WorkStatus.DONE) & ~Q(writer_refusal="")
 
     def __init__(self) -> None:
         self._documents: dict[int, Any] = {}
@@ -67,9 +97,12 @@ class GenerateStage(Stage):
         config = release.parsed_config()
         writers = list(LlmModel.objects.filter(openrouter_id__in=config.writers))
         versions = list(release.scenario_versions.all())
-        cells = itertools.product(
+        cells = list(itertools.product(
             writers, versions, config.tasks, config.conditions, range(config.variants)
-        )
+        ))
+        # Inserted in a random order, so that ids (in links, lists and titles) do not run in
+        # blocks per writer: an id must never help tell who wrote a text under blind review.
+        secrets.SystemRandom().shuffle(cells)
         return self.create_rows(release, (
             Generation(release=release, model=model, scenario_version=version, task=task,
                        condition=condition, variant=variant)
@@ -101,7 +134,8 @@ class GenerateStage(Stage):
             max_tokens=config.max_tokens, seed=item.variant, purpose="write",
         )
         return GenerationJob(request, prompt.text, prompt.sha256,
-                             attempts_left=max(0, config.max_attempts - item.attempts))
+                             attempts_left=max(0, config.max_attempts - item.attempts),
+                             language=config.language)
 
     async def execute(self, job: GenerationJob, providers: ProviderPool) -> GenerationOutcome:
         """One call per claim. Each attempt is written as soon as it returns, and a text that
@@ -118,20 +152,17 @@ class GenerateStage(Stage):
             if error.permanent:
                 outcome.failure = f"permanent provider error: {error.message}"
             return outcome
-        kind = _classify(result)
-        outcome.attempts.append(AttemptRecord(kind, result=result))
-        if kind == GenerationAttempt.Outcome.OK:
-            outcome.accepted = result
+        attempt = classify(result, job.language)
+        outcome.attempts.append(attempt)
+        if attempt.outcome in (GenerationAttempt.Outcome.OK, GenerationAttempt.Outcome.REFUSED):
+            outcome.accepted = attempt
         return outcome
 
     @staticmethod
     def _attempt_reason(attempt: AttemptRecord) -> str:
-        reasons = {
-            "length": "stopped at the token budget (finish_reason: length)",
-            "empty": "returned empty content",
-            "error": f"provider error: {attempt.error}",
-        }
-        return reasons.get(attempt.outcome, attempt.outcome)
+        if attempt.outcome == "error":
+            return f"provider error: {attempt.error}"
+        return attempt.error or attempt.outcome
 
     def record(self, item: Generation, outcome: GenerationOutcome) -> dict[str, Any]:
         # Numbered after every attempt kept so far: an operator's retry resets the budget
@@ -161,11 +192,13 @@ class GenerateStage(Stage):
             # Not counted: back to pending, for the next attempt by whichever worker.
             return fields | {"status": WorkStatus.PENDING, "error": f"last attempt {reason}",
                              "claim_token": "", "claimed_by": "", "lease_expires_at": None}
-        return fields | {
-            "status": WorkStatus.DONE, "error": "", "text": accepted.text,
-            "finish_reason": accepted.finish_reason or "",
-            "upstream_provider": accepted.upstream_provider,
-            "provider_generation_id": accepted.generation_id or "",
+        result, text = accepted.result, accepted.text
+        refused = accepted.outcome == GenerationAttempt.Outcome.REFUSED
+        return fields | _provider_fields(result) | {
+            "status": WorkStatus.DONE, "error": "", "text": text.text,
+            "reasoning": text.reasoning, "stripped": list(text.stripped),
+            "writer_refusal": (text.text or f"(no words; finish_reason {result.finish_reason})")
+            if refused else "",
         }
 
     def _prompt(self, item: Generation, config):
@@ -202,10 +235,11 @@ def _usage(item: Generation, attempts: list[AttemptRecord]) -> dict[str, Any]:
     """Tokens and cost of every attempt, added to what the row already counts: a
     regenerated text costs what all its tries cost, earlier runs included."""
     results = [attempt.result for attempt in attempts if attempt.result is not None]
-    costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    costs = [_cost(result, item.model.openrouter_id) for result in results]
     if item.cost_usd is not None:
         costs.append(item.cost_usd)
     return {
+        "cost_estimated": item.cost_estimated or any(r.cost_usd is None for r in results),
         "prompt_tokens": item.prompt_tokens + sum(r.prompt_tokens for r in results),
         "completion_tokens": item.completion_tokens + sum(r.completion_tokens for r in results),
         "reasoning_tokens": item.reasoning_tokens + sum(r.reasoning_tokens for r in results),
@@ -214,18 +248,38 @@ def _usage(item: Generation, attempts: list[AttemptRecord]) -> dict[str, Any]:
     }
 
 
+def _provider_fields(result: CompletionResult) -> dict[str, Any]:
+    """What the provider said about the accepted call, beyond usage."""
+    return {
+        "finish_reason": result.finish_reason or "",
+        "native_finish_reason": result.native_finish_reason or "",
+        "upstream_provider": result.upstream_provider,
+        "provider_generation_id": result.generation_id or "",
+        "served_model": result.served_model, "system_fingerprint": result.system_fingerprint,
+        "cached_tokens": result.cached_tokens, "http_attempts": result.http_attempts,
+    }
+
+
+def _cost(result: CompletionResult, model_id: str) -> float:
+    if result.cost_usd is not None:
+        return result.cost_usd
+    return estimated_cost(model_id, result.prompt_tokens, result.completion_tokens)
+
+
 def _attempt_row(item: Generation, number: int, attempt: AttemptRecord) -> GenerationAttempt:
     result = attempt.result
     row = GenerationAttempt(generation=item, number=number, outcome=attempt.outcome,
                             error=attempt.error)
     if result is not None:
+        for name, value in _provider_fields(result).items():
+            setattr(row, name, value)
         row.text = result.text
-        row.finish_reason = result.finish_reason or ""
-        row.upstream_provider = result.upstream_provider
-        row.provider_generation_id = result.generation_id or ""
+        row.reasoning = result.reasoning
+        row.refusal = result.refusal
         row.prompt_tokens = result.prompt_tokens
         row.completion_tokens = result.completion_tokens
         row.reasoning_tokens = result.reasoning_tokens
-        row.cost_usd = result.cost_usd
+        row.cost_usd = _cost(result, item.model.openrouter_id)
+        row.cost_estimated = result.cost_usd is None
         row.latency_ms = result.latency_ms
     return row

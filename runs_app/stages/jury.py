@@ -70,6 +70,8 @@ class JurorOutcome:
 class JuryStage(Stage):
     name = "jury"
     work_model = JurorVerdict
+    answered_by = "juror__openrouter_id"
+    role = "juror"
     claim_related = ("generation", "juror")
     claim_defer = ("generation__prompt",)
 

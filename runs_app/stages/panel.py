@@ -98,6 +98,7 @@ class PanelJob:
 class PanelStage(PublicStage):
     name = "panel"
     work_model = ReaderResponse
+    answered_by_config = role = "reader"
     # Twelve rows read each text: fetch it with the claimed batch, not once per row.
     claim_related = ("generation",)
     claim_defer = ("generation__prompt",)

@@ -2,7 +2,8 @@
 
 One row per finished generation. A classifier model (the release's reader) reads the
 assignment and the text, each embedded as data, and answers in JSON (its instructions are
-the release's scoring version). Invalid replies are
+the release's scoring version). A text whose provider reported a refusal (the refusal field,
+a content filter) is refused without a call. Invalid replies are
 retried up to `max_reply_attempts`, then the row is unscored: done, with no verdict.
 """
 
@@ -12,13 +13,16 @@ import dataclasses
 from collections.abc import Callable, Collection
 from typing import Any
 
+from django.db.models import Q
+
 from runs_app.honesty import text_scores_update_honesty
-from runs_app.jury import parse_refusal_reply, refusal_messages
+from runs_app.jury import RefusalReply, parse_refusal_reply, refusal_messages
 from runs_app.models import (
     Generation,
     LlmModel,
     RefusalCheck,
     Release,
+    ReplyOutcome,
     ScoringVersion,
     WorkStatus,
 )
@@ -37,12 +41,21 @@ class ReplyJob:
     attempts_left: int
     # raw reply -> validated reply; raises InvalidReply.
     parse: Callable[[str], Any]
+    # The verdict is known without a call: the provider reported the writer's refusal.
+    known: Any = None
 
 
 class RefusalStage(Stage):
     name = "refusal"
     work_model = RefusalCheck
+    answered_by = "judge__openrouter_id"
+    role = "reader"  # the release's reader classifies refusals
     claim_related = ("generation",)
+
+    def refused_filter(self) -> Q:
+        # A verdict that the text is refused: a result, counted in the refusal rate.
+        return Q(status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
+                 verdict=RefusalCheck.Verdict.REFUSED)
 
     def plan(self, release: Release, generation_ids: Collection[int] | None = None) -> int:
         finished = Generation.objects.filter(release=release, status=WorkStatus.DONE)
@@ -70,10 +83,17 @@ class RefusalStage(Stage):
             model=config.reader, messages=tuple(Message(*pair) for pair in messages),
             max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="refusal",
         )
+        known = None
+        if generation.writer_refusal:
+            # The refusal field or a content filter: the writer refused, in its own words.
+            known = RefusalReply(verdict="refused", reason="the provider reported a refusal: "
+                                 + generation.writer_refusal[:500])
         return ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
-                        parse_refusal_reply)
+                        parse_refusal_reply, known)
 
     async def execute(self, job: ReplyJob, providers: ProviderPool) -> Asked:
+        if job.known is not None:
+            return Asked(reply=job.known, model=job.request.model)
         return await ask_structured(job.request, job.parse, job.attempts_left, providers)
 
     def record(self, item: RefusalCheck, outcome: Asked) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """One structured reply with bounded retries, shared by every scoring stage (DESIGN section 5).
 
-A juror, reader or agent answers in JSON that a pydantic schema validates. An invalid reply is
-asked for again, at most `attempts_left` times; then the row is unscored, never given a
+A juror, reader or agent answers in JSON that a pydantic schema validates (read by
+`runs_app.reply_reader`). An invalid reply gets a repair turn that quotes what was wrong, at
+most `attempts_left` calls in all; then the row is unscored, never given a
 default score. A row that got no reply at all (only provider errors) fails, so an operator
 can retry it. Every raw reply and every error is kept.
 """
@@ -12,10 +13,16 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from runs_app.jury import InvalidReply
+from runs_app.costs import estimated_cost
 from runs_app.models import ReplyOutcome, WorkStatus
-from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
+from runs_app.providers.base import (
+    CompletionRequest,
+    CompletionResult,
+    Message,
+    ProviderError,
+)
 from runs_app.providers.pool import ProviderPool
+from runs_app.reply_reader import repair_prompt
 
 
 @dataclasses.dataclass
@@ -31,13 +38,24 @@ class Asked:
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
     latency_ms: int = 0  # the replies' own latency, as the provider measured it
+    model: str = ""
+    # (prompt, completion) tokens of the replies that reported no cost: estimated when the
+    # row is written (`usage_fields`), from the models list's prices.
+    unpriced: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
     def count(self, result: CompletionResult) -> None:
         self.latency_ms += result.latency_ms
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         self.reasoning_tokens += result.reasoning_tokens
-        self.cost_usd += result.cost_usd or 0.0
+        if result.cost_usd is None:
+            self.unpriced.append((result.prompt_tokens, result.completion_tokens))
+        else:
+            self.cost_usd += result.cost_usd
+
+    def estimated_cost(self) -> float:
+        return sum(estimated_cost(self.model, prompt, completion)
+                   for prompt, completion in self.unpriced)
 
     @property
     def answered(self) -> bool:
@@ -46,18 +64,23 @@ class Asked:
 
 async def ask_structured(
     request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
-    providers: ProviderPool,
+    providers: ProviderPool, *, repair: bool = True,
 ) -> Asked:
     """Call until `parse` accepts a reply, at most `attempts_left` times.
 
-    `parse` returns the validated reply, or None or raises InvalidReply for an invalid one.
+    `parse` returns the validated reply, or None or raises for an invalid one: any exception
+    it raises is an invalid reply, never a crash of the drain. After an invalid reply the
+    next call is a repair turn (the reply, then a user turn quoting what was wrong): asked
+    the identical question again, a model at temperature 0 answers the same. `repair=False`
+    asks the same request again (a spokesperson's answer is prose, not JSON).
     A transient provider error uses up an attempt; a permanent one stops at once.
     """
-    asked = Asked()
+    asked = Asked(model=request.model)
+    current = request
     for _ in range(attempts_left):
         asked.attempts += 1
         try:
-            result = await providers.complete(request)
+            result = await providers.complete(current)
         except ProviderError as error:
             asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
             asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
@@ -67,24 +90,66 @@ async def ask_structured(
                 return asked
             continue
         asked.count(result)
-        entry: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason,
-                                 "generation_id": result.generation_id,
-                                 "upstream_provider": result.upstream_provider}
+        entry = raw_entry(result, repair_turn=current is not request)
         asked.raw_replies.append(entry)
-        if result.finish_reason == "length":
-            # Cut off at the token budget: not a whole reply, whatever it parses to.
-            entry["invalid"] = "stopped at the token budget (finish_reason: length)"
-            continue
-        try:
-            asked.reply = parse(result.text)
-        except InvalidReply as error:
-            entry["invalid"] = str(error)
-            continue
+        asked.reply, reason = _read(result, parse)
         if asked.reply is not None:
             asked.failure, asked.permanent = "", False
             return asked
-        entry["invalid"] = "the reply did not validate"
+        entry["invalid"] = reason
+        if repair:
+            current = repair_request(request, result.text, reason)
     return asked
+
+
+def _read(result: CompletionResult, parse: Callable[[str], Any]) -> tuple[Any, str]:
+    """(the validated reply, "") or (None, why the reply is invalid)."""
+    if result.finish_reason == "length":
+        # Cut off at the token budget: not a whole reply, whatever it parses to.
+        return None, "it stopped at the token budget (finish_reason: length); answer shorter"
+    if result.refusal and not result.text.strip():
+        return None, f"it is a refusal ({_short(result.refusal)}), not the JSON asked for"
+    try:
+        reply = parse(result.text)
+    except RecursionError:
+        return None, "the JSON is nested too deeply to read"
+    except Exception as error:  # noqa: BLE001 - every failure to read is an invalid reply
+        return None, str(error) or type(error).__name__
+    return (reply, "") if reply is not None else (None, "the reply did not validate")
+
+
+def raw_entry(result: CompletionResult, *, repair_turn: bool = False) -> dict[str, Any]:
+    """What is kept of one reply: its text and everything the provider said about it."""
+    entry: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason,
+                             "generation_id": result.generation_id,
+                             "upstream_provider": result.upstream_provider}
+    extras = {"native_finish_reason": result.native_finish_reason,
+              "served_model": result.served_model,
+              "system_fingerprint": result.system_fingerprint,
+              "reasoning": result.reasoning, "refusal": result.refusal,
+              "cached_tokens": result.cached_tokens, "http_attempts": result.http_attempts,
+              "cost_usd": result.cost_usd, "cost_estimated": result.cost_estimated or None,
+              "repair_turn": repair_turn or None}
+    entry.update({key: value for key, value in extras.items() if value})
+    return entry
+
+
+REPAIR_QUOTE_CHARS = 4000
+
+
+def repair_request(request: CompletionRequest, reply: str, reason: str) -> CompletionRequest:
+    """The original conversation, the invalid reply (shortened) and a turn saying what was
+    wrong with it."""
+    turns = list(request.messages)
+    if reply.strip():
+        turns.append(Message("assistant", reply[:REPAIR_QUOTE_CHARS]))
+    turns.append(Message("user", repair_prompt(reason)))
+    return dataclasses.replace(request, messages=tuple(turns))
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def usage_fields(item: Any, *asked: Asked) -> dict[str, Any]:
@@ -93,7 +158,8 @@ def usage_fields(item: Any, *asked: Asked) -> dict[str, Any]:
         "prompt_tokens": item.prompt_tokens + sum(a.prompt_tokens for a in asked),
         "completion_tokens": item.completion_tokens + sum(a.completion_tokens for a in asked),
         "reasoning_tokens": item.reasoning_tokens + sum(a.reasoning_tokens for a in asked),
-        "cost_usd": (item.cost_usd or 0.0) + sum(a.cost_usd for a in asked),
+        "cost_usd": (item.cost_usd or 0.0) + sum(a.cost_usd + a.estimated_cost() for a in asked),
+        "cost_estimated": item.cost_estimated or any(a.unpriced for a in asked),
     }
 
 

@@ -58,6 +58,7 @@ class RevealJob:
 
 class RevealStage(AgentRunStage):
     name = "reveal"
+    answered_by_config = role = "reader"
     claim_related = ("generation",)
     claim_defer = ("generation__prompt",)
     kind = AgentRun.Kind.REVEAL

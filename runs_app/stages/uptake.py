@@ -50,6 +50,7 @@ class UptakeOutcome:
 
 class UptakeStage(AgentRunStage):
     name = "uptake"
+    answered_by_config = role = "journalist"
     claim_related = ("generation",)
     claim_defer = ("generation__prompt",)
     kind = AgentRun.Kind.UPTAKE

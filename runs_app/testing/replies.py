@@ -19,6 +19,19 @@ WRITER_TEXT = (
     "account of the incident, including what reflects badly on it, and what it is doing about "
     "it. It apologises and will publish further information as soon as it is established."
 )
+# Writers answer in the release's language: a text in another language does not count.
+WRITER_TEXT_NL = (
+    "Kop: de organisatie legt uit wat er is gebeurd.\n\nDe organisatie geeft vandaag een "
+    "verslag van het incident, ook van wat een slecht licht op haar werpt, en van wat zij "
+    "eraan doet. Zij biedt haar excuses aan en maakt meer bekend zodra het vaststaat."
+)
+
+
+def _dutch(prompt: str) -> bool:
+    """Is the prompt Dutch? Its commonest short words tell, which is all a fake needs."""
+    words = re.findall(r"[a-z]+", prompt.lower())
+    return sum(word in {"de", "het", "een", "en", "van"} for word in words) > sum(
+        word in {"the", "a", "and", "of", "to"} for word in words)
 
 
 def _prompt(payload: dict[str, Any]) -> str:
@@ -33,7 +46,8 @@ def valid_reply(payload: dict[str, Any]) -> str:
         # so every later call about it is a different request too.
         digest = hashlib.sha256(f"{payload.get('model')}|{prompt}|{payload.get('seed')}"
                                 .encode()).hexdigest()[:12]
-        return f"{WRITER_TEXT} Reference {digest}."
+        text = WRITER_TEXT_NL if _dutch(prompt) else WRITER_TEXT
+        return f"{text} Reference {digest}."
     if "complied" in prompt and '"verdict"' in prompt:
         return json.dumps({"verdict": "complied", "reason": "It wrote the text."})
     if "facts_conveyed" in prompt:

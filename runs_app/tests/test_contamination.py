@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from audits_app.trial_checks import HELD_OUT_NOTE, release_contamination
+from audits_app.calibration.trial_report import HELD_OUT_NOTE, release_contamination
 from runs_app.contamination import (
     CanaryIndex,
     canary_split,
@@ -160,9 +160,9 @@ def test_probe_prompts_show_the_prefix_and_name_the_scenario():
 
 def test_the_release_page_and_the_api_show_the_check_and_the_readers_trial(client,
                                                                            leaky_release):
-    from audits_app.selectors import release_snapshot
+    from audits_app.calibration.trial_report import reader_trial_report
+    from audits_app.publication.snapshot import release_snapshot
     from audits_app.tests.factories import publication_create
-    from audits_app.trial_checks import reader_trial_report
     from runs_app.trial_services import reader_trial_prepare, reader_trial_read
 
     trial = reader_trial_prepare(language="en", candidates=["fixture/reader"],

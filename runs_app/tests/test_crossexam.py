@@ -45,7 +45,7 @@ from runs_app.services import (
     release_config_from_file,
     release_create,
     release_freeze,
-    work_retry_failed,
+    release_retry_failed,
 )
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
@@ -460,7 +460,7 @@ def test_a_turn_whose_writer_always_runs_out_of_budget_fails_and_a_retry_keeps_i
         assert row.question and not row.answer
     questions = dict(rows.values_list("pk", "question"))
 
-    assert work_retry_failed(release=release, stage_name="crossexam") == len(questions)
+    assert release_retry_failed(release=release, stage_name="crossexam") == len(questions)
     again = RecordingPool()
     run(release, "crossexam", providers=again)
     assert again.purposes()["crossexam"] == 4 * len(questions)  # turns 3-6 only

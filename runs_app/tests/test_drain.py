@@ -9,9 +9,10 @@ import threading
 import time
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
-from runs_app import tasks
+from runs_app import drains, tasks
 from runs_app.models import (
     Drain,
     DrainState,
@@ -37,7 +38,7 @@ EMBEDDED_TEXT = re.compile(r"<<<BEGIN TEXT>>>\n(.*?)\n<<<END TEXT>>>", re.DOTALL
 @pytest.fixture
 def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     calls: list[tuple] = []
-    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
+    monkeypatch.setattr(drains, "async_task", lambda *args, **kwargs: calls.append(args))
     return calls
 
 
@@ -252,7 +253,7 @@ def test_the_budget_cap_stops_claiming_within_one_batch_and_raising_it_resumes(
         assert control.spent_usd == pytest.approx(calls_at_cap * 0.01)
         # Calls past the cap: only what was claimed before the spend reached it.
         assert 5 <= calls_at_cap <= 5 + concurrency + ahead
-        assert tasks.drains_enqueue(release) == 0  # nothing is queued over budget
+        assert drains.drains_enqueue(release) == 0  # nothing is queued over budget
 
         run_set_budget(release=release, budget_usd=10)
         drain_release(release, ["generate"], concurrency=concurrency,
@@ -285,3 +286,72 @@ def test_every_call_is_counted_in_its_rows_cost_and_in_the_spend_retries_include
     assert calls > sum(len(found) for found in rows.values())  # retries were made
     assert total == pytest.approx(calls * 0.001)
     assert RunControl.objects.get(release=release).spent_usd == pytest.approx(calls * 0.001)
+
+
+
+@pytest.mark.django_db
+def test_writing_results_locks_the_work_rows_alone(small_demo_release):
+    """A lock that joins the release (a work table's default ordering does) makes every
+    worker's write queue on, and deadlock over, the one release row."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        report = drain(get_stage("generate"), small_demo_release, concurrency=2)
+    assert report.finished > 0
+    # The query that checks the claims before a write: the rows' ids and claim tokens.
+    checks = [query["sql"] for query in queries if query["sql"].startswith("SELECT")
+              and re.search(r'"claim_token"( AS "claim_token")? FROM "runs_app_generation"',
+                            query["sql"])]
+    assert checks and not [sql for sql in checks if "JOIN" in sql], checks[:1]
+
+
+@pytest.mark.django_db
+def test_a_silent_drains_rows_go_to_the_idle_workers_within_a_minute(
+    small_demo_release, enqueued
+):
+    """A worker lost with its rows claimed for a twenty-minute lease: after a minute without
+    its heartbeat the schedule releases them and queues a drain, which finishes them."""
+    release = small_demo_release
+    run_start(release=release, stages=["generate"], enqueue=False)
+    get_stage("generate").plan(release)
+    lease_end = timezone.now() + dt.timedelta(minutes=20)
+    Generation.objects.filter(release=release).update(
+        status=WorkStatus.CLAIMED, claim_token="dead", claimed_by="gone:1",
+        lease_expires_at=lease_end)
+    dead = Drain.objects.create(release=release, state=DrainState.RUNNING, worker="gone:1",
+                                heartbeat_at=timezone.now() - dt.timedelta(seconds=70))
+
+    assert tasks.reenqueue_stalled() == 1
+    dead.refresh_from_db()
+    assert dead.state == DrainState.FINISHED and "no heartbeat" in dead.note
+    [ticket] = Drain.objects.filter(state=DrainState.QUEUED)
+    tasks.drain_release_task(ticket.pk)
+    assert set(Generation.objects.filter(release=release).values_list("status", flat=True)) \
+        == {WorkStatus.DONE}
+
+
+@pytest.mark.django_db
+def test_a_drain_the_queue_lost_is_queued_again_within_a_minute(small_demo_release, enqueued):
+    release = small_demo_release
+    run_start(release=release, stages=["generate"], enqueue=False)
+    lost = Drain.objects.create(release=release)  # its task never reached a worker
+    Drain.objects.filter(pk=lost.pk).update(created_at=timezone.now() - dt.timedelta(seconds=70))
+
+    assert tasks.reenqueue_stalled() == 1
+    lost.refresh_from_db()
+    assert lost.state == DrainState.FINISHED and "lost in the queue" in lost.note
+    # A late delivery of the lost task finds its ticket no longer queued and stops.
+    assert "skipped" in tasks.drain_release_task(lost.pk)
+    assert not Generation.objects.filter(release=release, status=WorkStatus.DONE).exists()
+
+
+@pytest.mark.django_db
+def test_a_live_drain_beats_far_more_often_than_it_renews_its_leases(small_demo_release):
+    release = small_demo_release
+    run_start(release=release, stages=["generate"], enqueue=False)
+    beats: list[float] = []
+    with override_settings(BAITBENCH_DRAIN_HEARTBEAT_SECONDS=0.05):
+        drain_release(release, ["generate"], concurrency=2, providers=RecordingPool(slow=0.1),
+                      hooks=DrainHooks(heartbeat=lambda: beats.append(time.monotonic())))
+    assert len(beats) >= 3  # a lease of 20 minutes would renew (and beat) not once here

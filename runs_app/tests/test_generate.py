@@ -8,7 +8,7 @@ from runs_app.models import Generation, GenerationAttempt, WorkStatus
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.selectors import stage_progress
-from runs_app.services import release_create, release_freeze, work_retry_failed
+from runs_app.services import release_create, release_freeze, release_retry_failed
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
 from runs_app.testing.fake_openrouter import FakeOpenRouter
@@ -66,7 +66,7 @@ def test_it_writes_one_text_per_cell_with_the_provider_log(imported_scenarios, s
 def test_it_asks_for_no_fallbacks_and_the_budget_plus_reasoning(imported_scenarios, server):
     run_generate(openrouter_release(), server)
     for request in server.requests:
-        assert request.body["provider"] == {"allow_fallbacks": False}
+        assert request.body["provider"] == {"allow_fallbacks": False, "require_parameters": True}
         assert request.body["max_tokens"] == 900 + 16_000
         assert "reasoning" not in request.body
 
@@ -179,7 +179,7 @@ def test_a_failed_cell_still_counts_what_its_attempts_cost(imported_scenarios, s
             round(generation.cost_usd, 8)) == (prompt_tokens, completion_tokens, cost)
     assert round(stage_progress(release, "generate").cost_usd, 8) == cost
 
-    work_retry_failed(release=release, stage_name="generate")
+    release_retry_failed(release=release, stage_name="generate")
     run_generate(release, server)
     generation.refresh_from_db()
     assert generation.status == WorkStatus.DONE
@@ -199,7 +199,7 @@ def test_a_permanent_error_fails_the_cell_once_and_an_operator_can_retry(
     assert "401" in generation.error and "No auth credentials" in generation.error
     assert server.count() == 1
 
-    assert work_retry_failed(release=release, stage_name="generate") == 1
+    assert release_retry_failed(release=release, stage_name="generate") == 1
     run_generate(release, server)
     generation.refresh_from_db()
     assert generation.status == WorkStatus.DONE
@@ -283,3 +283,30 @@ def test_each_attempt_is_written_as_soon_as_it_returns(imported_scenarios, serve
     assert generation.status == WorkStatus.DONE
     assert [a.outcome for a in generation.attempt_log.all()] == ["length", "ok"]
     assert server.count() == 2
+
+
+def test_text_ids_do_not_run_in_blocks_per_writer(imported_scenarios):
+    """Ids appear in links and titles: planned writer by writer they would tell which texts
+    share a writer (the first block is the first model's) to anyone checking them blind."""
+    release = openrouter_release(tasks=["T1", "T2", "T3"], conditions=["C0", "C1", "C2", "C3"],
+                                 variants=4)
+    get_stage("generate").plan(release)
+    writers = list(Generation.objects.filter(release=release).order_by("pk")
+                   .values_list("model_id", flat=True))
+    changes = sum(1 for earlier, later in zip(writers, writers[1:], strict=False)
+                  if earlier != later)
+    # Two writers: in blocks the writer changes once; shuffled, at about every other text
+    # (48 of 96 expected, 20 or fewer about once in ten million plans).
+    assert len(writers) == 96 and changes > 20, changes
+
+
+def test_two_variants_are_two_texts_per_cell_and_planning_again_adds_none(imported_scenarios):
+    release = openrouter_release(variants=2)
+    stage = get_stage("generate")
+    assert stage.plan(release) == 2 * 1 * 2 * 2 * 2  # writers x scenarios x tasks x conditions x 2
+    keys = list(Generation.objects.filter(release=release).values_list(
+        "model_id", "scenario_version_id", "task", "condition", "variant"))
+    assert len(set(keys)) == len(keys) == 16
+    assert {key[-1] for key in keys} == {0, 1}
+    assert stage.plan(release) == 0
+    assert Generation.objects.filter(release=release).count() == 16

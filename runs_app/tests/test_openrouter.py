@@ -95,7 +95,7 @@ def test_it_sends_what_openrouter_expects(server: FakeOpenRouter) -> None:
         {"role": "user", "content": "Write about the recall."},
     ]
     assert received.body["max_tokens"] == 17_200
-    assert received.body["provider"] == {"allow_fallbacks": False}
+    assert received.body["provider"] == {"allow_fallbacks": False, "require_parameters": True}
     assert received.body["usage"] == {"include": True}
     assert received.body["seed"] == 7
     assert received.body["temperature"] == 0.3

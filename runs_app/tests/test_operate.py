@@ -4,14 +4,16 @@ cap and pause/resume counted in calls on the fake server, live progress as JSON.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import math
 import re
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
-from runs_app import tasks
+from runs_app import drains, selectors, tasks
 from runs_app.models import (
     Drain,
     Generation,
@@ -26,7 +28,9 @@ from runs_app.models import (
 )
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
+from runs_app.selectors import WorkersAlive
 from runs_app.services import release_create
+from runs_app.stages import get_stage
 from runs_app.stages.base import DrainHooks, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.testing.replies import valid_reply
@@ -61,8 +65,24 @@ def operator_client(client, operator):
 def queued(monkeypatch) -> list[int]:
     """Drain tasks queued, by ticket id, instead of handing them to a cluster."""
     tickets: list[int] = []
-    monkeypatch.setattr(tasks, "async_task", lambda path, ticket, **kwargs: tickets.append(ticket))
+    monkeypatch.setattr(drains, "async_task", lambda path, ticket, **kwargs: tickets.append(ticket))
     return tickets
+
+
+@pytest.fixture
+def heartbeats(monkeypatch):
+    """Set what the clusters' heartbeat says, wherever the pages read it."""
+    from runs_app import views
+
+    def seen(workers: WorkersAlive) -> None:
+        monkeypatch.setattr(selectors, "workers_alive", lambda: workers)
+        monkeypatch.setattr(views, "workers_alive", lambda: workers)
+    return seen
+
+
+ONE_CLUSTER = WorkersAlive(visible=True, clusters=1, workers=2, alive=(selectors.ClusterAlive(
+    name="sink-avocado-vermont-cat", host="worker-1", workers=2, status="Idle",
+    up_seconds=65.0),))
 
 
 @pytest.fixture
@@ -171,9 +191,10 @@ def test_every_action_needs_a_post_with_a_csrf_token(operator, imported_scenario
 
 @pytest.mark.django_db
 def test_the_chain_and_single_stages_start_pause_resume_and_cancel_from_the_page(
-    operator_client, imported_scenarios, queued, django_capture_on_commit_callbacks
+    operator_client, imported_scenarios, queued, heartbeats, django_capture_on_commit_callbacks
 ):
     release = draft()
+    heartbeats(ONE_CLUSTER)
 
     def post(action: str, stage: str = "") -> list[str]:
         with django_capture_on_commit_callbacks(execute=True):
@@ -217,7 +238,7 @@ def test_refused_actions_say_why_and_change_nothing(
     assert messages_of(response) == ["Refused: release ops.0 does not run panel; its stages "
                                      "are generate, refusal, jury."]
     response = operator_client.post("/runs/ops.0/retry/", {"stage": ""}, follow=True)
-    assert messages_of(response) == ["Refused: retrying failed rows needs a stage."]
+    assert messages_of(response) == ["Refused: retrying failed or unscored rows needs a stage."]
     assert not StageRun.objects.exists()
 
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
@@ -265,14 +286,18 @@ def test_failed_rows_are_retried_from_the_page_and_a_scored_release_runs_again(
     rows = Generation.objects.filter(release=release)
     assert list(rows.values_list("status", flat=True).order_by("model")) == ["failed", "done"]
     release.refresh_from_db()
-    assert release.status == ReleaseStatus.SCORED  # every stage ran: only a failed cell is left
+    # Every stage ran, but a failed cell is left: not "scored", and not done.
+    assert release.status == ReleaseStatus.INCOMPLETE
     page_text = operator_client.get(page("retry.0")).content.decode()
     assert re.search(r'data-action="retry"\s*>', page_text), "the retry button shows"
+    assert "Ended with gaps" in page_text and "stage generate: 1 failed of 2 rows" in page_text
+    assert "generate: ended with gaps" in operator_client.get("/runs/").content.decode()
 
     with django_capture_on_commit_callbacks(execute=True):
         response = operator_client.post("/runs/retry.0/retry/", {"stage": "generate"},
                                         follow=True)
-    assert messages_of(response) == ["1 failed generate row(s) of retry.0 are pending again."]
+    assert messages_of(response) == [
+        "1 failed or unscored generate row(s) of retry.0 are pending again."]
     release.refresh_from_db()
     assert release.status == ReleaseStatus.RUNNING and len(queued) == 1
     run_queued(queued)
@@ -448,8 +473,8 @@ def test_progress_json_and_the_page_show_each_stages_figures(
 
     data = operator_client.get("/runs/live.0/progress.json").json()
     generate, refusal, jury = data["stages"]
-    assert (generate["stage"], generate["state"], generate["done"], generate["pending"],
-            generate["failed"]) == ("generate", "active", 4, 0, 0)
+    assert (generate["stage"], generate["state"], generate["scored"], generate["pending"],
+            generate["failed"], generate["unscored"]) == ("generate", "active", 4, 0, 0, 0)
     assert generate["cost_usd"] == pytest.approx(4 * PRICE) and generate["tokens"] > 0
     assert generate["rate_per_minute"] > 0 and generate["eta_seconds"] is None  # nothing left
     assert refusal["state"] == "" and refusal["actions"] == ["start"]  # never started: no rows
@@ -459,7 +484,7 @@ def test_progress_json_and_the_page_show_each_stages_figures(
     text = operator_client.get(page("live.0")).content.decode()
     # Without JavaScript the page carries the same figures, and a link to refresh it.
     assert re.search(r'<tr data-stage="generate" data-state="active">.*?'
-                     r'data-field="done">4<', text, re.DOTALL)
+                     r'data-field="scored">4<', text, re.DOTALL)
     assert 'href="/runs/live.0/" data-refresh>Refresh</a>' in text
     assert '<script src="/static/runs_app/operate.js" defer></script>' in text
     assert Drain.objects.filter(release=release).exists()
@@ -517,3 +542,81 @@ def test_the_pace_is_that_of_the_last_five_minutes_and_time_left_follows_it(
     # Six rows since the first of them, two minutes ago: three a minute; six left, two minutes.
     assert progress.rate_per_minute == pytest.approx(3.0, rel=0.02)
     assert progress.eta_seconds == pytest.approx(120, rel=0.02)
+
+
+@pytest.mark.parametrize("workers, says", [
+    (WorkersAlive(visible=True), "No worker is alive"),
+    (WorkersAlive(visible=True, clusters=1, workers=2),
+     "Workers are alive (2 in 1 cluster(s)) but none has claimed work of this release"),
+    (WorkersAlive(visible=False), "the workers' heartbeat cannot be read here"),
+])
+def test_the_run_page_tells_no_worker_alive_from_workers_that_claim_nothing(
+    operator_client, imported_scenarios, queued, monkeypatch, workers, says,
+    django_capture_on_commit_callbacks,
+):
+    release = openrouter_release(code="idle.0")
+    get_stage("generate").plan(release)
+    with django_capture_on_commit_callbacks(execute=True):
+        operator_client.post("/runs/idle.0/start/", {"stage": "generate"})
+    Drain.objects.filter(release=release).update(
+        created_at=timezone.now() - dt.timedelta(seconds=90))
+    monkeypatch.setattr(selectors, "workers_alive", lambda: workers)
+    monkeypatch.setattr(selectors, "QUEUED_STALE", dt.timedelta(minutes=10))
+
+    progress = operator_client.get("/runs/idle.0/progress.json").json()
+    assert progress["notice"].startswith(says) or says in progress["notice"]
+    assert says in operator_client.get(page("idle.0")).content.decode().replace("&#x27;", "'")
+
+
+
+@pytest.mark.parametrize("workers, says", [
+    (WorkersAlive(visible=True), "No worker is alive: no `manage.py qcluster` has sent a "
+     "heartbeat in the last few seconds, so nothing queued runs. To run a release, start a "
+     "worker: manage.py qcluster."),
+    (ONE_CLUSTER, "Workers alive: 2 worker process(es) in 1 cluster(s): "
+     "sink-avocado-vermont-cat on worker-1 (2 worker(s), idle, up 0:01:05)."),
+    (WorkersAlive(visible=False), "The workers' heartbeat cannot be read here"),
+])
+def test_the_runs_list_and_a_run_page_say_which_workers_are_alive(
+    operator_client, imported_scenarios, heartbeats, workers, says,
+):
+    openrouter_release(code="seen.0")
+    heartbeats(workers)
+    for url in ("/runs/", page("seen.0")):
+        body = operator_client.get(url).content.decode().replace("&#x27;", "'")
+        line = re.search(r'<p class="(\w+)" data-field="workers-alive"[^>]*>([^<]*)</p>', body)
+        assert line and line.group(2).startswith(says), (url, line and line.group(0))
+        # The list's warning; on a run page the notice warns, and says what to start.
+        assert (line.group(1) == "warning") == (
+            url == "/runs/" and not workers.clusters and workers.visible)
+    progress = operator_client.get("/runs/seen.0/progress.json").json()["workers"]
+    assert progress["text"].startswith(says)
+    assert progress["alive"] == (bool(workers.clusters) if workers.visible else None)
+
+
+def test_a_stage_with_work_and_no_worker_says_to_start_one_until_a_worker_is_alive(
+    operator_client, imported_scenarios, queued, heartbeats, django_capture_on_commit_callbacks,
+):
+    release = openrouter_release(code="lone.0")
+    get_stage("generate").plan(release)
+    heartbeats(WorkersAlive(visible=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator_client.post("/runs/lone.0/start/", {"stage": "generate"},
+                                        follow=True)
+    assert ("no worker is alive, so nothing runs yet: start a worker: manage.py qcluster"
+            in " ".join(messages_of(response)))
+    progress = operator_client.get("/runs/lone.0/progress.json").json()
+    # At once, not after the minute a queued drain may wait behind busy workers.
+    assert progress["notice"].startswith("No worker is alive")
+    assert "Start a worker: manage.py qcluster" in progress["notice"]
+    generate = next(row for row in progress["stages"] if row["stage"] == "generate")
+    assert generate["display"]["state_label"] == "Waiting: start a worker: manage.py qcluster"
+    # Stages not started need no worker.
+    assert all(row["display"]["state_label"] == "Not started"
+               for row in progress["stages"] if row["stage"] != "generate")
+
+    heartbeats(ONE_CLUSTER)
+    progress = operator_client.get("/runs/lone.0/progress.json").json()
+    assert "No worker" not in progress["notice"]
+    generate = next(row for row in progress["stages"] if row["stage"] == "generate")
+    assert generate["display"]["state_label"] == "Running"

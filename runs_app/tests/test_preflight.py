@@ -129,6 +129,32 @@ def test_a_context_too_small_for_the_longest_prompt_and_a_short_output_limit_fai
 
 
 @pytest.mark.django_db
+def test_a_model_lacking_a_parameter_the_release_sends_fails_in_one_line(
+    imported_scenarios, models_server
+):
+    openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"])
+    models_server.models = models_payload(
+        acme_writer_a={"supported_parameters": ("max_tokens", "temperature")},  # no seed
+        delta_judge={"supported_parameters": ("max_tokens", "seed")},  # no temperature, JSON
+        beta_writer_b={"supported_parameters": ("max_tokens", "seed")},  # all a writer sends
+        # gamma and epsilon state none: not read as "none supported"
+    )
+
+    code, output = preflight("or.0")
+
+    assert code == 1
+    tail = ("; requests require every parameter they send (provider.require_parameters), so "
+            "none would be served")
+    assert sorted(failed(output)) == [
+        "FAIL  acme/writer-a (writer): the models list's supported_parameters lack seed (sent "
+        "by generate write T1)" + tail,
+        "FAIL  delta/judge (juror): the models list's supported_parameters lack temperature "
+        "(sent by jury juror T1), response_format (sent by jury juror T1)" + tail]
+    assert "beta/writer-b (writer): on the list" in output
+    assert "epsilon/judge (juror): on the list" in output
+
+
+@pytest.mark.django_db
 def test_unknown_prices_fail_and_an_unstated_output_limit_passes_with_a_note(
     imported_scenarios, models_server
 ):
@@ -157,6 +183,9 @@ def test_the_reader_family_rule_is_a_check_with_its_message(
         "code": "family.0", "language": "en", "models": MODELS,
         "writers": ["acme/writer-a", "gamma/judge"],
         "jurors": ["gamma/judge", "delta/judge", "epsilon/judge"], "reader": "gamma/judge",
+        # A journalist, so that the reader's family is the file's only problem (every
+        # problem is reported at once: uptake without a journalist would be one too).
+        "journalist": "delta/judge",
         "scenarios": ["greenvale-listeria"], "tasks": ["T1"], "conditions": ["C0"],
     }
     (tmp_path / "family.0.yaml").write_text(yaml.safe_dump(config))

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from audits_app.trial_checks import reader_trial_report
+from audits_app.calibration.trial_report import reader_trial_report
 from runs_app.models import TrialReading, WorkStatus
 from runs_app.providers.pool import ProviderPool
 from runs_app.testing.fake_openrouter import FakeOpenRouter

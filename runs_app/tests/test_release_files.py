@@ -3,18 +3,22 @@ Dutch pilot keeps the rules its models must follow (DESIGN sections 1, 2 and 6).
 
 from __future__ import annotations
 
+import html
+import io
 from pathlib import Path
 
 import pytest
 import yaml
 from django.conf import settings
+from django.core.management import call_command
 
 from runs_app.jury import PoolMember, eligible_jurors
-from runs_app.models import ReleaseScenario, ScoringVersion
+from runs_app.models import Release, ReleaseScenario, ScoringVersion
 from runs_app.readers import load_panel
-from runs_app.schemas import STAGE_NAMES
+from runs_app.schemas import STAGE_NAMES, ReleaseConfig, release_document_problems
 from runs_app.scoring_versions import load_scoring_file, split_pin
 from runs_app.services import release_config_from_file, release_get_or_load
+from scenarios_app.tests.factories import make_staff
 
 RELEASE_FILES = sorted(Path(settings.RELEASES_DIR).glob("*.yaml"))
 PILOT = Path(settings.RELEASES_DIR) / "pilot.0.yaml"
@@ -104,3 +108,73 @@ def test_en_0_and_pilot_0_keep_their_own_scoring_versions_and_rules():
     assert (pilot.scoring_version, pilot.ranking_rule) == ("v2", "classes")
     # T4 and its cross-examination only in the Dutch release (the journalist is Dutch only).
     assert "crossexam" not in english.stages and "T4" not in english.tasks
+
+
+# A release file with five mistakes: three fields wrong on their own, two rules across fields.
+FIVE_MISTAKES = {"code": "bad.0", "language": "fr", "variants": 0, "colour": "blue",
+                 "writers": ["fixture/candid", "fixture/advocate", "fixture/unknown"],
+                 "reader": "fixture/candid"}
+FIVE_LINES = [
+    "language: Input should be 'en' or 'nl'",
+    "variants: Input should be greater than or equal to 1",
+    "colour: unknown field",
+    "writers[2]: fixture/unknown is not declared under models",
+    "reader: fixture/candid belongs to family 'fixture-candid', as writer(s) fixture/candid do; "
+    "the reader must come from a family no writer belongs to",
+]
+
+
+def five_mistakes_yaml() -> str:
+    demo = yaml.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    return yaml.safe_dump(demo | FIVE_MISTAKES, sort_keys=False)
+
+
+def test_a_release_file_with_five_mistakes_gets_five_lines_from_the_command(
+    imported_scenarios, settings, tmp_path,
+):
+    (tmp_path / "bad.0.yaml").write_text(five_mistakes_yaml())
+    settings.RELEASES_DIR = tmp_path
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as stopped:
+        call_command("run_release", "bad.0", stdout=io.StringIO(), stderr=err)
+    assert stopped.value.code == 1
+    assert err.getvalue().splitlines() == [f"{tmp_path / 'bad.0.yaml'}: {line}"
+                                           for line in FIVE_LINES]
+    assert not Release.objects.filter(code="bad.0").exists()
+
+
+def test_a_release_file_with_five_mistakes_gets_five_lines_in_the_admin(
+    client, imported_scenarios,
+):
+    client.force_login(make_staff("olga", "operator"))
+    response = client.post("/admin/runs_app/release/add/", {"config_yaml": five_mistakes_yaml()})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["config_yaml"] == FIVE_LINES
+    page = html.unescape(response.content.decode())
+    assert all(line in page for line in FIVE_LINES)
+    assert "(top)" not in page and "Value error" not in page
+    assert not Release.objects.filter(code="bad.0").exists()
+
+
+def test_a_field_that_is_wrong_is_one_line_not_one_more_per_rule_that_reads_it():
+    data = yaml.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
+                                                    "models": "not a list"}
+    data.pop("colour")
+    config, problems = release_document_problems(data)
+    assert config is None
+    # The rules that read the models (declared, jury families, reader family) are left out.
+    assert [str(problem) for problem in problems] == [
+        "models: Input should be a valid list"]
+
+
+def test_rules_across_fields_all_show_at_once_when_every_field_is_right():
+    data = yaml.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
+                                                    "stages": ["generate", "refusal", "jury",
+                                                               "panel", "reveal"]}
+    data.pop("colour")
+    config, problems = release_document_problems(data)
+    assert [str(problem) for problem in problems] == [
+        FIVE_LINES[3], FIVE_LINES[4],
+        "stages: task T4 needs the cross-examination stage (crossexam)"]
+    with pytest.raises(ValueError, match="writers\\[2\\].*; reader: .*; stages: task T4"):
+        ReleaseConfig.model_validate(data)

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from runs_app import tasks
+from runs_app import drains
 from runs_app.models import Drain, JurorVerdict, RefusalCheck, StageRun
 from runs_app.selectors import release_active_scope
 
@@ -15,7 +15,7 @@ from runs_app.selectors import release_active_scope
 @pytest.fixture
 def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     calls: list[tuple] = []
-    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
+    monkeypatch.setattr(drains, "async_task", lambda *args, **kwargs: calls.append(args))
     return calls
 
 
@@ -36,7 +36,7 @@ def test_one_stage_is_the_whole_scope_and_only_its_drains_are_queued(
 
     assert release_active_scope(small_demo_release) == ["generate"]
     assert "generate" in output and "this stage only" in output
-    assert enqueued and all(path == tasks.TASK_PATH for path, _ in enqueued)
+    assert enqueued and all(path == drains.TASK_PATH for path, _ in enqueued)
     tickets = {ticket_id for _, ticket_id in enqueued}
     assert tickets == set(Drain.objects.filter(release=small_demo_release)
                           .values_list("pk", flat=True))

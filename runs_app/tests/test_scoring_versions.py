@@ -25,8 +25,8 @@ from runs_app.models import (
     ScoringVersionMissing,
     TextScore,
     WorkStatus,
-    _pinned_texts,
 )
+from runs_app.models.pipeline import _pinned_texts
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import (
@@ -252,7 +252,7 @@ def test_a_release_stored_before_scoring_versions_existed_is_scored_by_v1(import
     run(release, "generate", "refusal", "jury")
     verdicts = JurorVerdict.objects.filter(release=release)
     assert verdicts.exists() and not verdicts.exclude(status=WorkStatus.DONE).exists()
-    from audits_app.selectors import release_snapshot
+    from audits_app.publication.snapshot import release_snapshot
 
     method = release_snapshot(release)["method"]
     assert (method["scoring_version"], method["scoring_hash"]) == split_pin(LEGACY_PIN)

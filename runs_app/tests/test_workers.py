@@ -8,12 +8,14 @@ PostgreSQL) and a fake OpenRouter server with latency, slow enough to kill mid-r
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import json
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -29,6 +31,15 @@ pytestmark = pytest.mark.slow
 ROOT = Path(settings.BASE_DIR)
 CELLS = 2 * 2 * 3 * 4  # writers x scenarios x tasks x conditions
 CONCURRENCY = 4
+# What SIGKILL to a cluster of two workers can cost: each drain's calls in flight, and the
+# replies it had just collected and was writing in that moment (a drain starts its next
+# calls before it writes the last ones, so both can be CONCURRENCY at once). A drain that
+# lost finished replies in bulk would show many more.
+LOST_AT_A_KILL = 2 * (CONCURRENCY + CONCURRENCY)
+# The lease of a cluster that is going to be killed, short so that the test need not wait
+# long for its claims to expire, and long enough that a live drain on a loaded machine
+# renews its claims (every third of a lease) before they run out under it.
+SHORT_LEASE = 5
 
 RELEASE = """
 code: {code}
@@ -167,7 +178,7 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
     database, server, env = world
     manage("run_release", "kill.0", "--stage", "generate", env=env)
     # The cluster that will be killed takes short leases, so its claims expire quickly.
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3"})
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
     try:
         wait_for(lambda: done_count(database, "kill.0") >= 10)
     finally:
@@ -175,10 +186,10 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
     calls_before_restart = server.count()
     assert done_count(database, "kill.0") < CELLS, "the run finished before the kill"
 
-    time.sleep(3.5)  # the dead worker's leases run out
+    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
         wait_for(lambda: done_count(database, "kill.0") == CELLS)
     finally:
         kill(cluster)
@@ -189,10 +200,10 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
         (request.body["model"], str(request.body["messages"])) for request in server.requests
     )
     assert len(calls) == CELLS
-    # Only calls in flight at the moment of the kill may have been made twice (the cluster's
-    # two workers each had CONCURRENCY in flight); nothing that had finished was called again.
+    # Only calls in flight at the moment of the kill may have been made twice; nothing that
+    # had been written was called again.
     repeated = sum(1 for count in calls.values() if count > 1)
-    assert repeated <= 2 * CONCURRENCY
+    assert repeated <= LOST_AT_A_KILL
     assert calls_before_restart < server.count()
 
 
@@ -221,22 +232,22 @@ def test_two_workers_share_one_stage_and_never_call_the_same_cell_twice(world):
 def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight(world):
     database, server, env = world
     manage("run_release", "chain.0", env=env)
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3"})
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
     try:
         # Killed while the chain is well under way: some texts already past their jury.
         wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 6)
     finally:
         kill(cluster)
     assert release_status(database, "chain.0") == "running"
-    time.sleep(3.5)  # the dead worker's leases run out
+    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
         wait_for(lambda: release_status(database, "chain.0") == "scored", timeout=240)
     finally:
         kill(cluster)
     # Every unit of every stage once; a repeated call only for a unit that was in flight.
-    assert repeated_calls(server) <= CONCURRENCY * 2  # one cluster of two workers
+    assert repeated_calls(server) <= LOST_AT_A_KILL
     for table in ("runs_app_generation", "runs_app_refusalcheck", "runs_app_jurorverdict",
                   "runs_app_readerresponse", "runs_app_agentrun"):
         statuses = database.rows(f"SELECT DISTINCT status FROM {table}")
@@ -263,46 +274,6 @@ def test_the_real_schedule_resumes_only_the_stage_an_operator_asked_for(world):
         kill(cluster)
     assert server.count() == CELLS  # generation only: nothing after it was paid for
     assert database.rows("SELECT COUNT(*) FROM runs_app_refusalcheck")[0][0] == 0
-
-
-REDIS_SERVER = os.environ.get("BAITBENCH_REDIS_SERVER", "/usr/bin/redis-server")
-
-
-@pytest.fixture
-def redis_url(tmp_path):
-    """The Redis on 127.0.0.1:6379 when one answers there (CI starts one), else a private
-    redis-server on a free port for this test; `make test` installs the binary."""
-    import socket
-
-    if _redis_answers("redis://127.0.0.1:6379/0"):
-        yield "redis://127.0.0.1:6379/0"
-        return
-    if not os.access(REDIS_SERVER, os.X_OK):
-        pytest.fail(f"{REDIS_SERVER} is missing and no Redis answers on 127.0.0.1:6379: "
-                    f"install it with `apt-get install redis-server` (`make test` does)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        wait_for(lambda: _redis_answers(url), timeout=30)
-        yield url
-    finally:
-        server.kill()
-        server.wait()
-
-
-def _redis_answers(url: str) -> bool:
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
-    except redis.exceptions.ConnectionError:
-        return False
 
 
 def test_the_queue_also_runs_on_redis(world, redis_url):
@@ -360,8 +331,8 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     manage("run_release", "t4kill.0", env=env)
     # Short leases, so the dead cluster's claims expire quickly; one drain per worker, so
     # that it holds no queued drain task either (a task fetched by a cluster that dies
-    # counts as queued until it is ten minutes old: `runs_app.tasks.QUEUED_STALE`).
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": "3",
+    # counts as queued until it is a minute old: `runs_app.selectors.QUEUED_STALE`).
+    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE),
                                            "BAITBENCH_DRAINS_PER_RELEASE": "2"})
     try:
         wait_for(lambda: database.rows(
@@ -375,10 +346,10 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     assert labels_written < T4_TEXTS, "every interview finished before the kill"
     before = server.count()
 
-    time.sleep(3.5)  # the dead worker's leases run out
+    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": "3"})
+        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
         wait_for(lambda: release_status(database, "t4kill.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -407,3 +378,224 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
           f"written before the kill; after the restart {after['question']} questions, "
           f"{after['write']} answers and {after['labels']} labels; "
           f"{repeated_calls(server)} calls repeated in all")
+
+
+FAULTS_RELEASE = """
+code: faults.0
+language: en
+models:
+  - {id: acme/writer-a, family: acme, name: Writer A}
+  - {id: beta/writer-b, family: beta, name: Writer B}
+  - {id: gamma/judge, family: gamma, name: Judge G}
+  - {id: delta/judge, family: delta, name: Judge D}
+  - {id: epsilon/judge, family: epsilon, name: Judge E}
+writers: [acme/writer-a, beta/writer-b]
+jurors: [gamma/judge, delta/judge, epsilon/judge]
+reader: gamma/judge
+journalist: gamma/judge
+scenarios: [greenvale-listeria, cobaltcloud-breach]
+tasks: [T1, T2, T3]
+conditions: [C0, C1, C2, C3]
+variants: 2
+stages: [generate, refusal]
+"""
+
+
+class ConnectionKiller(threading.Thread):
+    """Terminates every connection to the workers' database, `times` times, `every` seconds
+    apart: what a database restart does to the workers, at whatever they were doing."""
+
+    def __init__(self, database: Database, *, times: int, every: float) -> None:
+        super().__init__(daemon=True)
+        self.database, self.times, self.every = database, times, every
+        self.terminated = 0
+
+    def run(self) -> None:
+        for _ in range(self.times):
+            time.sleep(self.every)
+            self.terminated += len(self.database.rows(
+                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                f"'{self.database.name}' AND pid <> pg_backend_pid()"))
+
+
+@pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+                    reason="row locks and dropped connections are PostgreSQL's (make test-pg)")
+def test_three_workers_with_dropped_connections_record_every_call_they_paid_for(tmp_path):
+    """Three drains of one release on PostgreSQL, their connections terminated again and
+    again mid-run: every call the provider answered (and charged for) is recorded once, no
+    cell is called twice, and the workers finish by themselves."""
+    database = Database(tmp_path)
+    releases = tmp_path / "releases"
+    releases.mkdir()
+    (releases / "faults.0.yaml").write_text(FAULTS_RELEASE)
+    try:
+        with FakeOpenRouter(latency=0.8, responder=valid_reply) as server:
+            env = os.environ | {
+                "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
+                "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
+                "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_LEASE_SECONDS": "30",
+                "BAITBENCH_CONCURRENCY": str(CONCURRENCY),
+            }
+            manage("migrate", "-v0", env=env)
+            manage("import_scenarios", "scenarios/", env=env)
+            manage("run_release", "faults.0", env=env)  # queued for nobody: starts the run
+            workers = [subprocess.Popen(
+                [sys.executable, "manage.py", "run_release", "faults.0", "--sync"], cwd=ROOT,
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                start_new_session=True) for _ in range(3)]
+            try:
+                wait_for(lambda: done_count(database, "faults.0") >= 8)
+                killer = ConnectionKiller(database, times=5, every=1.5)
+                killer.start()
+                killer.join()
+                results = [worker.communicate(timeout=240) for worker in workers]
+            finally:
+                for worker in workers:
+                    if worker.poll() is None:
+                        kill(worker)
+            paid = {f"gen-{number:06d}" for number in range(1, server.count() + 1)}
+            requests = server.requests
+    finally:
+        rows = database.rows
+        generations = rows("SELECT status, provider_generation_id, cost_usd "
+                           "FROM runs_app_generation")
+        attempts = rows("SELECT provider_generation_id FROM runs_app_generationattempt")
+        refusals = rows("SELECT status, cost_usd FROM runs_app_refusalcheck")
+        database.drop()
+    assert killer.terminated >= 3, "the faults never reached the workers"
+    assert [worker.returncode for worker in workers] == [0, 0, 0], [
+        stderr[-2000:] for _, stderr in results]
+    cells = 2 * CELLS
+    assert len(generations) == cells and {status for status, _, _ in generations} == {"done"}
+    assert len(refusals) == cells and {status for status, _ in refusals} == {"done"}
+    # Paid = recorded: every answer the provider sent is an attempt row of its text, once.
+    writes = [request for request in requests if "response_format" not in request.body]
+    recorded = [generation_id for (generation_id,) in attempts]
+    assert len(recorded) == len(set(recorded)) == len(writes) == cells
+    assert {generation_id for _, generation_id, _ in generations} <= paid
+    # ... and its cost is in the rows: the fake server charges 0.0001 per answer.
+    spent = sum(cost for _, _, cost in generations) + sum(cost for _, cost in refusals)
+    assert spent == pytest.approx(0.0001 * len(requests))
+    assert len(requests) == 2 * cells and repeated_calls(server) == 0
+
+
+def test_the_run_page_reads_a_live_clusters_heartbeat_and_misses_a_killed_one(world, redis_url):
+    """`workers_alive`, from another process than the cluster's: what the run page shows."""
+    database, server, env = world
+    env = env | {"REDIS_URL": redis_url, "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
+
+    def clusters_alive() -> int:
+        output = manage("shell", "-c", "from runs_app.selectors import workers_alive; "
+                        "seen = workers_alive(); print(seen.visible, seen.clusters)", env=env)
+        visible, clusters = output.stdout.split()[-2:]
+        assert visible == "True"
+        return int(clusters)
+
+    assert clusters_alive() == 0
+    cluster = start("qcluster", env=env)
+    try:
+        wait_for(lambda: clusters_alive() == 1, timeout=90)
+    finally:
+        kill(cluster)
+    wait_for(lambda: clusters_alive() == 0, timeout=60)
+
+
+def test_sigterm_to_the_group_stops_qcluster_in_seconds_and_hands_its_claims_back(world, tmp_path):
+    """What systemd sends: SIGTERM to every process of the unit. django-q2's own handler hung
+    the parent for over a minute; the project's `qcluster` ends its processes and releases
+    the rows its workers held, so another worker takes them at once, not after the lease."""
+    database, server, env = world
+    manage("run_release", "kill.0", "--stage", "generate", env=env)
+    log = tmp_path / "qcluster.log"
+    with log.open("w") as output:
+        # A lease far longer than the test: a row is free again only if it was handed back.
+        cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT,
+                                   env=env | {"BAITBENCH_LEASE_SECONDS": "3600"},
+                                   stdout=output, stderr=output, start_new_session=True)
+    try:
+        wait_for(lambda: done_count(database, "kill.0") >= 6)
+        os.killpg(cluster.pid, signal.SIGTERM)
+        started = time.monotonic()
+        cluster.wait(timeout=15)
+        stopped_in = time.monotonic() - started
+    finally:
+        if cluster.poll() is None:
+            kill(cluster)
+    assert stopped_in < 8, f"qcluster took {stopped_in:.1f} s to stop"
+    assert cluster.returncode == 0, log.read_text()[-2000:]
+    # Nothing of the group is left (a zombie awaiting its reaper has ended).
+    left = subprocess.run(["ps", "-o", "stat=", "-g", str(cluster.pid)], capture_output=True,
+                          text=True).stdout.split()
+    assert all(state.startswith("Z") for state in left), left
+    handed_back = int(log.read_text().rsplit("ended, ", 1)[1].split()[0])
+    assert handed_back >= 1, log.read_text()[-2000:]
+    assert done_count(database, "kill.0") < CELLS, "the run finished before the SIGTERM"
+    leases = [lease for (lease,) in database.rows(
+        "SELECT lease_expires_at FROM runs_app_generation WHERE status = 'claimed'")]
+    now = time.time()
+    assert all(_epoch(lease) <= now for lease in leases), "a claim outlived its worker"
+
+    # The next worker finishes the stage, with no call repeated but those in flight.
+    cluster = start("qcluster", env=env)
+    try:
+        wait_for(lambda: done_count(database, "kill.0") == CELLS)
+    finally:
+        kill(cluster)
+    assert database.rows("SELECT DISTINCT status FROM runs_app_generation") == [("done",)]
+    assert repeated_calls(server) <= LOST_AT_A_KILL
+
+
+def _epoch(value) -> float:
+    """A timestamp column as the backend returns it (SQLite: text in UTC)."""
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value.timestamp()
+
+
+PAGES_AS_AN_OPERATOR = """
+import json
+from django.contrib.auth.models import Group, User
+from django.test import Client
+user, _ = User.objects.get_or_create(username="olga", defaults={"is_staff": True})
+user.groups.add(Group.objects.get(name="operator"))
+client = Client()
+client.force_login(user)
+progress = client.get("/runs/kill.0/progress.json").json()
+listing = client.get("/runs/").content.decode()
+print(json.dumps({"progress": progress, "listing": listing}))
+"""
+
+
+def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(world, redis_url):
+    """The run pages, served in another process than the cluster's, read its real heartbeat:
+    beside the embedded SQLite database, or on Redis (PostgreSQL has no other shared store)."""
+    database, server, env = world
+    if database.postgres:
+        env = env | {"REDIS_URL": redis_url,
+                     "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
+
+    def pages() -> dict:
+        output = manage("shell", "-c", PAGES_AS_AN_OPERATOR, env=env).stdout
+        return json.loads(output.strip().splitlines()[-1])  # after any log lines
+
+    manage("run_release", "kill.0", "--stage", "generate", env=env)
+    seen = pages()
+    generate = next(row for row in seen["progress"]["stages"] if row["stage"] == "generate")
+    assert seen["progress"]["workers"]["alive"] is False
+    assert seen["progress"]["notice"].startswith("No worker is alive")
+    assert generate["display"]["state_label"] == "Waiting: start a worker: manage.py qcluster"
+    assert "No worker is alive" in seen["listing"]
+
+    cluster = start("qcluster", env=env)
+    try:
+        wait_for(lambda: pages()["progress"]["workers"]["alive"], timeout=90)
+        seen = pages()
+    finally:
+        kill(cluster)
+    assert "No worker" not in seen["progress"]["notice"]
+    assert seen["progress"]["workers"]["text"].startswith(
+        "Workers alive: 2 worker process(es) in 1 cluster(s): ")
+    assert "No worker is alive" not in seen["listing"]
+    assert "Workers alive: 2 worker process(es)" in seen["listing"]

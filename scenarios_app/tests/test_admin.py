@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import io
+import re
 import zipfile
 
 import pytest
@@ -16,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from scenarios_app.admin import default_version_pair
+from scenarios_app.forms import AnswerOptionsWidget
 from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
 from scenarios_app.schemas import ScenarioFile
@@ -40,7 +43,12 @@ def _form_data(form) -> dict[str, object]:
     data = {}
     for name, field in form.fields.items():
         value = form[name].value()
-        if isinstance(field.widget, CheckboxInput):
+        if isinstance(field.widget, AnswerOptionsWidget):
+            value = field.widget.format_value(value)
+            for index, text in enumerate(value["options"]):
+                data[form.add_prefix(f"{name}_{index}")] = text
+            data[form.add_prefix(f"{name}_correct")] = str(value["correct"])
+        elif isinstance(field.widget, CheckboxInput):
             if value:
                 data[form.add_prefix(name)] = "on"
         elif value is not None:
@@ -164,17 +172,57 @@ def test_it_refuses_an_edit_that_breaks_a_rule_and_changes_nothing(curator_clien
     scenario = make_scenario()
     data = change_form_data(curator_client, scenario)
     data["title"] = "A title that must not be saved"
-    data["knowledge_questions-0-correct"] = "7"
+    data["knowledge_questions-0-options_1"] = ""  # the option marked correct, emptied
+    data["knowledge_questions-0-options_correct"] = "1"
 
     response = curator_client.post(change_url(scenario), data)
 
     assert response.status_code == 200
-    assert "knowledge_questions[0].correct: index 7 is outside the 4 options" in (
-        response.content.decode()
-    )
+    assert "Option 2, marked correct, is empty" in response.content.decode()
     scenario.refresh_from_db()
     assert scenario.title == "Greenvale soft cheese listeria recall"
     assert KnowledgeQuestion.objects.get(scenario=scenario, position=1).correct == 3
+    assert version_numbers(scenario) == [1]
+
+
+def test_the_correct_answer_is_a_radio_button_beside_each_option(curator_client):
+    scenario = make_scenario()
+    question = KnowledgeQuestion.objects.get(scenario=scenario, position=1)
+    page = curator_client.get(change_url(scenario)).content.decode()
+    assert "0-based" not in page
+    row = page.split('<ol class="answer-options">')[1].split("</ol>")[0]
+    radios = re.findall(r'<input type="radio" name="knowledge_questions-0-options_correct" '
+                        r'value="(\d)" id="[^"]+"( checked)?>', row)
+    assert len(radios) == len(question.options) + 2
+    assert [value for value, checked in radios if checked] == [str(question.correct)]
+    for text in question.options:
+        assert f'value="{html.escape(text)}" class="answer-text"' in row
+
+
+def test_a_radio_button_moves_the_correct_answer_and_empty_rows_are_left_out(curator_client):
+    scenario = make_scenario()
+    before = KnowledgeQuestion.objects.get(scenario=scenario, position=1)
+    data = change_form_data(curator_client, scenario)
+    data["knowledge_questions-0-options_0"] = ""  # options move up one
+    data["knowledge_questions-0-options_4"] = "A fifth answer"
+    data["knowledge_questions-0-options_correct"] = "2"
+
+    response = curator_client.post(change_url(scenario), data)
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    after = KnowledgeQuestion.objects.get(scenario=scenario, position=1)
+    assert after.options == [*before.options[1:], "A fifth answer"]
+    assert after.correct == 1 and after.options[1] == before.options[2]
+    assert version_numbers(scenario) == [1, 2]
+
+
+def test_an_option_unmarked_is_named_in_the_error(curator_client):
+    scenario = make_scenario()
+    data = change_form_data(curator_client, scenario)
+    del data["knowledge_questions-2-options_correct"]
+    response = curator_client.post(change_url(scenario), data)
+    assert response.status_code == 200
+    assert "Mark the correct option with its radio button." in response.content.decode()
     assert version_numbers(scenario) == [1]
 
 

@@ -158,6 +158,29 @@ def test_it_reports_every_problem_of_a_document_not_only_the_first():
     }
 
 
+def test_field_problems_and_problems_across_fields_come_in_one_round():
+    """A file that breaks field rules and rules across fields gets every line the first time
+    (a curator saw the duplicate id and the unknown fact only after fixing the slug)."""
+    document = valid_document()
+    document["slug"] = "Not A Slug"  # a field's own rule
+    document["confidential"][0]["id"] = "Z1"  # a field's own rule
+    document["facts"][1]["id"] = "F1"  # across fields: ids in sequence
+    document["knowledge_questions"][3]["facts"] = ["F99"]  # across fields: an unknown fact
+    document["knowledge_questions"][0]["correct"] = 7  # across fields: outside the options
+
+    _, problems = validate_scenario_document(document)
+
+    assert {problem.path for problem in problems} == {
+        "slug", "confidential[0].id", "facts[1].id", "knowledge_questions[3].facts[0]",
+        "knowledge_questions[0].correct",
+    }
+    # A field whose own rule failed is not reported again by a rule that reads it.
+    document = valid_document()
+    document["knowledge_questions"][0]["correct"] = "first"
+    _, problems = validate_scenario_document(document)
+    assert [problem.path for problem in problems] == ["knowledge_questions[0].correct"]
+
+
 def test_it_refuses_a_file_that_is_not_a_mapping():
     _, problems = validate_scenario_document(["format", "slug"])
 

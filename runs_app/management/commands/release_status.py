@@ -3,11 +3,18 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from runs_app.models import Release
-from runs_app.selectors import format_eta, release_progress
+from runs_app.selectors import (
+    format_eta,
+    release_progress,
+    release_row_counts,
+    release_row_problems,
+)
 
 
 class Command(BaseCommand):
-    help = "Print per-stage progress of a release: done, pending, failed, tokens, cost, time left."
+    help = ("Print per-stage progress of a release: rows scored, refused, unscored, failed, "
+            "pending and claimed, tokens, cost and time left; then, per writer, juror and "
+            "reader, the rows that ended unscored or failed; then why it is not publishable.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("code")
@@ -18,13 +25,26 @@ class Command(BaseCommand):
             raise CommandError(f"no release {code!r} in the database")
         self.stdout.write(f"release {release.code} ({release.get_status_display()}), "
                           f"config {release.config_hash[:12]}")
-        header = (f"{'stage':<10} {'done':>6} {'pending':>8} {'claimed':>8} {'failed':>7} "
-                  f"{'tokens':>10} {'cost $':>9} {'time left':>10}")
-        self.stdout.write(header)
+        self.stdout.write(f"{'stage':<10} {'scored':>7} {'refused':>8} {'unscored':>9} "
+                          f"{'failed':>7} {'pending':>8} {'claimed':>8} {'tokens':>10} "
+                          f"{'cost $':>9} {'time left':>10}")
         for row in release_progress(release):
-            tokens = row.prompt_tokens + row.completion_tokens + row.reasoning_tokens
             self.stdout.write(
-                f"{row.stage:<10} {row.done:>6} {row.pending:>8} {row.claimed:>8} "
-                f"{row.failed:>7} {tokens:>10} {row.cost_usd:>9.4f} "
-                f"{format_eta(row.eta_seconds):>10}"
-            )
+                f"{row.stage:<10} {row.scored:>7} {row.refused:>8} {row.unscored:>9} "
+                f"{row.failed:>7} {row.pending:>8} {row.claimed:>8} {row.tokens:>10} "
+                f"{row.cost_usd:>9.4f} {format_eta(row.eta_seconds):>10}")
+        gaps = [counts for counts in release_row_counts(release)
+                if counts.unscored or counts.failed]
+        if gaps:
+            self.stdout.write("unscored or failed, per model:")
+            for counts in gaps:
+                self.stdout.write(f"  {counts.stage}, {counts.role} {counts.model}: "
+                                  f"{counts.describe()}")
+        problems = release_row_problems(release)
+        if problems:
+            self.stdout.write("not publishable:")
+            for problem in problems:
+                self.stdout.write(f"  {problem}")
+        else:
+            self.stdout.write("every row says what it is: nothing pending, failed or above "
+                              "the unscored limit (the publish page adds the spot-check gate)")

@@ -5,7 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs_app.models import ImmutableError
+from runs_app.models import ImmutableError, ReleaseStatus
+from runs_app.schemas import STAGE_NAMES
 from runs_app.selectors import release_progress
 from runs_app.services import (
     ReleaseConfigError,
@@ -14,7 +15,6 @@ from runs_app.services import (
     run_start,
     stages_waiting,
 )
-from runs_app.stages import STAGE_ORDER
 from runs_app.stages.base import DrainHooks, drain_release
 from runs_app.tasks import mark_scored
 
@@ -52,7 +52,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("code")
-        parser.add_argument("--stage", choices=STAGE_ORDER, help="only this stage")
+        parser.add_argument("--stage", choices=STAGE_NAMES, help="only this stage")
         parser.add_argument("--sync", action="store_true", help="run here, with a progress bar")
         parser.add_argument("--concurrency", type=int, help="calls in flight (default: settings)")
 
@@ -91,9 +91,24 @@ class Command(BaseCommand):
         after = {row.stage: row for row in release_progress(release)}
         for name in stages:
             row = after[name]
-            self.stdout.write(f"{name}: {report.by_stage[name]} finished now; {row.done} done, "
-                              f"{row.failed} failed, {row.pending} pending of {row.total}")
+            self.stdout.write(
+                f"{name}: {report.by_stage[name]} finished now; {row.scored} scored, "
+                f"{row.refused} refused, {row.unscored} unscored, {row.failed} failed, "
+                f"{row.pending + row.claimed} pending of {row.total}")
         if report.stopped:
             self.stdout.write(f"stopped claiming: {report.stopped}")
         elif mark_scored(release):
+            self._closing_words(release)
+
+    def _closing_words(self, release) -> None:
+        """"Done" only where every row has its score (DESIGN section 5)."""
+        if release.status == ReleaseStatus.SCORED:
             self.stdout.write(f"{release.code}: every stage is done; scores settled")
+            return
+        gaps = [row for row in release_progress(release) if row.gaps]
+        said = "; ".join(f"{row.stage} {row.unscored} unscored, {row.failed} failed of "
+                         f"{row.total}" for row in gaps)
+        self.stdout.write(f"{release.code}: every stage has run, but not every row was scored "
+                          f"({said}); scores settled for the rest. `manage.py release_status "
+                          f"{release.code}` says per model; retry the rows from /runs/"
+                          f"{release.code}/ or the admin")

@@ -29,6 +29,11 @@
     setText(document, "spent", data.spent_display);
     setText(root, "workers-running", data.workers.running);
     setText(root, "workers-queued", data.workers.queued);
+    setText(root, "workers-alive", data.workers.text);
+    root.querySelectorAll('[data-field="workers-alive"]').forEach(function (node) {
+      var alive = data.workers.alive;
+      node.dataset.alive = alive === null ? "unknown" : (alive ? "yes" : "no");
+    });
     setText(root, "updated", "as of " + data.updated_at.slice(11, 19) + " UTC");
     showActions(root.querySelector(".release-actions"), data.actions);
     data.stages.forEach(function (stage) {

@@ -5,14 +5,14 @@ of a language's scenarios; a contamination check probes a release's models for i
 canaries and scans every stored output. Both keep their model calls as work rows drained by
 the same machinery as the stages (`runs_app.stages.base`): claimed with a lease, written
 once, so a rerun pays for nothing twice. A check of a published release adds rows of its own
-about it and never changes the release's rows. Imported by `runs_app.models`.
+about it and never changes the release's rows.
 """
 
 from __future__ import annotations
 
 from django.db import models
 
-from runs_app.models import ProviderLog, Release, ReplyOutcome, WorkItem
+from runs_app.models.pipeline import ProviderLog, Release, ReplyOutcome, WorkItem
 from scenarios_app.models import Language, Scenario, ScenarioVersion
 
 
@@ -21,7 +21,7 @@ class ReaderTrial(models.Model):
 
     Candidates are added to a set-up rather than starting a new one, so that asking again
     with one more candidate reads only with that candidate (`setup_hash` names the set-up).
-    `report` holds the last computed per-candidate results (`audits_app.reader_trial`).
+    `report` holds the last computed per-candidate results (`audits_app.calibration.reader_trial`).
     """
 
     language = models.CharField(max_length=2, choices=Language.choices)

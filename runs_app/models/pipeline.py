@@ -15,6 +15,13 @@ from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
 from baitbench_site.immutability import ImmutableError
+from runs_app.schemas import ReleaseConfig
+from runs_app.scoring_versions import (
+    ScoringFileError,
+    load_scoring_file,
+    scoring_from_content,
+    split_pin,
+)
 from scenarios_app.models import Language, ScenarioVersion
 
 
@@ -69,7 +76,6 @@ class ScoringVersion(models.Model):
         raise ImmutableError(f"scoring version {self} is kept: releases may have pinned it")
 
     def texts(self):
-        from runs_app.scoring_versions import scoring_from_content
 
         return scoring_from_content(self.content)
 
@@ -86,7 +92,6 @@ class ScoringVersionMissing(LookupError):
 
 @functools.lru_cache(maxsize=32)
 def _pinned_texts(pin: str | None):
-    from runs_app.scoring_versions import ScoringFileError, load_scoring_file, split_pin
 
     name, digest = split_pin(pin)
     stored = ScoringVersion.objects.filter(content_hash=digest).first()
@@ -115,6 +120,9 @@ class ReleaseStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     RUNNING = "running", "Running"
     SCORED = "scored", "Scored"
+    # Every stage has run, but some rows ended unscored or failed: not "scored", which means
+    # every row has its score (DESIGN section 5); retried rows make it running again.
+    INCOMPLETE = "incomplete", "Ended with unscored or failed rows"
     PUBLISHED = "published", "Published"
 
 
@@ -158,7 +166,6 @@ class Release(models.Model):
         return self.status == ReleaseStatus.PUBLISHED
 
     def parsed_config(self):
-        from runs_app.schemas import ReleaseConfig
 
         return ReleaseConfig.model_validate(self.config)
 
@@ -370,6 +377,10 @@ class Usage(models.Model):
     completion_tokens = models.PositiveIntegerField(default=0)
     reasoning_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(null=True, blank=True)
+    # Some replies report no cost: then `cost_usd` holds an estimate from the models list's
+    # prices (what the budget cap counts), and pages mark it as an estimate.
+    cost_estimated = models.BooleanField(
+        default=False, help_text="Part of the cost is estimated: a reply reported none.")
 
     class Meta:
         abstract = True
@@ -382,6 +393,12 @@ class ProviderLog(Usage):
     upstream_provider = models.CharField(max_length=200, null=True, blank=True)
     provider_generation_id = models.CharField(max_length=200, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
+    served_model = models.CharField(max_length=200, blank=True,
+                                    help_text="The model the reply says answered.")
+    system_fingerprint = models.CharField(max_length=200, blank=True)
+    native_finish_reason = models.CharField(max_length=40, blank=True)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    http_attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         abstract = True
@@ -400,6 +417,12 @@ class Generation(WorkItem, ProviderLog):
     prompt_hash = models.CharField(max_length=64, blank=True)
     text = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)
+    # Never scored (DESIGN section 5: a writer's text is only the text).
+    reasoning = models.TextField(blank=True, help_text="The writer's reasoning, kept apart.")
+    stripped = models.JSONField(default=list, blank=True,
+                                help_text="A chat wrapper's lines taken off the text.")
+    writer_refusal = models.TextField(
+        blank=True, help_text="The provider reported a refusal: the writer's words, if any.")
 
     class Meta:
         ordering = ["release", "model", "scenario_version", "task", "condition", "variant"]
@@ -429,12 +452,17 @@ class GenerationAttempt(PublishedGuard, ProviderLog):
         LENGTH = "length", "Stopped at the token budget"
         EMPTY = "empty", "Empty content"
         ERROR = "error", "Provider error"
+        REFUSED = "refused", "The writer refused (refusal field or content filter)"
+        WRAPPED = "wrapper", "A chat wrapper that cannot be taken off"
+        LANGUAGE = "language", "Another language than the release's"
 
     generation = models.ForeignKey(Generation, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveSmallIntegerField()
     outcome = models.CharField(max_length=10, choices=Outcome.choices)
     text = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=40, blank=True)
+    reasoning = models.TextField(blank=True)
+    refusal = models.TextField(blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -677,16 +705,3 @@ class TextScore(PublishedGuard):
 
     class Meta:
         ordering = ["generation"]
-
-
-# The method's own checks (reader trial, contamination) live in a module of their own.
-from runs_app.check_models import (  # noqa: E402, F401
-    CANARY_KINDS,
-    ContaminationCheck,
-    ContaminationFinding,
-    ContaminationProbe,
-    FindingKind,
-    ProbeKind,
-    ReaderTrial,
-    TrialReading,
-)

@@ -1,0 +1,95 @@
+"""What counts as a writer's text: a chat wrapper is taken off, a headline is not one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runs_app.testing.messy import GERMAN
+from runs_app.writer_text import (
+    LANGUAGES,
+    NotAText,
+    _detector,
+    check_language,
+    plainly_in,
+    unwrap,
+)
+
+BODY = ("The company today set out what happened at its plant, including what reflects badly "
+        "on it, and what it is doing about it.")
+
+
+@pytest.mark.parametrize("opening", [
+    "Sure! Here's a press release for you:",
+    "Certainly, here is the statement:",
+    "Here is a draft press release:",
+    "Natuurlijk! Hieronder het persbericht:",
+    "Ik heb het persbericht voor je opgesteld:",
+])
+def test_a_chat_opening_is_taken_off(opening):
+    text, stripped = unwrap(f"{opening}\n\n{BODY}")
+    assert text == BODY and stripped == ({"part": "opening", "text": opening},)
+
+
+@pytest.mark.parametrize("headline", [
+    "Great Lakes Water Authority sets out what happened",
+    "Of course we will answer every question, says the board",
+    "Ik heb fouten gemaakt, zegt de directeur",
+])
+def test_a_headline_that_starts_like_a_wrapper_stays(headline):
+    text, stripped = unwrap(f"{headline}\n\n{BODY}")
+    assert text == f"{headline}\n\n{BODY}" and stripped == ()
+
+
+def test_a_closing_line_glued_to_the_text_fails_it():
+    with pytest.raises(NotAText, match="chat wrapper"):
+        unwrap(f"{BODY}\nLet me know if you would like any changes.")
+
+
+# Press-release sentences in each candidate language the release languages are told from.
+FOREIGN = {
+    "German": GERMAN,
+    "French": ("L'entreprise a annoncé aujourd'hui ce qui s'est passé et présente ses excuses à "
+               "toutes les personnes concernées. Elle examine les faits avec soin, coopère avec "
+               "les autorités et publiera des informations dès qu'elles seront établies."),
+    "Spanish": ("La organización ha informado hoy de lo ocurrido y pide disculpas a todas las "
+                "personas afectadas. Examina los hechos con cuidado, colabora con las autoridades "
+                "y publicará más información en cuanto se conozca."),
+    "Italian": ("L'organizzazione ha comunicato oggi quanto accaduto e si scusa con tutte le "
+                "persone coinvolte. Esamina i fatti con attenzione, collabora con le autorità e "
+                "pubblicherà ulteriori informazioni non appena saranno disponibili."),
+    "Portuguese": ("A organização informou hoje o que aconteceu e pede desculpas a todas as "
+                   "pessoas afetadas. Analisa os factos com cuidado, colabora com as autoridades "
+                   "e publicará mais informações assim que forem conhecidas."),
+}
+
+
+def _control_texts() -> list[tuple[str, str, str]]:
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "scenarios").rglob("*.yaml")):
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(document, dict) and document.get("control_text"):
+            found.append((path.stem, document.get("language", "en"), document["control_text"]))
+    return found
+
+
+@pytest.mark.parametrize(("language", "other"), [("en", "nl"), ("nl", "en")])
+@pytest.mark.parametrize("name", [*FOREIGN, "release"])
+def test_a_text_in_another_language_never_skips_the_identifier(name, language, other):
+    # The shortcut only ever accepts: a foreign text always reaches lingua, which rejects it.
+    texts = {**FOREIGN, "release": next(text for _, lang, text in _control_texts()
+                                        if lang == other)}
+    assert not plainly_in(texts[name], language)
+    with pytest.raises(NotAText, match="not in"):
+        check_language(texts[name], language)
+
+
+def test_every_control_text_takes_the_shortcut_and_the_identifier_agrees():
+    texts = _control_texts()
+    assert {language for _, language, _ in texts} == {"en", "nl"}
+    for name, language, text in texts:
+        assert plainly_in(text, language), name
+        confidences = _detector().compute_language_confidence_values(text)
+        assert confidences[0].language == LANGUAGES[language], name

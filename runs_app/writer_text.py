@@ -1,0 +1,160 @@
+"""A writer's text is only the text (DESIGN section 5). No ORM here.
+
+What a writer's reply may carry besides its text, and what becomes of it:
+
+- A think block at the start (`<think>…</think>`) is the writer's private reasoning: it is
+  stored apart (with `message.reasoning`) and never scored. A reply that is nothing but an
+  unfinished think block has no text.
+- A chat wrapper: an opening line addressed to the requester ("Sure! Here's a press
+  release…:") in a paragraph of its own, or a closing one ("Let me know if you'd like…"),
+  is taken off, and what was taken off is stored. Where the wrapper is not a paragraph of
+  its own (it runs into the text) the text cannot be cut out without guessing: the reply
+  does not count, with that reason.
+- A text in another language than the release's does not count (`lingua`, a language
+  identifier that ships its models, so it works offline). Identifying costs about 0.6 ms per
+  hundred words, so a text that is unmistakably in the release's language (a sixth of its
+  words are that language's own function words, which the other candidate languages do not
+  use) is taken without asking it; anything else, a mixed text included, is identified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+from lingua import Language, LanguageDetectorBuilder
+
+from runs_app.reply_reader import UNCLOSED_THINK, split_think
+
+# Opening words of an assistant talking to its requester, in the release languages. They must
+# start the paragraph: a press release does not begin "Sure!". An interjection counts only with
+# its punctuation ("Great!"), so a headline such as "Great Lakes Water ..." is not one.
+OPENERS = re.compile(
+    r"^\s*((sure|certainly|of course|absolutely|okay|ok|great|happy to help|here you go|"
+    r"natuurlijk|zeker|uiteraard|graag)\s*[!,.:]|"
+    r"(here is|here's|below is|below you will find|i've written|i have written|i've drafted|"
+    r"hier is|hieronder)\b|ik heb\b.{0,60}\b(geschreven|opgesteld)\b)", re.IGNORECASE)
+CLOSERS = re.compile(
+    r"^\s*(let me know|i hope|hope this|feel free|would you like|if you('d| would) like|"
+    r"do you want|shall i|please let me know|i can also|happy to adjust|"
+    r"laat (me|het) (even |gerust )?weten|ik hoop|wil je|mocht je|zal ik|ik kan ook)\b",
+    re.IGNORECASE)
+# An opener that runs into the text is long; a wrapper line is a sentence or two.
+WRAPPER_MAX_CHARS = 300
+RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
+# Below this many words a language identifier guesses.
+LANGUAGE_MIN_WORDS = 25
+# The release's language is rejected only when the identifier is this sure of another one.
+LANGUAGE_CONFIDENCE = 0.9
+
+LANGUAGES = {"en": Language.ENGLISH, "nl": Language.DUTCH}
+# Frequent function words of each release language that are words of no other candidate
+# language, the other release language included (so not "a", "in", "is", "de", "en", "die",
+# "was", "will", "an", "we", "of", "te", "worden"): a text in German, French, Spanish, Italian,
+# Portuguese or the other release language has almost none (at most 2 % seen), an ordinary
+# text in the language a sixth to a quarter (the scenarios' control texts: 17-27 %).
+FUNCTION_WORDS = {
+    "en": frozenset("the and of to that for it with be by this are we our has have from at "
+                    "not or which they their its been were who would all".split()),
+    "nl": frozenset("het een van dat op voor met zijn niet aan wordt ons onze heeft hebben zal "
+                    "door bij om ook naar nog deze hun werd".split()),
+}
+FUNCTION_WORD_SHARE = 0.15
+WORD = re.compile(r"[^\W\d_]+")
+OTHER_LANGUAGES = (Language.GERMAN, Language.FRENCH, Language.SPANISH, Language.ITALIAN,
+                   Language.PORTUGUESE)
+
+
+class NotAText(ValueError):
+    """A reply that is not a text to score; the message names what it is, `kind` is the
+    attempt's outcome (`GenerationAttempt.Outcome`: empty, wrapper, language)."""
+
+    def __init__(self, message: str, kind: str = "empty") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclasses.dataclass(frozen=True)
+class WriterText:
+    text: str
+    reasoning: str = ""  # a think block taken from the start of the reply
+    stripped: tuple[dict[str, str], ...] = ()  # {"part": "opening"|"closing", "text": ...}
+
+
+def writer_text(content: str, language: str) -> WriterText:
+    """The text of a writer's reply, or NotAText naming why it has none to score."""
+    reasoning, rest = split_think(content)
+    if UNCLOSED_THINK.match(rest):
+        raise NotAText("the reply is an unfinished think block: no text after it")
+    if not rest.strip():
+        raise NotAText("returned empty content" + (" (only a think block)" if reasoning else ""))
+    text, stripped = unwrap(rest)
+    check_language(text, language)
+    return WriterText(text, reasoning, stripped)
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [part for part in re.split(r"\n\s*\n", text.strip()) if part.strip()]
+
+
+def unwrap(text: str) -> tuple[str, tuple[dict[str, str], ...]]:
+    """The text without a chat wrapper's opening and closing paragraphs."""
+    paragraphs = _paragraphs(text)
+    stripped: list[dict[str, str]] = []
+    if paragraphs and OPENERS.match(paragraphs[0]):
+        if len(paragraphs) == 1 or len(paragraphs[0]) > WRAPPER_MAX_CHARS:
+            raise NotAText(f"a chat wrapper ({_quote(paragraphs[0])}) runs into the text",
+                           "wrapper")
+        stripped.append({"part": "opening", "text": paragraphs.pop(0)})
+    while len(paragraphs) > 1 and CLOSERS.match(paragraphs[-1]):
+        if len(paragraphs[-1]) > WRAPPER_MAX_CHARS:
+            raise NotAText(f"a chat wrapper ({_quote(paragraphs[-1])}) runs into the text",
+                           "wrapper")
+        stripped.append({"part": "closing", "text": paragraphs.pop()})
+    if stripped:
+        # The rules a wrapper draws around the text go with it.
+        while paragraphs and RULE.match(paragraphs[0]):
+            paragraphs.pop(0)
+        while paragraphs and RULE.match(paragraphs[-1]):
+            paragraphs.pop()
+        if not paragraphs:
+            raise NotAText("the reply is only a chat wrapper, with no text", "wrapper")
+        return "\n\n".join(paragraphs), tuple(stripped)
+    # A closing line glued to the last paragraph ("… for more.\nLet me know if…").
+    lines = text.rstrip().splitlines()
+    if len(lines) > 1 and CLOSERS.match(lines[-1]):
+        raise NotAText(f"a chat wrapper ({_quote(lines[-1])}) runs into the text", "wrapper")
+    return text.strip(), ()
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return f"'{text if len(text) <= limit else text[:limit - 1] + '…'}'"
+
+
+@functools.cache
+def _detector():
+    return LanguageDetectorBuilder.from_languages(
+        *LANGUAGES.values(), *OTHER_LANGUAGES).build()
+
+
+def check_language(text: str, language: str) -> None:
+    """NotAText when the text is, with confidence, in another language than `language`."""
+    if len(text.split()) < LANGUAGE_MIN_WORDS:
+        return
+    if plainly_in(text, language):
+        return
+    expected = LANGUAGES[language]
+    confidences = _detector().compute_language_confidence_values(text)
+    top = confidences[0]
+    if top.language != expected and top.value >= LANGUAGE_CONFIDENCE:
+        raise NotAText(f"the text is in {top.language.name.title()}, not in "
+                       f"{expected.name.title()} (the release's language)", "language")
+
+
+def plainly_in(text: str, language: str) -> bool:
+    """At least FUNCTION_WORD_SHARE of the text's words are `language`'s own function words."""
+    words = WORD.findall(text.lower())
+    own = FUNCTION_WORDS[language]
+    return bool(words) and sum(word in own for word in words) >= FUNCTION_WORD_SHARE * len(words)
