@@ -4,8 +4,10 @@ What each role may do is `baitbench_site.role_matrix`. In short: evidence is add
 review screens (/review/), never edited here by anyone, and deleted only by a superuser while
 its release is unpublished. An auditor sees only their own spot-checks. A text someone is still
 checking blind shows them neither its writer nor its jury class: auditors cannot open texts,
-verdicts or sampled items at all, and for anyone else with a pending check those columns read
-`BLIND` on that text's rows (`__str__` of these rows names neither, either).
+verdicts or sampled items at all, and anyone else with a pending check in a release sees none
+of its texts in the generation admin (no gaps to read) and `BLIND` for the stratum and jury
+class of every item of its batches (no neighbours to read). Texts are named by keyed codes,
+never by ids (`__str__` of these rows names neither writer nor id, either).
 """
 
 from __future__ import annotations
@@ -27,21 +29,29 @@ from audits_app.models import (
     SpotCheckCorrection,
     SpotCheckItem,
 )
+from audits_app.text_codes import text_code
 from baitbench_site.admin_refusals import RefusalsAsMessages
 from baitbench_site.roles import sees_only_own_checks
 from runs_app import admin as runs_admin
+from runs_app.models import Generation
 
 BLIND = "hidden: you are checking this text blind"
 
 
-def pending_texts(user) -> QuerySet:
-    """Ids of the texts this person has a pending (blind) spot-check on."""
+def blinded_releases(user) -> QuerySet:
+    """Ids of the releases in which this person has a pending (blind) spot-check."""
     return SpotCheck.objects.filter(auditor_id=user.pk, status=SpotCheck.Status.ASSIGNED
-                                    ).values("generation_id")
+                                    ).values("release_id")
+
+
+def blinded_texts(user) -> QuerySet:
+    """Every text of those releases, not only the pending ones: a list that left out just the
+    pending texts would show them as gaps (filtered by writer, the gaps are that writer's)."""
+    return Generation.objects.filter(release_id__in=blinded_releases(user)).values("pk")
 
 
 # The generation admin (runs_app) hides these texts from the person checking them.
-runs_admin.HIDDEN_GENERATIONS.append(lambda request: pending_texts(request.user))
+runs_admin.HIDDEN_GENERATIONS.append(lambda request: blinded_texts(request.user))
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -74,9 +84,10 @@ class EvidenceAdmin(RefusalsAsMessages, admin.ModelAdmin):
         return obj is None or not obj.release.is_published
 
     @admin.display(description="text")
-    def text(self, row: Any) -> int | None:
-        # The id only: str(generation) names the writing model.
-        return row.generation_id
+    def text(self, row: Any) -> str:
+        # Its keyed code: str(generation) names the writing model, and an id may tell which
+        # texts share a writer.
+        return text_code(row.release.code, row.generation_id)
 
 
 class SpotCheckItemInline(ReadOnlyInline):
@@ -88,13 +99,15 @@ class SpotCheckItemInline(ReadOnlyInline):
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # Blind for the whole batch: a pending item between neighbours whose strata show
+        # would be placed by them.
         return super().get_queryset(request).select_related("batch__release").annotate(
-            blind=Exists(pending_texts(request.user).filter(generation_id=OuterRef(
-                "generation_id"))))
+            blind=Exists(blinded_releases(request.user).filter(release_id=OuterRef(
+                "batch__release_id"))))
 
     @admin.display(description="text")
-    def text(self, item: SpotCheckItem) -> int:
-        return item.generation_id
+    def text(self, item: SpotCheckItem) -> str:
+        return text_code(item.batch.release.code, item.generation_id)
 
     @admin.display(description="stratum")
     def stratum_shown(self, item: SpotCheckItem) -> str:
@@ -183,9 +196,12 @@ class OutOfBandVerdictInline(ReadOnlyInline):
     fields = ("row_number", "text", "claim_position", "label", "agrees_with_jury", "note")
     readonly_fields = fields
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("audit__release")
+
     @admin.display(description="text")
-    def text(self, verdict: OutOfBandVerdict) -> int:
-        return verdict.generation_id
+    def text(self, verdict: OutOfBandVerdict) -> str:
+        return text_code(verdict.audit.release.code, verdict.generation_id)
 
 
 @admin.register(OutOfBandAudit)
@@ -218,3 +234,6 @@ class HumanReaderResultAdmin(EvidenceAdmin):
 
 # The arena registers its own admin (audits_app/arena/admin.py).
 from audits_app.arena import admin as arena_admin  # noqa: E402,F401
+
+# So do reading studies (audits_app/calibration/studies/admin.py).
+from audits_app.calibration.studies import admin as studies_admin  # noqa: E402,F401

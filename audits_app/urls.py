@@ -1,36 +1,47 @@
 from django.urls import path
 
-from audits_app import views, views_checks, views_compare, views_publish
+from audits_app.archive import views as archive_views
+from audits_app.http_cache import published_cache
+from audits_app.pages import compare as compare_views
+from audits_app.pages import method as method_views
+from audits_app.pages import views
+from audits_app.publication import views as publish_views
 
 app_name = "audits"
 
 urlpatterns = [
     path("", views.release_list, name="release-list"),
-    path("publish/", views_publish.publish_queue, name="publish-queue"),
-    path("compare/", views_compare.compare_choose, name="compare-choose"),
-    path("releases/<str:code_a>/compare/<str:code_b>/", views_compare.compare_detail,
+    path("publish/", publish_views.publish_queue, name="publish-queue"),
+    path("compare/", compare_views.compare_choose, name="compare-choose"),
+    path("releases/<str:code_a>/compare/<str:code_b>/", compare_views.compare_detail,
          name="compare"),
-    path("releases/<str:code_a>/compare/<str:code_b>.csv", views_compare.compare_csv,
+    path("releases/<str:code_a>/compare/<str:code_b>.csv", compare_views.compare_csv,
          name="compare-csv"),
     # Model ids hold a slash (`openai/gpt-4.1`): the path converter keeps it.
-    path("models/<path:model_id>.csv", views_compare.model_csv, name="model-csv"),
-    path("models/<path:model_id>/", views_compare.model_detail, name="model-detail"),
-    path("releases/<str:code>/", views.release_detail, name="release-detail"),
-    path("releases/<str:code>/publish/", views_publish.release_publish_view,
+    path("models/<path:model_id>.csv", compare_views.model_csv, name="model-csv"),
+    path("models/<path:model_id>/", compare_views.model_detail, name="model-detail"),
+    path("releases/<str:code>/", published_cache(views.release_detail, evidence=True, page=True),
+         name="release-detail"),
+    path("releases/<str:code>/publish/", publish_views.release_publish_view,
          name="release-publish"),
-    path("releases/<str:code>/chart.svg", views.release_chart, name="release-chart"),
-    path("releases/<str:code>/leaderboard.csv", views.release_leaderboard_csv,
+    path("releases/<str:code>/chart.svg", published_cache(views.release_chart),
+         name="release-chart"),
+    path("releases/<str:code>/leaderboard.csv", published_cache(views.release_leaderboard_csv),
          name="release-leaderboard-csv"),
-    path("releases/<str:code>/calibration.svg", views_checks.release_calibration_svg,
+    path("releases/<str:code>/calibration.svg", method_views.release_calibration_svg,
          name="release-calibration-svg"),
-    path("releases/<str:code>/calibration.csv", views_checks.release_calibration_csv,
+    path("releases/<str:code>/calibration.csv", method_views.release_calibration_csv,
          name="release-calibration-csv"),
-    path("releases/<str:code>/archive.zip", views.release_archive_download,
+    path("releases/<str:code>/archive.zip", archive_views.download_limited(
+        published_cache(archive_views.release_archive_download)),
          {"staff": False}, name="release-archive"),
-    path("releases/<str:code>/archive-staff.zip", views.release_archive_download,
-         {"staff": True}, name="release-archive-staff"),
-    path("releases/<str:code>/scenarios/<slug:slug>/", views.scenario_detail,
+    path("releases/<str:code>/archive-staff.zip", archive_views.download_limited(
+        archive_views.release_archive_download), {"staff": True}, name="release-archive-staff"),
+    path("releases/<str:code>/scenarios/<slug:slug>/",
+         published_cache(views.scenario_detail, page=True),
          name="scenario-detail"),
-    path("releases/<str:code>/texts/", views.text_list, name="text-list"),
-    path("releases/<str:code>/texts/<int:text_id>/", views.text_detail, name="text-detail"),
+    path("releases/<str:code>/texts/", published_cache(views.text_list, page=True),
+         name="text-list"),
+    path("releases/<str:code>/texts/<int:text_id>/",
+         published_cache(views.text_detail, page=True), name="text-detail"),
 ]

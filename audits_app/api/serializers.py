@@ -5,6 +5,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from audits_app.leaderboard.compare import COMPARABILITY_FIELDS
+
 
 class ReleaseSummarySerializer(serializers.Serializer):
     code = serializers.CharField()
@@ -51,6 +53,8 @@ class MethodSerializer(serializers.Serializer):
     resamples = serializers.IntegerField(allow_null=True, required=False)
     level = serializers.FloatField(allow_null=True, required=False)
     rule = serializers.CharField(allow_null=True, required=False)
+    pair_correction = serializers.CharField(
+        required=False, help_text="'none', or 'holm': the ranked models' pairs as one family.")
     weights = serializers.DictField(child=serializers.FloatField(), required=False)
     scoring_version = serializers.CharField(
         allow_null=True, required=False,
@@ -68,6 +72,12 @@ class MethodSerializer(serializers.Serializer):
         many=True, required=False, help_text="The condition overlays, word for word.")
     stages = serializers.ListField(child=serializers.CharField(), required=False,
                                    help_text="The stages the release ran.")
+    error_rates = serializers.DictField(
+        required=False,
+        help_text="The rank rule's error rates simulated at publication for this release's "
+                  "shape: false_difference_per_pair, any_false_difference, "
+                  "expected_below_first (all models equal) and power (one model better by "
+                  "one SD), with data_sets, models, scenarios, cells, rule and level.")
 
 
 class ReleaseDetailSerializer(serializers.Serializer):
@@ -82,6 +92,12 @@ class ReleaseDetailSerializer(serializers.Serializer):
     models = ModelSerializer(many=True)
     scenarios = ScenarioRefSerializer(many=True)
     method = MethodSerializer(allow_null=True)
+    counts = serializers.DictField(
+        child=serializers.IntegerField(), required=False,
+        help_text="What the release holds: texts, scored, refused, unscored_verdicts, "
+                  "failed_cells, unfilled_cells (cells written again that still have no text "
+                  "once the attempts ran out; unfilled_cut_off of them cut off at the token "
+                  "budget), scenarios, models.")
     gate_override_reason = serializers.CharField(allow_blank=True)
 
 
@@ -90,8 +106,14 @@ class LeaderboardRowSerializer(serializers.Serializer):
     model_name = serializers.CharField()
     rank = serializers.IntegerField(
         allow_null=True, help_text="By the release's rule (a class under 'classes'); null "
-                                   "without data.")
+                                   "without data or below the release's minimum of data.")
+    unranked_reason = serializers.CharField(
+        allow_blank=True, required=False,
+        help_text="Why the model has no place (too little data for a rank); empty when ranked.")
     point = serializers.FloatField(allow_null=True)
+    point_clipped = serializers.BooleanField(
+        required=False, help_text="The fit's point ran past the end of the measure's scale and "
+                                  "is given at it.")
     abs_low = serializers.FloatField(allow_null=True, help_text="Absolute interval, low end.")
     abs_high = serializers.FloatField(allow_null=True)
     cmp_low = serializers.FloatField(allow_null=True, help_text="Comparison interval, low end.")
@@ -126,6 +148,33 @@ class PairsField(serializers.ListField):
         return data
 
 
+class VersusSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    own_mean = serializers.FloatField(allow_null=True,
+                                      help_text="The model's mean on the cells both have.")
+    their_mean = serializers.FloatField(allow_null=True,
+                                        help_text="The other model's mean on those cells.")
+    cells_lead = serializers.FloatField(allow_null=True,
+                                        help_text="own_mean - their_mean: the paired reading.")
+    fit_lead = serializers.FloatField(allow_null=True,
+                                      help_text="Difference of the two points: the fit's reading.")
+
+
+class SensitivitySerializer(serializers.Serializer):
+    model = serializers.CharField()
+    coverage = serializers.FloatField(allow_null=True)
+    own_mean = serializers.FloatField(allow_null=True,
+                                      help_text="Mean over the cells the model has.")
+    half_width = serializers.FloatField(allow_null=True,
+                                        help_text="Half-width of its comparison interval.")
+    largest_gap = serializers.FloatField(
+        allow_null=True, help_text="Largest |fit_lead - cells_lead| over the other models.")
+    against = serializers.CharField(allow_null=True)
+    flagged = serializers.BooleanField(help_text="largest_gap exceeds half_width: the point "
+                                                 "says what the model's own cells do not.")
+    versus = VersusSerializer(many=True)
+
+
 class MetricBoardSerializer(serializers.Serializer):
     higher_is_better = serializers.BooleanField()
     rule = serializers.CharField()
@@ -134,8 +183,15 @@ class MetricBoardSerializer(serializers.Serializer):
     direction = serializers.CharField(required=False,
                                       help_text="Which way is ranked first, and whether that "
                                                 "is better.")
+    pair_correction = serializers.CharField(
+        required=False, help_text="'none' (each pair at the release's level) or 'holm' (the "
+                                  "ranked models' pairs as one family, Holm's step-down).")
     rows = LeaderboardRowSerializer(many=True)
     pairs = PairsField(help_text="Every pair once; diff = a - b on the cells both have.")
+    sensitivity = SensitivitySerializer(
+        many=True, required=False,
+        help_text="Each model with refused or missing cells: its mean over its own cells "
+                  "against the fit's point, and whether the two readings disagree.")
 
 
 class ControlSerializer(serializers.Serializer):
@@ -188,6 +244,85 @@ class AnchorOverallSerializer(serializers.Serializer):
     scenarios = serializers.IntegerField()
 
 
+class ConditionDifferenceSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    metric = serializers.CharField(help_text="honesty, persuasion or misleading.")
+    point = serializers.FloatField(allow_null=True,
+                                   help_text="First condition minus second, same cells.")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField(help_text="The interval excludes zero.")
+
+
+class ThresholdsSerializer(serializers.Serializer):
+    c2_vs_c0 = ConditionDifferenceSerializer(
+        many=True, help_text="Damage control (C2) minus balanced (C0) per model and measure, "
+                             "on the same scenario, task and variant, with intervals from "
+                             "resampling scenarios. Empty when the release lacks either.")
+    c1_minus_c3 = ConditionDifferenceSerializer(
+        many=True, help_text="Advocate (C1) minus advocate within the facts (C3): what the "
+                             "sentence 'but stay within the facts' does. Empty when the "
+                             "release lacks either.")
+
+
+class VersusControlScenarioSerializer(serializers.Serializer):
+    scenario = serializers.CharField()
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    diff = serializers.FloatField(allow_null=True, help_text="The model's persuasion on this "
+                                                             "scenario minus its control text's.")
+    control_persuasion = serializers.FloatField(allow_null=True)
+    control_misleading = serializers.FloatField(allow_null=True)
+
+
+class NoTextScenarioSerializer(serializers.Serializer):
+    scenario = serializers.CharField()
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    gain = serializers.FloatField(allow_null=True, help_text="The model's persuasion on this "
+                                                             "scenario minus the no-text "
+                                                             "baseline's.")
+    no_text_persuasion = serializers.FloatField(allow_null=True)
+
+
+class ReferenceOverallSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    point = serializers.FloatField(allow_null=True, help_text="Scenario-weighted difference.")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField(help_text="The interval excludes zero.")
+    share_above = serializers.FloatField(allow_null=True,
+                                         help_text="Share of scenarios above the reference.")
+    share_low = serializers.FloatField(allow_null=True)
+    share_high = serializers.FloatField(allow_null=True)
+
+
+class VersusControlSerializer(serializers.Serializer):
+    per_scenario = VersusControlScenarioSerializer(
+        many=True, help_text="Each scenario against its own control text (held-out scenarios "
+                             "for staff only).")
+    overall = ReferenceOverallSerializer(many=True)
+
+
+class WithoutTextSerializer(serializers.Serializer):
+    per_scenario = NoTextScenarioSerializer(
+        many=True, help_text="Each scenario against what the reading positions answered "
+                             "knowing only the organisation's name and what it does.")
+    overall = ReferenceOverallSerializer(many=True)
+
+
+class ChartFrameSerializer(serializers.Serializer):
+    honesty = serializers.ListField(child=serializers.FloatField(), min_length=2,
+                                    max_length=2, help_text="The x axis: [low, high] within 0-1.")
+    persuasion = serializers.ListField(child=serializers.FloatField(), min_length=2,
+                                       max_length=2,
+                                       help_text="The y axis: [low, high] within 1-7.")
+    anchors = serializers.ListField(child=serializers.ChoiceField(choices=["control", "human"]),
+                                    help_text="The anchor lines drawn.")
+
+
 class LeaderboardSerializer(serializers.Serializer):
     release = serializers.CharField()
     rule = serializers.CharField(allow_null=True, help_text="'paired' or 'classes'.")
@@ -207,6 +342,14 @@ class LeaderboardSerializer(serializers.Serializer):
     anchors = AnchorSerializer(many=True, help_text="How the panel read each scenario's "
                                                     "control text, human baselines and no text.")
     anchors_overall = AnchorOverallSerializer(many=True)
+    thresholds = ThresholdsSerializer(help_text="The condition comparisons the method draws.")
+    versus_control = VersusControlSerializer(
+        help_text="'More persuasive than the control text', checked per scenario against that "
+                  "scenario's own control text.")
+    without_text = WithoutTextSerializer(help_text="Gain over the no-text baseline, per "
+                                                   "scenario and model.")
+    chart = ChartFrameSerializer(help_text="The main chart's frame, part of the release.")
+    caveat = serializers.CharField(help_text="How the simulated public's figures may be read.")
 
 
 class TextScoreSerializer(serializers.Serializer):
@@ -293,6 +436,15 @@ class CompareMeasureSerializer(serializers.Serializer):
     higher_is_better = serializers.BooleanField()
     rule_a = serializers.CharField(allow_blank=True)
     rule_b = serializers.CharField(allow_blank=True)
+    comparable = serializers.BooleanField(
+        help_text="Whether moves (rank changes) are shown: false when the releases differ in "
+                  "something this measure rests on.")
+    points_comparable = serializers.BooleanField(
+        help_text="Whether point changes are shown: false unless only the ranking rule "
+                  "differs.")
+    not_comparable_because = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(COMPARABILITY_FIELDS)),
+        help_text="The differences that touch this measure (empty when comparable).")
     rows = CompareRowSerializer(many=True)
 
 
@@ -327,9 +479,33 @@ class ConfigDifferenceSerializer(serializers.Serializer):
     b = serializers.JSONField(allow_null=True)
 
 
+class ComparabilityReasonSerializer(serializers.Serializer):
+    field = serializers.ChoiceField(choices=list(COMPARABILITY_FIELDS))
+    label = serializers.CharField()
+    labels = serializers.DictField(child=serializers.CharField(),
+                                   help_text="The label in each language: {en, nl}.")
+    a = serializers.JSONField(allow_null=True,
+                              help_text="A's value (for scenarios: how many A has).")
+    b = serializers.JSONField(allow_null=True,
+                              help_text="B's value (for scenarios: how many B has).")
+    text = serializers.CharField(help_text="What differs, with both values, in a sentence.")
+
+
+class ScenariosSharedSerializer(serializers.Serializer):
+    shared = serializers.IntegerField(help_text="Scenarios in both in the same pinned version.")
+    of_a = serializers.IntegerField()
+    of_b = serializers.IntegerField()
+
+
 class CompareSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
+    comparable = serializers.BooleanField(
+        help_text="False when the releases have no scenario in common, or differ in honesty "
+                  "weights, scoring version or ranking rule: `reasons` says which.")
+    reasons = ComparabilityReasonSerializer(many=True)
+    scenarios_shared = ScenariosSharedSerializer()
+    summary = serializers.CharField(help_text="What the compare page says first.")
     models_added = ModelRefSerializer(many=True)
     models_dropped = ModelRefSerializer(many=True)
     measures = CompareMeasureSerializer(many=True)

@@ -1,25 +1,30 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from audits_app.api import views, views_checks
+from audits_app.api import method, views
 from audits_app.arena.api import ArenaView
+from audits_app.http_cache import published_cache
 
 app_name = "api"
 
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
     path("releases/", views.ReleaseListView.as_view(), name="release-list"),
-    path("releases/<str:code>/", views.ReleaseDetailView.as_view(), name="release-detail"),
-    path("releases/<str:code>/leaderboard/", views.LeaderboardView.as_view(),
+    path("releases/<str:code>/", published_cache(views.ReleaseDetailView.as_view(), evidence=True),
+         name="release-detail"),
+    path("releases/<str:code>/leaderboard/", published_cache(views.LeaderboardView.as_view()),
          name="release-leaderboard"),
-    path("releases/<str:code>/texts/", views.TextListView.as_view(), name="text-list"),
+    path("releases/<str:code>/texts/", published_cache(views.TextListView.as_view()),
+         name="text-list"),
     path("releases/<str:code>/arena/", ArenaView.as_view(), name="release-arena"),
-    path("releases/<str:code>/texts.csv", views.TextCsvView.as_view(), name="text-csv"),
-    path("releases/<str:code>/calibration/", views_checks.CalibrationView.as_view(),
+    path("releases/<str:code>/texts.csv", published_cache(views.TextCsvView.as_view()),
+         name="text-csv"),
+    path("releases/<str:code>/calibration/", method.CalibrationView.as_view(),
          name="release-calibration"),
-    path("releases/<str:code>/contamination/", views_checks.ContaminationView.as_view(),
+    path("releases/<str:code>/contamination/",
+         published_cache(method.ContaminationView.as_view(), evidence=True),
          name="release-contamination"),
-    path("reader-trials/", views_checks.ReaderTrialListView.as_view(), name="reader-trials"),
+    path("reader-trials/", method.ReaderTrialListView.as_view(), name="reader-trials"),
     path("releases/<str:code>/compare/<str:other>/", views.CompareView.as_view(),
          name="release-compare"),
     path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),

@@ -1,7 +1,9 @@
 """Read-only API views (DESIGN section 8): published data for anyone, drafts and held-out
-material for staff. Every answer reads the snapshot through `audits_app.public`."""
+material for staff. Every answer reads the snapshot through `audits_app.pages.viewer`."""
 
 from __future__ import annotations
+
+import re
 
 from django.http import Http404, HttpResponse
 from django.urls import reverse
@@ -12,21 +14,73 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import compare, csv_files, measures, public
+from audits_app import csv_files
 from audits_app.api import serializers
+from audits_app.leaderboard import compare, measures
+from audits_app.leaderboard.chart import chart_frame
+from audits_app.pages import viewer as public
 from runs_app.models import Release
 
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
+BAD_PAGE = OpenApiResponse(
+    response=OpenApiTypes.OBJECT,
+    description="A limit or offset that is not a whole number in range: {limit|offset: why}.")
+UNKNOWN_FILTER = OpenApiResponse(
+    response=OpenApiTypes.OBJECT,
+    description="A filter value that no text of the release has: {filter: why}.")
 TEXT_FILTER_PARAMETERS = [
     OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                      description=f"Only texts with this {name}.")
     for name in public.TEXT_FILTERS
 ]
+
+
+def checked_filter_texts(texts: list[dict], params) -> list[dict]:
+    """The texts matching the filters; 400 naming each filter value no text has."""
+    problems = public.unknown_filter_values(texts, params)
+    if problems:
+        raise ValidationError(problems)
+    return public.filter_texts(texts, params)
+
+
+class SnapshotPagination(LimitOffsetPagination):
+    """At most `max_limit` items an answer: `limit=10**20` asked for every text at once.
+
+    A `limit` or `offset` that is not a whole number in range is a 400 naming it, as an unknown
+    filter value is: DRF's own pagination answered `limit=abc` with the default page.
+    """
+
+    max_limit = 1000
+
+    def get_limit(self, request) -> int:
+        raw = request.query_params.get(self.limit_query_param)
+        if raw is None:
+            return self.default_limit
+        value = _whole_number(raw)
+        if value is None or value < 1:
+            raise ValidationError({self.limit_query_param: (
+                f"limit must be a whole number from 1 to {self.max_limit}; got {raw!r}")})
+        return min(value, self.max_limit)
+
+    def get_offset(self, request) -> int:
+        raw = request.query_params.get(self.offset_query_param)
+        if raw is None:
+            return 0
+        value = _whole_number(raw)
+        if value is None or value < 0:
+            raise ValidationError({self.offset_query_param: (
+                f"offset must be a whole number, 0 or more; got {raw!r}")})
+        return value
+
+
+def _whole_number(raw: str) -> int | None:
+    return int(raw) if re.fullmatch(r"[0-9]{1,12}", raw.strip()) else None
 
 
 class SnapshotListView(GenericAPIView):
@@ -37,7 +91,7 @@ class SnapshotListView(GenericAPIView):
     The list is built once per request, whoever asks first.
     """
 
-    pagination_class = LimitOffsetPagination
+    pagination_class = SnapshotPagination
 
     def items(self) -> list[dict]:
         raise NotImplementedError
@@ -79,7 +133,8 @@ class ApiRootView(GenericAPIView):
 
 
 @extend_schema_view(get=extend_schema(
-    summary="Published releases", responses=serializers.ReleaseSummarySerializer(many=True)))
+    summary="Published releases",
+    responses={200: serializers.ReleaseSummarySerializer(many=True), 400: BAD_PAGE}))
 class ReleaseListView(SnapshotListView):
     serializer_class = serializers.ReleaseSummarySerializer
 
@@ -105,7 +160,7 @@ class ReleaseDetailView(GenericAPIView):
             "published_at": publication.published_at, "config_hash": publication.config_hash,
             "snapshot_hash": publication.snapshot_hash, "config": release.get("config"),
             "models": snapshot.get("models", []), "scenarios": snapshot.get("scenarios", []),
-            "method": snapshot.get("method"),
+            "method": snapshot.get("method"), "counts": snapshot.get("counts") or {},
             "gate_override_reason": publication.gate_override_reason,
         }
         return Response(self.get_serializer(data).data)
@@ -149,6 +204,15 @@ class LeaderboardView(GenericAPIView):
             "control": snapshot.get("control") or {"persuasion": None, "misleading": None},
             "anchors": snapshot.get("anchors") or [],
             "anchors_overall": snapshot.get("anchors_overall") or [],
+            "thresholds": {key: named(snapshot.get(key) or [])
+                           for key in ("c2_vs_c0", "c1_minus_c3")},
+            "versus_control": {"per_scenario": named(snapshot.get("versus_control") or []),
+                               "overall": named(snapshot.get("versus_control_overall") or [])},
+            "without_text": {
+                "per_scenario": named(snapshot.get("baseline_without_text") or []),
+                "overall": named(snapshot.get("baseline_without_text_overall") or [])},
+            "chart": chart_frame(snapshot).model_dump(mode="json"),
+            "caveat": measures.RANKING_ONLY,
         }
         return Response(self.get_serializer(data).data)
 
@@ -161,24 +225,29 @@ def _measure(snapshot: dict, key: str) -> dict:
 
 @extend_schema_view(get=extend_schema(
     summary="Per-text scores", parameters=TEXT_FILTER_PARAMETERS,
-    responses={200: serializers.TextScoreSerializer(many=True), 404: NOT_FOUND}))
+    responses={200: serializers.TextScoreSerializer(many=True),
+               400: OpenApiResponse(response=OpenApiTypes.OBJECT, description=(
+                   "A filter value that no text of the release has, or a limit or offset "
+                   "that is not a whole number in range: {filter|limit|offset: why}.")),
+               404: NOT_FOUND}))
 class TextListView(SnapshotListView):
     serializer_class = serializers.TextScoreSerializer
 
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
-        return public.filter_texts(published.snapshot.get("texts", []),
-                                   self.request.query_params)
+        return checked_filter_texts(published.snapshot.get("texts", []),
+                                    self.request.query_params)
 
 
 class TextCsvView(GenericAPIView):
     pagination_class = None
 
     @extend_schema(summary="Per-text scores as CSV", parameters=TEXT_FILTER_PARAMETERS,
-                   responses={(200, "text/csv"): OpenApiTypes.STR, 404: NOT_FOUND})
+                   responses={(200, "text/csv"): OpenApiTypes.STR, 400: UNKNOWN_FILTER,
+                              404: NOT_FOUND})
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
-        texts = public.filter_texts(published.snapshot.get("texts", []), request.query_params)
+        texts = checked_filter_texts(published.snapshot.get("texts", []), request.query_params)
         response = HttpResponse(csv_files.csv_text(texts, public.TEXT_COLUMNS),
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{code}-texts.csv"'
@@ -187,7 +256,7 @@ class TextCsvView(GenericAPIView):
 
 @extend_schema_view(get=extend_schema(
     summary="Scenarios of published releases, with their labelled facts",
-    responses=serializers.ScenarioSerializer(many=True)))
+    responses={200: serializers.ScenarioSerializer(many=True), 400: BAD_PAGE}))
 class ScenarioListView(SnapshotListView):
     serializer_class = serializers.ScenarioSerializer
 
@@ -202,8 +271,8 @@ class CompareView(GenericAPIView):
     @extend_schema(summary="Two published releases compared, per measure",
                    responses={200: serializers.CompareSerializer, 404: NOT_FOUND})
     def get(self, request: Request, code: str, other: str) -> Response:
-        a = public.published_release_get(code, request.user)
-        b = public.published_release_get(other, request.user)
+        a = public.published_release_named(code, request.user)
+        b = public.published_release_named(other, request.user)
         return Response(self.get_serializer(compare.compare_snapshots(a.snapshot,
                                                                       b.snapshot)).data)
 

@@ -14,13 +14,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 import audits_app.archive as archive_format
 from audits_app import csv_files
 from audits_app.archive import FORMAT, FORMAT_VERSION, tables
 from audits_app.models import Publication
-from audits_app.public import snapshot_for_viewer
+from audits_app.models.archive import ArchiveKind, ReleaseArchive
+from audits_app.pages.viewer import (
+    arena_texts_revealed,
+    publication_get,
+    publication_snapshot,
+    snapshot_for_viewer,
+)
+from audits_app.publication.arena_cells import Cell, held_cells
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -83,9 +91,11 @@ def release_archive(release: Release, *, staff: bool) -> bytes:
     if publication is None:
         raise ArchiveRefused(f"release {release.code} is not published: only a published "
                              f"release is archived")
+    revealed = arena_texts_revealed(release.pk)
     snapshot = publication.snapshot if staff else snapshot_for_viewer(
-        publication.snapshot, AnonymousUser())
+        publication.snapshot, AnonymousUser(), arena_closed=revealed)
     public_slugs = None if staff else {s["slug"] for s in snapshot.get("scenarios", [])}
+    held = set() if staff or revealed else held_cells(publication.snapshot)
     builder = ArchiveBuilder()
     builder.add("README.txt", README.encode("utf-8"), 1)
     builder.add_json("snapshot.json", snapshot)
@@ -94,7 +104,7 @@ def release_archive(release: Release, *, staff: bool) -> bytes:
     if scoring is not None:
         builder.add_json("scoring_version.json", scoring)
     scenarios = _scenario_files(release, builder, public_slugs)
-    texts = _rows(tables.TEXTS, _generations(release, public_slugs), staff)
+    texts = _rows(tables.TEXTS, _generations(release, public_slugs, held), staff)
     text_ids = {row["id"] for row in texts}
     builder.add_lines("texts.jsonl", texts)
     builder.add_lines("refusals.jsonl", _rows(tables.REFUSALS, RefusalCheck.objects.filter(
@@ -149,9 +159,14 @@ def _scenario_files(release: Release, builder: ArchiveBuilder,
     return entries
 
 
-def _generations(release: Release, public_slugs: set[str] | None):
+def _generations(release: Release, public_slugs: set[str] | None, held: set[Cell]):
+    """The texts an archive holds: a public one leaves out held-out scenarios and the cells
+    held for the arena (until it closes); everything it holds about a text follows these."""
     rows = Generation.objects.filter(release=release).annotate(
         model_id_text=F("model__openrouter_id"), scenario=F("scenario_version__scenario__slug"))
+    for slug, task, condition, variant in held:
+        rows = rows.exclude(scenario_version__scenario__slug=slug, task=task,
+                            condition=condition, variant=variant)
     return rows if public_slugs is None else rows.filter(
         scenario_version__scenario__slug__in=public_slugs)
 
@@ -254,3 +269,33 @@ def _zip(manifest: dict[str, Any], builder: ArchiveBuilder, publication: Publica
 
 def archive_name(release: Release, *, staff: bool) -> str:
     return f"{release.code}{'-staff' if staff else ''}.zip"
+
+
+def archive_kind(release: Release, *, staff: bool) -> str:
+    """Which archive a download gets now: the staff one, the public one, or, while the
+    release's arena holds texts, the public one without them (the full public archive is
+    built once the arena closes)."""
+    if staff:
+        return ArchiveKind.STAFF
+    publication = publication_get(release.code)
+    snapshot = publication_snapshot(publication) if publication is not None else {}
+    if held_cells(snapshot) and not arena_texts_revealed(release.pk):
+        return ArchiveKind.PUBLIC_WITHOUT_ARENA
+    return ArchiveKind.PUBLIC
+
+
+def release_archive_kept(release: Release, *, staff: bool) -> ReleaseArchive:
+    """The release's archive as first built, kept with its hash: built on the first
+    download, read on every other (a published release, and so its archive, never changes).
+    Two processes building it at once keep the first; both serve the same bytes."""
+    kind = archive_kind(release, staff=staff)
+    kept = ReleaseArchive.objects.filter(release=release, kind=kind).first()
+    if kept is not None:
+        return kept
+    data = release_archive(release, staff=staff)
+    try:
+        with transaction.atomic():
+            return ReleaseArchive.objects.create(release=release, kind=kind,
+                                                 sha256=tables.sha256(data), data=data)
+    except IntegrityError:
+        return ReleaseArchive.objects.get(release=release, kind=kind)

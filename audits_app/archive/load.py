@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
+from django.utils.dateparse import parse_datetime
 from pydantic import ValidationError
 
 from audits_app.archive import FORMAT, FORMAT_VERSION, tables
 from audits_app.models import ImportedText, Publication, ReleaseImport
-from audits_app.services import snapshot_hash
+from audits_app.publication.services import snapshot_hash
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -51,6 +52,8 @@ from scenarios_app.schemas import ScenarioFile, field_path, validate_scenario_do
 from scenarios_app.services import scenario_apply
 
 MAX_ARCHIVE_BYTES = 2 * 1024 ** 3  # uncompressed, all files together
+MAX_MANIFEST_BYTES = 16 * 1024 ** 2
+MAX_MEMBER_BYTES = 256 * 1024 ** 2  # one file of an archive, uncompressed
 REQUIRED_FILES = ("snapshot.json", "config.json", "texts.jsonl", "refusals.jsonl",
                   "verdicts.jsonl", "claims.csv", "reader_responses.jsonl", "transcripts.jsonl",
                   "scores.csv")
@@ -155,7 +158,11 @@ def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
         raise ArchiveError([f"{source}: more than {MAX_ARCHIVE_BYTES} bytes uncompressed"])
     if "manifest.json" not in names:
         raise ArchiveError([f"{source}: manifest.json: missing: not a BaitBench release archive"])
-    manifest = _manifest(archive.read("manifest.json"))
+    manifest_size = archive.getinfo("manifest.json").file_size
+    if manifest_size > MAX_MANIFEST_BYTES:
+        raise ArchiveError([f"{source}: manifest.json: {manifest_size} bytes, more than a "
+                            f"manifest holds ({MAX_MANIFEST_BYTES})"])
+    manifest = _manifest(_read_at_most(archive, "manifest.json", manifest_size))
     listed: dict[str, dict[str, Any]] = manifest["files"]
     problems = [f"{name}: not listed in the manifest" for name in names
                 if name != "manifest.json" and name not in listed]
@@ -167,9 +174,24 @@ def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
     for name, expected in listed.items():
         if name not in names:
             continue
+        size = expected.get("bytes")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            problems.append(f"{name}: bytes: the manifest gives no size")
+            continue
+        # Sizes before any reading: a member larger than a release file gets, or than its
+        # manifest entry says, is refused unread; a smaller one is read (bounded) and its
+        # hash tells.
+        stored = archive.getinfo(name).file_size
+        if max(stored, size) > MAX_MEMBER_BYTES:
+            problems.append(f"{name}: {max(stored, size)} bytes, more than a release file may "
+                            f"hold ({MAX_MEMBER_BYTES})")
+            continue
+        if stored > size:
+            problems.append(f"{name}: {stored} bytes in the archive, the manifest says {size}")
+            continue
         try:
-            content = archive.read(name)
-        except (zipfile.BadZipFile, OSError) as error:
+            content = _read_at_most(archive, name, stored)
+        except (zipfile.BadZipFile, OSError, ValueError) as error:
             problems.append(f"{name}: cannot be read ({error})")
             continue
         digest = tables.sha256(content)
@@ -184,6 +206,20 @@ def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
     if problems:
         raise ArchiveError(problems)
     return files
+
+
+def _read_at_most(archive: zipfile.ZipFile, name: str, size: int) -> bytes:
+    """A member's bytes, read in chunks and never more than `size` (what its header and the
+    manifest say): a member that inflates past it (a header that lies) is refused before it
+    fills the memory."""
+    chunks, total = [], 0
+    with archive.open(name) as member:
+        while chunk := member.read(1024 * 1024):
+            total += len(chunk)
+            if total > size:
+                raise ValueError(f"inflates past the {size} bytes its header gives")
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _manifest(content: bytes) -> dict[str, Any]:
@@ -229,6 +265,9 @@ def _parse(contents: Contents, files: dict[str, bytes]) -> list[str]:
                 value = json.loads(files[name].decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
                 problems.append(f"{name}: not JSON ({error})")
+                continue
+            if not isinstance(value, dict):
+                problems.append(f"{name}: not a JSON object")
                 continue
             setattr(contents, {"snapshot.json": "snapshot", "config.json": "config",
                                "scoring_version.json": "scoring"}[name], value)
@@ -326,7 +365,11 @@ def _parse_lines(name: str, content: bytes, table: tables.Table, references: tup
                  staff: bool) -> tuple[list[dict[str, Any]], list[str]]:
     required = ("id", *references, *table.columns(staff=staff))
     rows, problems = [], []
-    for number, line in enumerate(content.decode("utf-8").splitlines(), start=1):
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return [], [f"{name}: not UTF-8 (byte {error.start})"]
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
@@ -336,16 +379,51 @@ def _parse_lines(name: str, content: bytes, table: tables.Table, references: tup
         if missing:
             problems.append(f"{name}: line {number}: missing {', '.join(missing)}")
             continue
-        if not isinstance(row["id"], int):
+        if not isinstance(row["id"], int) or isinstance(row["id"], bool):
             problems.append(f"{name}: line {number}: id: not a whole number")
+            continue
+        wrong = [f"{name}: line {number}: {column}: {found}"
+                 for column in table.columns(staff=staff)
+                 if (found := _field_problem(table.model, column, row[column]))]
+        if wrong:
+            problems += wrong
             continue
         rows.append(row)
     return rows, problems[:20]
 
 
+def _field_problem(model: type, column: str, value: Any) -> str:
+    """What is wrong with a JSON value for a model field ("" when nothing): the type the
+    field stores, null only where the field allows it, dates in ISO 8601."""
+    field = model._meta.get_field(column)
+    if value is None:
+        return "" if field.null else "null, but a value is required"
+    if isinstance(field, models.JSONField):
+        return ""
+    if isinstance(field, models.BooleanField):
+        return "" if isinstance(value, bool) else f"{value!r} is not true or false"
+    if isinstance(field, models.IntegerField):
+        return "" if isinstance(value, int) and not isinstance(value, bool) else (
+            f"{value!r} is not a whole number")
+    if isinstance(field, models.FloatField):
+        return "" if isinstance(value, int | float) and not isinstance(value, bool) else (
+            f"{value!r} is not a number")
+    if isinstance(field, models.DateTimeField):
+        if isinstance(value, str) and parse_datetime(value) is not None:
+            return ""
+        return f"{value!r} is not a date and time (ISO 8601)"
+    if isinstance(field, models.CharField | models.TextField):
+        return "" if isinstance(value, str) else f"{value!r} is not text"
+    return ""
+
+
 def _parse_csv(name: str, content: bytes,
                columns: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[str]]:
-    reader = csv.DictReader(io.StringIO(content.decode("utf-8"), newline=""), strict=True)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return [], [f"{name}: not UTF-8 (byte {error.start})"]
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
         rows = [{key: tables.cell_in(value or "") for key, value in row.items()}
                 for row in reader]

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from audits_app.csv_files import PLAIN_NUMBER
 from runs_app.models import (
     AgentRun,
     CrossExamTurn,
@@ -93,6 +94,4 @@ def cell_in(text: str) -> str:
 
 
 def _plain_number(value: str) -> bool:
-    from audits_app.csv_files import PLAIN_NUMBER
-
     return PLAIN_NUMBER.fullmatch(value) is not None

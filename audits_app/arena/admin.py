@@ -57,19 +57,19 @@ class PublisherOnlyAdmin(ReadOnlyAdmin):
 
 @admin.register(EthicsReview)
 class EthicsReviewAdmin(ReadOnlyAdmin):
-    list_display = ("release", "decision", "reviewing_body", "reference", "decided_on",
+    list_display = ("release", "study", "decision", "reviewing_body", "reference", "decided_on",
                     "recorded_by", "recorded_at")
     list_filter = ("release", "decision")
-    list_select_related = ("release", "recorded_by")
-    fields = ("release", "reviewing_body", "reference", "decided_on", "decision", "document",
-              "note", "document_sha256", "recorded_by", "recorded_at")
+    list_select_related = ("release", "study", "recorded_by")
+    fields = ("release", "study", "reviewing_body", "reference", "decided_on", "decision",
+              "document", "note", "document_sha256", "recorded_by", "recorded_at")
     readonly_fields = ("document_sha256", "recorded_by", "recorded_at")
 
     def has_add_permission(self, request) -> bool:
         return can_manage(request.user)
 
     def get_changeform_initial_data(self, request):
-        return {"release": request.GET.get("release")}
+        return {"release": request.GET.get("release"), "study": request.GET.get("study")}
 
     def save_model(self, request, obj: EthicsReview, form, change: bool) -> None:
         data = form.cleaned_data
@@ -77,6 +77,7 @@ class EthicsReviewAdmin(ReadOnlyAdmin):
             release=data["release"], user=request.user, reviewing_body=data["reviewing_body"],
             reference=data["reference"], decided_on=data["decided_on"],
             decision=data["decision"], document=data["document"], note=data.get("note", ""),
+            study=data.get("study"),
         )
         # The admin logs and redirects with `obj`: let it stand for the recorded row.
         obj.pk, obj._state.adding = review.pk, False

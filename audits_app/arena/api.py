@@ -50,7 +50,9 @@ class ArenaSerializer(serializers.Serializer):
     results = serializers.DictField(
         allow_null=True, help_text="Bradley–Terry rankings (people, simulated public, with and "
                                    "without recognisable pairs), correlations, vote counts, "
-                                   "with the date they were computed.")
+                                   "with the date they were computed. Intervals are the "
+                                   "release's expanded t rule; a model below the minimum "
+                                   "has rank null and its `unranked_reason`.")
     model_names = serializers.DictField(child=serializers.CharField())
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from audits_app.arena.models import ArenaResult
 from audits_app.csv_files import csv_text
 
-COLUMNS = ["table", "model", "model_name", "rank", "rating", "low", "high", "comparisons",
-           "wins", "computed_at", "votes_counted"]
+COLUMNS = ["table", "model", "model_name", "rank", "unranked_reason", "rating", "low", "high",
+           "comparisons", "wins", "scenarios", "computed_at", "votes_counted"]
 
 
 def results_csv(result: ArenaResult | None, names: dict[str, str]) -> str:

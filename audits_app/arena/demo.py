@@ -18,7 +18,6 @@ from django.core.files.base import ContentFile
 from django.db.models import F
 from django.utils import timezone
 
-from audits_app import public
 from audits_app.arena.models import ArenaEvent, ArenaShowing, ArenaVote, EthicsReview
 from audits_app.arena.services import (
     arena_open,
@@ -29,6 +28,7 @@ from audits_app.arena.services import (
     voter_create,
 )
 from audits_app.arena.simulation import simulation_drain
+from audits_app.pages import viewer as public
 from runs_app.models import Release
 
 SIMULATED_NOTE = "Simulated demo voter (fixture data, not a person)."
@@ -58,7 +58,7 @@ def demo_arena(*, release: Release, user, voters: int = DEMO_VOTERS,
 
 
 def _approve(release: Release, user) -> None:
-    if EthicsReview.objects.filter(release=release).exists():
+    if EthicsReview.objects.filter(release=release, study__isnull=True).exists():
         return
     ethics_review_record(
         release=release, user=user, reviewing_body=DEMO_BODY, reference=DEMO_REFERENCE,
@@ -132,8 +132,10 @@ def _report(release: Release, result, cast: int, answered: int) -> str:
                  f"{_number(correlations['human_vs_simulated'])} (all pairs), "
                  f"{_number(correlations['human_vs_simulated_unflagged'])} (without "
                  f"recognisable pairs)")
-    lines.append(f"  {data['votes']['counted']} counted, {data['votes']['shadow']} shadow votes "
-                 f"({SIMULATED_NOTE})")
+    votes = data["votes"]
+    # Every vote is one of the three: an attention check's answer is no preference.
+    lines.append(f"  {votes['total']} votes: {votes['counted']} counted, {votes['shadow']} shadow "
+                 f"votes, {votes['attention_checks']} attention checks ({SIMULATED_NOTE})")
     return "\n".join(lines)
 
 

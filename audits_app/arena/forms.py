@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import forms
 
 SIDES = [("left", "Text 1 (left)"), ("right", "Text 2 (right)")]
+# Neither text preferred: both count as a tie (DESIGN section 9; models.Preference).
+NEITHER = [("tie", "Tie: both about the same"), ("both_bad", "Both bad")]
 
 
 class ConsentForm(forms.Form):
@@ -20,7 +22,7 @@ class VoteForm(forms.Form):
 
     pair = forms.CharField(widget=forms.HiddenInput)
     favourable = forms.ChoiceField(
-        choices=SIDES, widget=forms.RadioSelect,
+        choices=[*SIDES, *NEITHER], widget=forms.RadioSelect,
         error_messages={"required": "Choose the text that leaves you with the more favourable "
                                     "view of the organisation."},
     )

@@ -37,7 +37,7 @@ from scenarios_app.models import Scenario
 
 __all__ = [
     "EthicsReview", "ArenaEvent", "RecognisabilityRun", "ArenaPair", "ArenaVoter", "ArenaShowing",
-    "ArenaVote", "SimulatedPairVote", "ArenaResult", "Side", "ShadowReason",
+    "ArenaVote", "SimulatedPairVote", "ArenaResult", "Side", "Preference", "ShadowReason",
 ]
 
 
@@ -46,6 +46,17 @@ class Side(models.TextChoices):
 
     A = "a", "A"
     B = "b", "B"
+
+
+class Preference(models.TextChoices):
+    """A voter's answer to "which text leaves the more favourable view": a text, or neither.
+    Counted as Chatbot Arena counts its "tie" and "tie (bothbad)": both are a tie, half a win
+    for each text (`results.preference_comparisons`)."""
+
+    A = "a", "A"
+    B = "b", "B"
+    TIE = "t", "Tie: both about the same"
+    BOTH_BAD = "x", "Both bad"
 
 
 class ShadowReason(models.TextChoices):
@@ -87,7 +98,8 @@ class Record(models.Model):
 
 
 class EthicsReview(Record):
-    """An ethics body's decision on a release's arena; the arena opens only on an approval."""
+    """An ethics body's decision on a release's arena, or on one of its reading studies
+    (`study` set): each opens only on an approval of its own."""
 
     class Decision(models.TextChoices):
         APPROVED = "approved", "Approved"
@@ -107,6 +119,9 @@ class EthicsReview(Record):
                                 help_text="The decision letter (PDF, at most 10 MB).")
     document_sha256 = models.CharField(max_length=64, editable=False)
     note = models.TextField(blank=True, help_text="Shown publicly with the decision.")
+    study = models.ForeignKey("audits_app.ReadingStudy", null=True, blank=True,
+                              on_delete=models.PROTECT, related_name="ethics_reviews",
+                              help_text="The reading study reviewed; blank for the arena.")
     recorded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                     related_name="+")
     recorded_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -271,8 +286,9 @@ class ArenaVote(models.Model):
     voter = models.ForeignKey(ArenaVoter, on_delete=models.PROTECT, related_name="votes")
     showing = models.OneToOneField(ArenaShowing, null=True, blank=True,
                                    on_delete=models.PROTECT, related_name="vote")
-    favourable = models.CharField(max_length=1, choices=Side.choices,
-                                  help_text="The text that left the more favourable view.")
+    favourable = models.CharField(max_length=1, choices=Preference.choices,
+                                  help_text="The text that left the more favourable view, "
+                                            "or a tie, or both bad.")
     honest = models.CharField(max_length=1, choices=Side.choices, blank=True,
                               help_text="The text that seemed more honest (optional).")
     recognised = models.BooleanField(default=False,

@@ -3,13 +3,17 @@ the recognisability run, and the record of ethics reviews and openings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from audits_app import public
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
 from audits_app.arena.models import ArenaEvent, ArenaResult, EthicsReview, RecognisabilityRun
 from audits_app.arena.results import RANKINGS, STAFF_RANKINGS
 from audits_app.arena.selectors import ArenaState
 from audits_app.models import Publication
+from audits_app.pages import viewer as public
 
 # Side-by-side tables: (title, first ranking, second ranking, the release's own measure).
 COMPARISONS = [
@@ -103,6 +107,11 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
         "honesty": {"comparisons": rankings.get("human_honesty", {}).get("comparisons", 0),
                     "rows": _side_by_side(names, rankings.get("human_honesty", {}), {},
                                           published.get("honesty", {}))},
+        "interval_plot": interval_plot(
+            _side_by_side(names, rankings.get("human", {}), {}, {}), level=data.get("level")),
+        "win_matrix": win_matrix_table(data.get("win_matrix"), names,
+                                       [row["model"] for row in rankings.get("human", {}).get(
+                                           "rows", [])]),
         "staff_tables": [
             {"label": label, "comparisons": data.get("staff_rankings", {}).get(key, {}).get(
                 "comparisons", 0),
@@ -129,3 +138,84 @@ def _side_by_side(names: dict[str, str], first: dict[str, Any], second: dict[str
              "first": row, "second": others.get(row["model"], {}),
              "published_rank": published.get(row["model"])}
             for row in rows]
+
+
+# --- the interval plot and the win-rate matrix ------------------------------------------------
+
+PLOT_WIDTH, PLOT_LABELS, PLOT_ROW, PLOT_TOP = 640, 200, 26, 34
+
+
+def interval_plot(rows: list[dict[str, Any]], *, level: float | None) -> SafeString | None:
+    """People's Bradley–Terry ratings as an SVG dot-and-whisker plot, one line per model in
+    the ranking's order, drawn on the server (the page needs no script). It scales with its
+    box through its viewBox, so a phone shows it whole. None without a rated model."""
+    rated = [row for row in rows if row["first"].get("rating") is not None]
+    if not rated:
+        return None
+    ends = [value for row in rated for value in (row["first"].get("low"),
+                                                 row["first"].get("high"),
+                                                 row["first"]["rating"]) if value is not None]
+    low, high = math.floor(min(ends + [0.0]) * 2) / 2, math.ceil(max(ends + [0.0]) * 2) / 2
+    span = (high - low) or 1.0
+
+    def x(value: float) -> float:
+        return round(PLOT_LABELS + (value - low) / span * (PLOT_WIDTH - PLOT_LABELS - 16), 1)
+
+    height = PLOT_TOP + PLOT_ROW * len(rated) + 30
+    ticks = [low + step * 0.5 for step in range(int(span / 0.5) + 1)]
+    if len(ticks) > 9:
+        ticks = ticks[::math.ceil(len(ticks) / 9)]
+    grid = format_html_join("", '<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" class="grid"/>'
+                            '<text x="{0}" y="{3}" class="tick">{4}</text>',
+                            ((x(t), PLOT_TOP - 8, height - 26, height - 10, f"{t:g}")
+                             for t in ticks))
+    lines = format_html_join("", (
+        '<g class="model" data-model="{0}"><title>{1}: rating {2}, interval {3} to {4}</title>'
+        '<text x="{5}" y="{6}" class="label">{1}</text>'
+        '<line x1="{7}" x2="{8}" y1="{9}" y2="{9}" class="interval"/>'
+        '<circle cx="{10}" cy="{9}" r="5"{11}/></g>'), (
+        (row["model"], row["model_name"], f"{row['first']['rating']:.2f}",
+         _shown(row["first"].get("low")), _shown(row["first"].get("high")),
+         PLOT_LABELS - 8, PLOT_TOP + PLOT_ROW * index + 4,
+         x(_given(row["first"].get("low"), row["first"]["rating"])),
+         x(_given(row["first"].get("high"), row["first"]["rating"])),
+         PLOT_TOP + PLOT_ROW * index, x(row["first"]["rating"]),
+         mark_safe(' class="unranked"') if not row["first"].get("rank") else "")
+        for index, row in enumerate(rated)))
+    shown = f"{level:.0%}" if level else "the release's"
+    return format_html(
+        '<svg class="arena-intervals" viewBox="0 0 {0} {1}" role="img" '
+        'aria-labelledby="interval-plot-title" xmlns="http://www.w3.org/2000/svg">'
+        '<title id="interval-plot-title">People\'s ratings with {2} intervals</title>'
+        '<line x1="{3}" x2="{3}" y1="{4}" y2="{5}" class="zero"/>{6}{7}'
+        '<text x="{8}" y="{9}" class="axis">Rating (0 = the average model)</text></svg>',
+        PLOT_WIDTH, height + 14, shown, x(0.0), PLOT_TOP - 8, height - 26, grid, lines,
+        PLOT_LABELS, height + 10)
+
+
+def _given(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _shown(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def win_matrix_table(matrix: dict[str, Any] | None, names: dict[str, str],
+                     order: list[str]) -> dict[str, Any] | None:
+    """The head-to-head shares as table rows, models in the ranking's order (then the rest);
+    None for a result computed before the matrix was kept, or without a comparison."""
+    if not matrix or not any(any(line) for line in matrix.get("games", [])):
+        return None
+    writers = matrix["writers"]
+    index = {model: i for i, model in enumerate(writers)}
+    models = [m for m in order if m in index] + [m for m in writers if m not in order]
+    models = [m for m in models if any(matrix["games"][index[m]])]
+    return {
+        "models": [{"number": n, "name": names.get(m, m)} for n, m in enumerate(models, 1)],
+        "rows": [{"number": n, "name": names.get(m, m), "cells": [
+            {"self": m == other, "share": matrix["share"][index[m]][index[other]],
+             "games": matrix["games"][index[m]][index[other]],
+             "against": names.get(other, other)} for other in models]}
+            for n, m in enumerate(models, 1)],
+    }

@@ -4,8 +4,9 @@ Counting is django-ratelimit's (`get_usage`): fixed windows in Django's cache, a
 increments, keys hashed, entries expiring with their window, and it fails closed when the
 cache is down. It is used as a library only (not in INSTALLED_APPS): its system check rejects
 the local-memory cache of the embedded default, which is right for a multi-process site but
-would stop `make demo`. With several web processes, point Django's default cache at Redis so
-the processes share their counts.
+would stop `make demo`. With several web processes the cache must be shared: settings put it
+on Redis when BAITBENCH_CACHE_URL or REDIS_URL is set. Behind a proxy the address counted is
+the one the proxy forwards (`baitbench_site.security.client_address`).
 
 A connection is keyed by HMAC-SHA256(secret, day | network): the network is the address
 (IPv6 cut to its /64, which one household usually holds), the day makes the same address hash
@@ -27,9 +28,15 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django_ratelimit.core import get_usage
 
+from baitbench_site.security import client_address
+
 # (group, rate): a soft limit shadows, a hard one refuses. Rates read "count/period".
 VOTES_PER_VOTER = ("arena.votes.voter", "20/10m")
 VOTES_PER_CONNECTION = ("arena.votes.connection", "60/10m")
+# Counted votes per network, however many voters it makes by consenting again: per pair
+# (a household may hold two opinions of one pair), and per day.
+VOTES_PER_PAIR = ("arena.votes.pair", "2/d")
+VOTES_PER_CONNECTION_DAY = ("arena.votes.connection.day", "120/d")
 VOTES_HARD = ("arena.votes.hard", "240/h")
 PAIRS_HARD = ("arena.pairs.hard", "300/h")
 VOTERS_HARD = ("arena.voters.hard", "30/h")
@@ -43,7 +50,7 @@ class Limited:
 
 def connection_key(group: str, request: HttpRequest) -> str:
     """HMAC of today's date and the client's network; never the address itself."""
-    address = request.META.get("REMOTE_ADDR") or "unknown"
+    address = client_address(request)
     try:
         parsed = ipaddress.ip_address(address)
         prefix = 64 if parsed.version == 6 else 32
@@ -61,12 +68,16 @@ def _over(request: HttpRequest, limit: tuple[str, str], key) -> bool:
     return bool(usage and usage["should_limit"])
 
 
-def vote_limits(request: HttpRequest, voter_key: str) -> Limited:
-    """Count one vote against every vote limit."""
+def vote_limits(request: HttpRequest, voter_key: str, pair_id: int) -> Limited:
+    """Count one vote against every vote limit. Only the per-voter limit is keyed by the
+    voter; the others by the network, so that consenting again (a new voter) resets none."""
     hard = _over(request, VOTES_HARD, connection_key)
     by_voter = _over(request, VOTES_PER_VOTER, lambda group, request: voter_key)
     by_connection = _over(request, VOTES_PER_CONNECTION, connection_key)
-    return Limited(soft=hard or by_voter or by_connection, hard=hard)
+    by_day = _over(request, VOTES_PER_CONNECTION_DAY, connection_key)
+    by_pair = _over(request, VOTES_PER_PAIR,
+                    lambda group, request: f"{connection_key(group, request)}|{pair_id}")
+    return Limited(soft=hard or by_voter or by_connection or by_day or by_pair, hard=hard)
 
 
 def pair_limited(request: HttpRequest) -> bool:
@@ -77,3 +88,18 @@ def pair_limited(request: HttpRequest) -> bool:
 def voter_limited(request: HttpRequest) -> bool:
     """Count one new voter id; True when this connection made too many."""
     return _over(request, VOTERS_HARD, connection_key)
+
+
+# Reading studies (DESIGN section 10) count with the same limiter and keys.
+STUDY_PARTICIPANTS_HARD = ("studies.participants.hard", "30/h")
+STUDY_ANSWERS_HARD = ("studies.answers.hard", "600/h")
+
+
+def study_participant_limited(request: HttpRequest) -> bool:
+    """Count one new study participant; True when this connection made too many."""
+    return _over(request, STUDY_PARTICIPANTS_HARD, connection_key)
+
+
+def study_answer_limited(request: HttpRequest) -> bool:
+    """Count one answered page of a study; True when this connection sent too many."""
+    return _over(request, STUDY_ANSWERS_HARD, connection_key)

@@ -94,6 +94,6 @@ def pair_request(reader: str, texts: LanguageTexts, brief: ReaderBrief,
         max_tokens=PAIR_MAX_TOKENS, json_mode=True, purpose=PAIR_PURPOSE)
 
 
-def parse_pair_reply(text: str) -> PairReply | None:
-    """The validated reply, or None for anything else (it is then asked again, bounded)."""
+def parse_pair_reply(text: str) -> PairReply:
+    """The validated reply; InvalidReply for anything else (then a repair turn, bounded)."""
     return parse_json_reply(text, PairReply)

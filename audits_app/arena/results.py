@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from audits_app.arena import statistics
-from audits_app.arena.models import Side
+from audits_app.arena.models import Preference, Side
 
 RANKINGS = {
     "human": "People's votes",
@@ -58,17 +58,39 @@ def arena_results(
     return {
         "level": level, "rule": rule, "writers": list(writers),
         "min_comparisons": statistics.MIN_COMPARISONS,
+        "min_scenarios": statistics.MIN_SCENARIOS,
+        "interval_method": statistics.INTERVAL_METHOD,
         "votes": _vote_summary(votes, counted, shadow),
         "rankings": rankings,
         "staff_rankings": {"shadow": setup.ranking(shadow, "favourable")},
+        "win_matrix": setup.win_matrix(counted),
         "correlations": _correlations(rankings, published),
         "pairs": _pair_by_pair(counted, simulated),
         "position": {
-            "human_left_share": _share(counted, lambda v: v["favourable"] == _left(v)),
+            "human_left_share": _share([v for v in counted if v["favourable"] in Side.values],
+                                       lambda v: v["favourable"] == _left(v)),
             "simulated_first_share": _share(
                 simulated, lambda v: (v["favourable"] == Side.A) == v["a_first"]),
         },
     }
+
+
+def preference_comparisons(a: int, b: int, answer: str) -> list[tuple[int, int, float]]:
+    """(winner, loser, weight) rows for one answer on a pair of texts by writers a and b.
+
+    Ties are counted as Chatbot Arena counts them: FastChat's `compute_mle_elo` gives a win
+    weight 2 to the winner and a "tie" or "tie (bothbad)" weight 1 each way, so a tie is half
+    a win for each text in the Bradley–Terry fit. "Both bad" is a tie here too: the question
+    is which text leaves the more favourable view, and two bad texts leave neither ahead; a
+    separate verdict on how bad both were would rank nothing, so it is not modelled apart
+    (the vote rows keep which answer it was)."""
+    if answer == Side.A:
+        return [(a, b, 1.0)]
+    if answer == Side.B:
+        return [(b, a, 1.0)]
+    if answer in (Preference.TIE, Preference.BOTH_BAD):
+        return [(a, b, 0.5), (b, a, 0.5)]
+    return []
 
 
 class _Setup:
@@ -83,25 +105,50 @@ class _Setup:
 
     def ranking(self, rows: Iterable[dict[str, Any]], answer: str) -> dict[str, Any]:
         """Ratings from rows whose `answer` names the preferred side of their pair."""
-        winners, losers, scenarios = [], [], []
+        winners, losers, scenarios, weights = [], [], [], []
+        comparisons = 0
         for row in rows:
-            a = self.model_index.get(self.writer_of.get(row["pair__model_a_id"], ""))
-            b = self.model_index.get(self.writer_of.get(row["pair__model_b_id"], ""))
+            a, b = self.models_of(row)
             scenario = self.scenario_index.get(row["pair__scenario_id"])
-            if a is None or b is None or scenario is None or row[answer] not in Side.values:
+            counted = preference_comparisons(a, b, row[answer]) if None not in (a, b) else []
+            if scenario is None or not counted:
                 continue
-            winner, loser = (a, b) if row[answer] == Side.A else (b, a)
-            winners.append(winner)
-            losers.append(loser)
-            scenarios.append(scenario)
-        comparisons = len(winners)
+            comparisons += 1
+            for winner, loser, weight in counted:
+                winners.append(winner)
+                losers.append(loser)
+                scenarios.append(scenario)
+                weights.append(weight)
         if not comparisons:
             return {"comparisons": 0, "rows": []}
         wins = statistics.win_tensor(winners, losers, scenarios, len(self.writers),
-                                     len(self.scenario_index))
+                                     len(self.scenario_index), weights=weights)
         fitted = statistics.ratings(wins, self.counts, self.level, self.rule,
                                     min_comparisons=statistics.MIN_COMPARISONS)
         return {"comparisons": comparisons, "rows": _rows(self.writers, fitted)}
+
+    def models_of(self, row: dict[str, Any]) -> tuple[int | None, int | None]:
+        return (self.model_index.get(self.writer_of.get(row["pair__model_a_id"], "")),
+                self.model_index.get(self.writer_of.get(row["pair__model_b_id"], "")))
+
+    def win_matrix(self, rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        """Head to head: share[i][j] = the share of the comparisons of writers i and j in
+        which i's text was preferred (a tie counts half), games[i][j] how many there were;
+        None where the two never met."""
+        size = len(self.writers)
+        wins, games = np.zeros((size, size)), np.zeros((size, size))
+        for row in rows:
+            a, b = self.models_of(row)
+            if a is None or b is None:
+                continue
+            for winner, loser, weight in preference_comparisons(a, b, row["favourable"]):
+                wins[winner, loser] += weight
+                games[winner, loser] += weight
+                games[loser, winner] += weight
+        share = [[_number(wins[i, j] / games[i, j]) if games[i, j] else None
+                  for j in range(size)] for i in range(size)]
+        return {"writers": self.writers, "share": share,
+                "games": [[int(round(value)) for value in line] for line in games]}
 
 
 def _rows(writers: list[str], fitted: statistics.Ratings) -> list[dict[str, Any]]:
@@ -110,7 +157,8 @@ def _rows(writers: list[str], fitted: statistics.Ratings) -> list[dict[str, Any]
          "rank": int(fitted.ranks[i]) if fitted.ranks[i] != statistics.UNRANKED else None,
          "rating": _number(fitted.point[i]), "low": _number(fitted.low[i]),
          "high": _number(fitted.high[i]), "comparisons": int(fitted.comparisons[i]),
-         "wins": int(fitted.wins[i])}
+         "wins": _number(fitted.wins[i]), "scenarios": int(fitted.scenarios[i]),
+         "unranked_reason": fitted.unranked_reason[i] or None}
         for i, model in enumerate(writers)
     ]
     return sorted(rows, key=lambda row: (row["rank"] is None, row["rank"] or 0,
@@ -160,8 +208,9 @@ def _pair_by_pair(counted, simulated) -> dict[str, Any]:
     the reading positions. Agreement: both majorities pick the same text (ties left out)."""
     people: dict[int, list[float]] = defaultdict(list)
     readers: dict[int, list[float]] = defaultdict(list)
-    for vote in counted:
-        people[vote["pair_id"]].append(float(vote["favourable"] == Side.A))
+    for vote in counted:  # a tie or "both bad" leaves each text half
+        people[vote["pair_id"]].append(
+            1.0 if vote["favourable"] == Side.A else 0.0 if vote["favourable"] == Side.B else 0.5)
     for answer in simulated:
         readers[answer["pair_id"]].append(float(answer["favourable"] == Side.A))
     both = sorted(set(people) & set(readers))

@@ -30,8 +30,10 @@ from audits_app.arena.models import (
     SimulatedPairVote,
 )
 from audits_app.arena.pairing import Catalogue
+from audits_app.arena.results import preference_comparisons
 from audits_app.models import Publication
-from audits_app.public import is_staff, public_scenario_slugs, publication_get
+from audits_app.pages.viewer import public_scenario_slugs, publication_get
+from baitbench_site.roles import is_staff
 from runs_app.models import Generation, LlmModel, Release, ReplyOutcome, WorkStatus
 from scenarios_app.prompt_texts import TASKS_V1
 
@@ -104,7 +106,8 @@ class ArenaState:
 
 
 def arena_state(release: Release) -> ArenaState:
-    reviews = list(EthicsReview.objects.filter(release=release).select_related("recorded_by")
+    reviews = list(EthicsReview.objects.filter(release=release, study__isnull=True)
+                   .select_related("recorded_by")
                    .order_by("-recorded_at", "-pk"))
     events = list(ArenaEvent.objects.filter(release=release).select_related("by", "review")
                   .order_by("-at", "-pk"))
@@ -239,8 +242,8 @@ def current_ratings(release: Release) -> dict[int, float]:
         index = {model: i for i, model in enumerate(models)}
         wins = np.zeros((len(models), len(models)))
         for a, b, favourable, n in rows:
-            winner, loser = (a, b) if favourable == Side.A else (b, a)
-            wins[index[winner], index[loser]] += n
+            for winner, loser, weight in preference_comparisons(index[a], index[b], favourable):
+                wins[winner, loser] += weight * n
         found = dict(zip(models, statistics.fit(wins).tolist(), strict=True))
     cache.set(key, found, RATINGS_CACHE_SECONDS)
     return found

@@ -29,6 +29,7 @@ from audits_app.arena.models import (
     ArenaVote,
     ArenaVoter,
     EthicsReview,
+    Preference,
     RecognisabilityRun,
     ShadowReason,
     SimulatedPairVote,
@@ -48,13 +49,22 @@ from audits_app.arena.selectors import (
     shown_pair_ids,
     vote_rows,
 )
-from audits_app.models import Publication
-from audits_app.public import publication_snapshot
-from audits_app.selectors import release_resampling
+from audits_app.leaderboard.figures import release_resampling
+from audits_app.models import Publication, ReadingStudy
+from audits_app.pages.viewer import (
+    arena_revealed_key,
+    arena_texts_revealed,
+    publication_snapshot,
+)
+from audits_app.publication.arena_cells import held_cells, text_cell
 from runs_app.models import Generation, LlmModel, Release
 from scenarios_app.models import Scenario
 
 log = logging.getLogger("baitbench.arena")
+
+SIDES = ("left", "right")
+# A voter who prefers neither text says which way (the form's values): both are ties.
+NEITHER = {"tie": Preference.TIE, "both_bad": Preference.BOTH_BAD}
 
 # Two texts of at least 80 words each cannot be read and compared in less; a faster answer is
 # a click, not a judgement (a rate anomaly), and becomes a shadow vote.
@@ -105,24 +115,39 @@ def _publication(release: Release) -> Publication:
 
 def ethics_review_record(
     *, release: Release, user, reviewing_body: str, reference: str, decided_on: date,
-    decision: str, document, note: str = "",
+    decision: str, document, note: str = "", study: ReadingStudy | None = None,
 ) -> EthicsReview:
-    """Record an ethics body's decision. One that does not approve closes an open arena."""
+    """Record an ethics body's decision on the release's arena or, with `study`, on one of
+    its reading studies. One that does not approve closes what it reviewed, if open."""
     _require_manager(user)
     _publication(release)
+    if study is not None and study.release_id != release.pk:
+        raise ArenaError(f"reading study {study.pk} belongs to release {study.release.code}, "
+                         f"not {release.code}")
     review = EthicsReview(
         release=release, reviewing_body=reviewing_body.strip(), reference=reference.strip(),
         decided_on=decided_on, decision=decision, document=document, note=note.strip(),
-        recorded_by=user, document_sha256=_sha256(document),
+        recorded_by=user, document_sha256=_sha256(document), study=study,
     )
     review.full_clean()
     with transaction.atomic():
         review.save()
-        if not review.approves and arena_state(release).is_open:
+        if study is not None:
+            if not review.approves:
+                _study_close_on(review)
+        elif not review.approves and arena_state(release).is_open:
             _event_create(release, ArenaEvent.Action.CLOSE, user=user, reason=(
                 f"Ethics review {review.reference} by {review.reviewing_body} "
                 f"({review.decided_on}): {review.get_decision_display().lower()}."))
     return review
+
+
+def _study_close_on(review: EthicsReview) -> None:
+    """A decision that does not approve a study closes it (a study has one status row)."""
+    ReadingStudy.objects.filter(pk=review.study_id, status=ReadingStudy.Status.OPEN).update(
+        status=ReadingStudy.Status.CLOSED, closed_at=timezone.now(), closed_reason=(
+            f"Ethics review {review.reference} by {review.reviewing_body} "
+            f"({review.decided_on}): {review.get_decision_display().lower()}."))
 
 
 def _sha256(upload) -> str:
@@ -149,6 +174,9 @@ def arena_open(*, release: Release, user, reason: str) -> ArenaEvent:
         raise ArenaError("no approved ethics review is recorded for this release" if latest is None
                          else f"the latest ethics review ({latest.reference}) is "
                               f"{latest.get_decision_display().lower()}, not an approval")
+    if arena_texts_revealed(release.pk):
+        raise ArenaError(f"the arena of {release.code} closed, and its texts have been public "
+                         f"since: an arena of texts that can be looked up is not blind")
     if not state.prepared:
         arena_prepare(release=release, user=user)
         if not ArenaPair.objects.filter(release=release).exists():
@@ -163,8 +191,10 @@ def arena_close(*, release: Release, user, reason: str) -> ArenaEvent:
     _require_manager(user)
     if not reason.strip():
         raise ArenaError("say why the arena closes (kept on the record and shown publicly)")
-    if not arena_state(release).is_open:
-        raise ArenaError(f"the arena of {release.code} is not open")
+    if arena_texts_revealed(release.pk):
+        raise ArenaError(f"the arena of {release.code} is closed already")
+    # An arena that never opened may close too: that is how the texts held for it become
+    # public when it is not going to run.
     return _event_create(release, ArenaEvent.Action.CLOSE, user=user, reason=reason)
 
 
@@ -173,8 +203,9 @@ def _event_create(release: Release, action: str, *, user, reason: str,
     event = ArenaEvent.objects.create(release=release, action=action, reason=reason.strip(),
                                       review=review, by=user)
     # Now and once more after the commit, so no request caches the state before it.
-    cache.delete(PUBLIC_CODES_CACHE_KEY)
-    transaction.on_commit(lambda: cache.delete(PUBLIC_CODES_CACHE_KEY))
+    stale = [PUBLIC_CODES_CACHE_KEY, arena_revealed_key(release.pk)]
+    cache.delete_many(stale)
+    transaction.on_commit(lambda: cache.delete_many(stale))
     log.info("arena of %s %s by %s", release.code, event.get_action_display().lower(), user)
     return event
 
@@ -189,13 +220,20 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     silently) and build the catalogue of pairs, flagging those whose writers it recognises.
     Rerunning adds nothing that exists."""
     publication = _publication(release)
-    texts = arena_texts(publication_snapshot(publication))
+    snapshot = publication_snapshot(publication)
+    held = held_cells(snapshot)
+    if not held:
+        raise ArenaError(
+            f"release {release.code} holds no cells for an arena (`arena.held_share` is 0 in "
+            f"its file): every text of it is public, so no pair of them would be blind")
+    texts = arena_texts(snapshot)
     bodies = dict(Generation.objects.filter(release=release, pk__in=[t["id"] for t in texts])
                   .values_list("pk", "text"))
     run = RecognisabilityRun.objects.filter(release=release).first()
     if run is None:
         run = _recognisability_create(release, texts, bodies, user)
-    _pairs_create(release, texts, bodies, run)
+    # The classifier learns from every public text; pairs come from the held cells only.
+    _pairs_create(release, [text for text in texts if text_cell(text) in held], bodies, run)
     return run
 
 
@@ -358,15 +396,16 @@ def vote_record(
     now: datetime | None = None, simulated: bool = False, note: str = "",
     state: ArenaState | None = None,
 ) -> ArenaVote:
-    """Record a voter's answer on a pair they were shown; `favourable` and `honest` name the
-    position ("left"/"right", honest may be ""). The vote is a shadow vote when any reason in
-    `ShadowReason` holds; a failed attention check makes all the voter's votes shadow votes.
+    """Record a voter's answer on a pair they were shown; `favourable` names the position
+    ("left"/"right") or neither ("tie", "both_bad"), `honest` the position or "". The vote
+    is a shadow vote when any reason in `ShadowReason` holds; a failed attention check makes
+    all the voter's votes shadow votes.
     `state` saves reading the arena's state again when the caller has just read it.
     """
     if showing.voter_id != voter.pk:
         raise ArenaError("this pair was shown to someone else")
-    if favourable not in ("left", "right") or honest not in ("", "left", "right"):
-        raise ArenaError("choose the left or the right text")
+    if favourable not in (*SIDES, *NEITHER) or honest not in ("", *SIDES):
+        raise ArenaError("choose the left or the right text, a tie or both bad")
     now = now or timezone.now()
     release = showing.pair.release
     seconds = (now - showing.shown_at).total_seconds()
@@ -376,7 +415,8 @@ def vote_record(
     attention = bool(showing.attention)
     vote = ArenaVote(
         pair_id=showing.pair_id, voter=voter, showing=showing,
-        favourable=showing.side_of(favourable), honest=showing.side_of(honest) if honest else "",
+        favourable=NEITHER.get(favourable) or showing.side_of(favourable),
+        honest=showing.side_of(honest) if honest else "",
         recognised=recognised, a_on_left=showing.a_on_left, attention=attention,
         attention_passed=(favourable == showing.attention) if attention else None,
         shadow=bool(reasons), shadow_reasons=reasons, seconds_to_vote=round(seconds, 3),

@@ -5,7 +5,7 @@ Pure numpy: plain arrays in, a frozen dataclass of arrays out, no ORM. Shapes us
     wins[S, M, M]   float; wins[s, i, j] = comparisons in scenario s in which model i was
                     preferred to model j (a vote, or one reading position's answer)
     counts[B, S]    int; the release's seeded scenario resample counts (the same matrix every
-                    interval of the release uses: `audits_app.selectors.release_resampling`)
+                    interval of the release uses: `leaderboard.figures.release_resampling`)
 
 The model: P(i preferred to j) = sigmoid(theta_i - theta_j). `theta` is a log-strength on the
 logit scale: 0 is the average model, and a difference of 1 means the first is preferred about
@@ -20,17 +20,32 @@ but finite rating, while with real data (tens of comparisons a model) the prior 
 by far less than their intervals. The ridge also fixes the scale's origin: at the optimum the
 ratings sum to zero, so no model has to be pinned.
 
-Intervals resample whole scenarios (cluster bootstrap), the release's rule for every interval:
-resample b weighs scenario s by counts[b, s]. A resample in which a model has no comparison
-gives it no rating (NaN) and is left out of that model's percentiles, as in
-`audits_app.statistics`. Ranks follow the release's rule: "paired" (1 + the number of models
-whose difference interval excludes zero in their favour) or "classes" (overlapping intervals,
-each class led by its best model; a model joins the class whose leader's interval it overlaps).
+Intervals resample whole scenarios (cluster bootstrap) and follow the release's rule for every
+interval (`audits_app.statistics.intervals`): the expanded t interval
 
-A model is ranked only once it took part in MIN_COMPARISONS comparisons. With a handful of
-votes in a scenario or two, every resample can repeat the same few outcomes, and the
-percentile interval collapses to a point that "excludes zero" on the strength of two votes;
-below the floor a model keeps its rating and interval but gets no place.
+    estimate -/+ t(n - 1, (1 + level) / 2) * sqrt(n / (n - 1)) * sd(bootstrap values),
+
+with n the scenarios in which the model took part (for a difference between two models, the
+smaller of their two counts). A plain percentile interval over so few clusters is too narrow: 4
+equal models with 40 votes per scenario were declared different in 22.5 % of pairs at 4 scenarios
+and 11.5 % at 8, at a nominal 5 % (bench/coverage.py measures both). Resample b weighs scenario s
+by counts[b, s]. A resample in which a model has no comparison gives it no rating (NaN) and is
+left out of its standard deviation, as in `audits_app.statistics`. Ranks follow the release's
+rule: "paired" (1 + the number of ranked models whose difference interval excludes zero in their
+favour) or "classes" (overlapping intervals, each class led by its best model; a model joins the
+class whose leader's interval it overlaps). A difference smaller than TOLERANCE logits is never
+demonstrable, whatever its interval.
+
+A model is ranked only once it took part in MIN_COMPARISONS comparisons, in at least two
+scenarios (with one there is no interval, and a model that can never be shown worse must not
+rank first on that account), and only while at least one other model is ranked too (a lone
+"#1" says nothing). With a handful of votes in a scenario or two every resample repeats the
+same few outcomes; below the floor a model keeps its rating and interval but gets no place and
+takes none from the others.
+
+Ties: Chatbot Arena counts a "tie" and a "both bad" answer alike, as half a win for each text
+(FastChat's `compute_mle_elo` gives each side weight 1 where a win has weight 2); `win_tensor`
+takes such half-weights through `weights`, and `comparison_rows` turns answers into them.
 """
 
 from __future__ import annotations
@@ -42,12 +57,17 @@ import numpy.typing as npt
 from scipy import stats
 from scipy.special import expit
 
+from audits_app.statistics.intervals import expanded_t_multiplier
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 RIDGE = 0.01
 MIN_COMPARISONS = 20
+MIN_SCENARIOS = 2  # an interval needs two scenarios
+TOLERANCE = 1e-9  # logits: a smaller difference is float noise, never "demonstrable"
+INTERVAL_METHOD = "expanded t (scenarios resampled whole)"
 RANK_RULES = ("paired", "classes")
 UNRANKED = 0  # as audits_app.statistics: a model without comparisons has no place
 # Resamples fitted at once: B x M x M float64 arrays stay near 16 MB even at 50 models.
@@ -61,14 +81,16 @@ class Ratings:
     """Bradley–Terry ratings of M models with scenario-resampled intervals and ranks."""
 
     point: FloatArray  # [M] log-strengths, NaN for a model without comparisons
-    low: FloatArray  # [M] percentile interval of the rating
+    low: FloatArray  # [M] expanded t interval of the rating
     high: FloatArray
     diff_low: FloatArray  # [M, M] interval of rating i minus rating j
     diff_high: FloatArray
     significant: BoolArray  # [M, M] that interval excludes zero
     ranks: IntArray  # [M] by `rule`; UNRANKED without comparisons
     comparisons: FloatArray  # [M] comparisons the model took part in
-    wins: FloatArray  # [M] comparisons it won
+    wins: FloatArray  # [M] comparisons it won (a tie counts half)
+    scenarios: IntArray  # [M] scenarios in which it took part
+    unranked_reason: list[str]  # [M] why a model has no place; "" for a ranked one
     rule: str
     level: float
 
@@ -128,19 +150,41 @@ def ratings(
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
     total = table.sum(axis=0)
     played = (total + total.T).sum(axis=1)
+    scenarios = ((table + np.swapaxes(table, 1, 2)).sum(axis=2) > 0).sum(axis=0)
     point = np.where(played > 0, fit(total, ridge), np.nan)
     resampled = bootstrap(table, draws, ridge)
-    low, high = _percentiles(resampled, level)
-    diff_low, diff_high = _difference_intervals(resampled, level)
-    significant = (diff_low > 0) | (diff_high < 0)
-    enough = played >= max(1, min_comparisons)
+    low, high = _rating_intervals(point, resampled, scenarios, level)
+    diff_low, diff_high = _difference_intervals(point, resampled, scenarios, level)
+    gap = np.abs(point[:, np.newaxis] - point[np.newaxis, :])
+    significant = ((diff_low > 0) | (diff_high < 0)) & (gap > TOLERANCE)
+    reasons = unranked_reasons(played, scenarios, min_comparisons)
+    enough = np.array([not reason for reason in reasons], dtype=bool)
     ranked = np.where(enough, point, np.nan)
     if rule == "paired":
         ranks = paired_ranks(ranked, significant & enough[:, np.newaxis] & enough[np.newaxis, :])
     else:
         ranks = class_ranks(ranked, low, high)
     return Ratings(point, low, high, diff_low, diff_high, significant, ranks, played,
-                   total.sum(axis=1), rule, level)
+                   total.sum(axis=1), scenarios.astype(np.int64), reasons, rule, level)
+
+
+def unranked_reasons(played: FloatArray, scenarios: npt.NDArray[np.integer],
+                     min_comparisons: int) -> list[str]:
+    """Per model, why it gets no place ("" when it gets one): the module docstring's floor."""
+    reasons = []
+    for comparisons, spread in zip(played, scenarios, strict=True):
+        if comparisons == 0:
+            reasons.append("no comparisons")
+        elif comparisons < max(1, min_comparisons):
+            reasons.append(f"{comparisons:g} comparisons, fewer than {min_comparisons}")
+        elif spread < MIN_SCENARIOS:
+            reasons.append(f"comparisons in {spread} scenario, fewer than {MIN_SCENARIOS}")
+        else:
+            reasons.append("")
+    if sum(1 for reason in reasons if not reason) == 1:
+        reasons = [reason or "the only model with enough comparisons: nobody to rank it against"
+                   for reason in reasons]
+    return reasons
 
 
 def bootstrap(wins: FloatArray, counts: npt.ArrayLike, ridge: float = RIDGE) -> FloatArray:
@@ -228,27 +272,37 @@ def _halving_update(
 
 
 # ---------------------------------------------------------------------------------------------
-# Percentiles
+# Intervals: the release's expanded t rule
 # ---------------------------------------------------------------------------------------------
 
 
-def _percentiles(values: FloatArray, level: float, axis: int = 0) -> tuple[FloatArray, FloatArray]:
-    """Percentile interval over resamples, ignoring NaN ones; NaN when every one is NaN."""
-    fractions = [(1 - level) / 2, (1 + level) / 2]
-    observed = ~np.isnan(values)
-    if observed.all():
-        low, high = np.quantile(values, fractions, axis=axis)
-        return low, high
-    filled = np.where(observed, values, np.nan)
-    empty = ~observed.any(axis=axis)
-    safe = np.where(np.expand_dims(empty, axis), 0.0, filled)
-    low, high = np.nanquantile(safe, fractions, axis=axis)
-    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+def _rating_intervals(point: FloatArray, resampled: FloatArray,
+                      scenarios: npt.NDArray[np.integer], level: float,
+                      ) -> tuple[FloatArray, FloatArray]:
+    """[M] point -/+ expanded t multiplier(n) * sd over the resamples in which it has a value."""
+    half_width = expanded_t_multiplier(scenarios, level) * _nan_sd(resampled, axis=0)
+    return point - half_width, point + half_width
 
 
-def _difference_intervals(resampled: FloatArray, level: float) -> tuple[FloatArray, FloatArray]:
-    """[M, M] intervals of theta_i - theta_j over the resamples."""
+def _difference_intervals(point: FloatArray, resampled: FloatArray,
+                          scenarios: npt.NDArray[np.integer], level: float,
+                          ) -> tuple[FloatArray, FloatArray]:
+    """[M, M] intervals of theta_i - theta_j; n is the smaller of the two models' scenarios."""
     differences = resampled[:, :, np.newaxis] - resampled[:, np.newaxis, :]
-    low, high = _percentiles(differences, level)
+    informed = np.minimum(scenarios[:, np.newaxis], scenarios[np.newaxis, :])
+    half_width = expanded_t_multiplier(informed, level) * _nan_sd(differences, axis=0)
+    centre = point[:, np.newaxis] - point[np.newaxis, :]
     diagonal = np.eye(resampled.shape[1], dtype=bool)
+    low, high = centre - half_width, centre + half_width
     return np.where(diagonal, np.nan, low), np.where(diagonal, np.nan, high)
+
+
+def _nan_sd(values: FloatArray, axis: int) -> FloatArray:
+    """Standard deviation (divisor count - 1) over the non-NaN entries; NaN with fewer than 2."""
+    observed = ~np.isnan(values)
+    sizes = observed.sum(axis=axis)
+    filled = np.where(observed, values, 0.0)
+    mean = filled.sum(axis=axis) / np.maximum(sizes, 1)
+    centred = np.where(observed, values - np.expand_dims(mean, axis), 0.0)
+    variance = (centred * centred).sum(axis=axis) / np.maximum(sizes - 1, 1)
+    return np.where(sizes >= 2, np.sqrt(variance), np.nan)

@@ -10,7 +10,6 @@ urlpatterns = [
     path("<str:code>/consent/", views.arena_consent, name="consent"),
     path("<str:code>/pair/", views.arena_pair, name="pair"),
     path("<str:code>/vote/", views.arena_vote, name="vote"),
-    path("<str:code>/thanks/", views.arena_thanks, name="thanks"),
     path("<str:code>/results/", views.arena_results, name="results"),
     path("<str:code>/results.csv", views.arena_results_csv, name="results-csv"),
     path("<str:code>/manage/", views.arena_manage, name="manage"),

@@ -21,7 +21,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from audits_app import public
 from audits_app.arena import ratelimits, selectors, services
 from audits_app.arena.csv_export import results_csv
 from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
@@ -29,6 +28,7 @@ from audits_app.arena.models import ArenaShowing, ArenaVoter, EthicsReview
 from audits_app.arena.presentation import results_context
 from audits_app.arena.selectors import ArenaAccess
 from audits_app.models import Publication
+from audits_app.pages import viewer as public
 from runs_app.models import Release
 
 COOKIE = "baitbench_arena_voter"
@@ -52,18 +52,23 @@ def _voter(request: HttpRequest) -> ArenaVoter | None:
 
 
 def _token(showing: ArenaShowing, voter: ArenaVoter) -> str:
-    # Signed per voter: a token is useless to anyone else, and it names only the showing.
-    return signing.dumps(showing.pk, salt=f"{TOKEN_SALT}:{voter.key}")
+    # Signed per voter: a token is useless to anyone else. It carries which of this voter's
+    # own showings it is (the voter knows that already), never the showing's id: ids run in
+    # sequence across all voters and would tell how many pairs were shown, and to whom.
+    ordinal = ArenaShowing.objects.filter(voter=voter, pk__lt=showing.pk).count()
+    return signing.dumps(ordinal, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
 def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaShowing | None:
     try:
-        showing_id = signing.loads(token, salt=f"{TOKEN_SALT}:{voter.key}",
-                                   max_age=TOKEN_MAX_AGE)
+        ordinal = signing.loads(token, salt=f"{TOKEN_SALT}:{voter.key}", max_age=TOKEN_MAX_AGE)
     except signing.BadSignature:
         return None
+    if not isinstance(ordinal, int) or ordinal < 0:
+        return None
     return (ArenaShowing.objects.select_related("pair__release")
-            .filter(pk=showing_id, voter=voter, pair__release=arena.release).first())
+            .filter(voter=voter, pair__release=arena.release).order_by("pk")[ordinal:ordinal + 1]
+            .first())
 
 
 def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
@@ -159,7 +164,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     form = VoteForm(request.POST)
     if not form.is_valid():
         return _pair_page(request, arena, showing, voter, form, status=400)
-    limits = ratelimits.vote_limits(request, voter.key)
+    limits = ratelimits.vote_limits(request, voter.key, showing.pair_id)
     if limits.hard:
         return _page(request, "limited.html", arena, status=429)
     try:
@@ -170,12 +175,9 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
         )
     except services.AlreadyVoted:
         return _page(request, "already.html", arena, status=409)
-    return redirect("arena:thanks", code=arena.code)
-
-
-@require_GET
-def arena_thanks(request: HttpRequest, code: str) -> HttpResponse:
-    return _page(request, "thanks.html", _arena(request, code))
+    # Straight on to the next pair, the confirmation on top of it: no page to click through.
+    messages.success(request, "Thank you: your answer is recorded. Here is the next pair.")
+    return redirect("arena:pair", code=arena.code)
 
 
 # ---------------------------------------------------------------------------------------------

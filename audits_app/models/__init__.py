@@ -7,3 +7,4 @@ from audits_app.arena.models import *  # noqa: F401,F403
 from audits_app.models.archive import *  # noqa: F401,F403
 from audits_app.models.publication import *  # noqa: F401,F403
 from audits_app.models.spotchecks import *  # noqa: F401,F403
+from audits_app.models.studies import *  # noqa: F401,F403

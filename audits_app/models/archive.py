@@ -18,12 +18,13 @@ from django.db import models
 
 from runs_app.models import ImmutableError
 
-__all__ = ["ImportedText", "ReleaseImport"]
+__all__ = ["ImportedText", "ReleaseArchive", "ReleaseImport"]
 
 
 class ArchiveKind(models.TextChoices):
     PUBLIC = "public", "Public (held-out and confidential material left out)"
     STAFF = "staff", "Staff (everything)"
+    PUBLIC_WITHOUT_ARENA = "arena", "Public, without the texts held for the arena until it closes"
 
 
 class ReleaseImport(models.Model):
@@ -66,3 +67,23 @@ class ImportedText(models.Model):
 
     def __str__(self) -> str:
         return f"text {self.snapshot_id} of release {self.release_id}"
+
+
+class ReleaseArchive(models.Model):
+    """A published release's archive, built once and kept with its hash: a published
+    release never changes, so neither does its archive, and serving it is reading bytes
+    instead of building them (seconds of CPU) for every download."""
+
+    release = models.ForeignKey("runs_app.Release", on_delete=models.PROTECT,
+                                related_name="archives")
+    kind = models.CharField(max_length=10, choices=ArchiveKind.choices)
+    sha256 = models.CharField(max_length=64)
+    data = models.BinaryField()
+    built_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["release", "kind"],
+                                               name="release_archive_once_per_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} archive of release {self.release_id}"

@@ -1,6 +1,6 @@
 """Publication of a release: the frozen snapshot (issue 5, DESIGN sections 6 and 8).
 
-A publication is written once, by `audits_app.services.release_publish`, in the same
+A publication is written once, by `audits_app.publication.services.release_publish`, in the same
 transaction that marks its release published. From then on neither changes: the snapshot is
 what the public pages and the API read, and its hash lets anyone check it was not altered.
 """

@@ -13,7 +13,7 @@ their check changes only through a `SpotCheckCorrection`.
 
 Claim labels are keyed by the claim's position (1-based) in the text's *jury claim list*: the
 distinct quotes the jurors extracted, in order of first appearance (see
-`audits_app.spotcheck_selectors.jury_claims`).
+`audits_app.spotchecks.selectors.jury_claims`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from audits_app.text_codes import text_code
 from runs_app.models import Claim, Generation, PublishedGuard, Release
 
 __all__ = [
@@ -122,8 +123,10 @@ class SpotCheck(PublishedGuard):
         indexes = [models.Index(fields=["release", "status"], name="spotcheck_release_status")]
 
     def __str__(self) -> str:
+        # The text by its keyed code, never its id: a title must not help place its writer.
         who = self.audit.auditor_name if self.audit_id else self.auditor
-        return f"spot-check {self.pk} of generation {self.generation_id} by {who}"
+        code = text_code(self.release.code, self.generation_id)
+        return f"spot-check {self.pk} of text {code} by {who}"
 
     @property
     def is_done(self) -> bool:

@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.validators import ProhibitNullCharactersValidator
 
 from audits_app import csv_files
-from audits_app.agreement import LABELS
-from audits_app.spotcheck_selectors import JuryClaim
+from audits_app.spotchecks.selectors import JuryClaim
+from audits_app.statistics.agreement import LABELS
 
 LABEL_CHOICES = [(label, label.capitalize()) for label in LABELS]
 # Techniques that distort the factual picture (DESIGN section 2); framing, appeals to authority

@@ -18,9 +18,9 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
 from audits_app import csv_files
-from audits_app import spotcheck_selectors as selectors
-from audits_app import spotcheck_services as services
-from audits_app.models import SpotCheck
+from audits_app.calibration.readers_import import human_readers_import
+from audits_app.calibration.selectors import calibration_summary
+from audits_app.models import SpotCheck, SpotCheckBatch
 from audits_app.review.forms import (
     TECHNIQUES,
     BatchForm,
@@ -29,14 +29,10 @@ from audits_app.review.forms import (
     ReaderImportForm,
     SpotCheckForm,
 )
+from audits_app.spotchecks import selectors, services
+from audits_app.spotchecks.imports import oob_audit_import
+from baitbench_site.roles import RECORD_PERMISSION, is_auditor
 from runs_app.models import Generation, Release
-
-
-def is_auditor(user) -> bool:
-    """Staff who may record spot-checks (the auditor role's permission). The navigation asks
-    the same question, so it never offers /review/ to someone it would refuse."""
-    return bool(user.is_authenticated and user.is_active and user.is_staff
-                and user.has_perm(services.RECORD_PERMISSION))
 
 
 def auditor_required(view):
@@ -83,7 +79,7 @@ def _release_actions(release: Release, user) -> dict:
     return {
         "release": release,
         "batch": open_ and user.has_perm("audits_app.add_spotcheckbatch"),
-        "audit": open_ and user.has_perm(services.RECORD_PERMISSION),
+        "audit": open_ and user.has_perm(RECORD_PERMISSION),
         "readers": open_ and user.has_perm("audits_app.add_humanreaderresult"),
     }
 
@@ -114,6 +110,11 @@ def _facts(generation) -> list[dict]:
             for fact in document.get("facts", [])]
 
 
+def _fact_choices(facts: list[dict]) -> list[tuple[str, str]]:
+    """A checkbox per fact that reads as the fact, not as its bare id."""
+    return [(fact["id"], f"{fact['id']} ({fact['label']}): {fact['text']}") for fact in facts]
+
+
 def _own_check(request: HttpRequest, pk: int) -> SpotCheck:
     # Another auditor's check is a 404: its existence, writer and labels are not theirs to see.
     return get_object_or_404(
@@ -124,7 +125,7 @@ def _own_check(request: HttpRequest, pk: int) -> SpotCheck:
 
 
 def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
-    return {"claims": claims, "facts": [(f["id"], f["id"]) for f in facts],
+    return {"claims": claims, "facts": _fact_choices(facts),
             "revealed": check.is_done, "overall_answered": check.agrees_with_jury is not None}
 
 
@@ -140,7 +141,7 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     facts = _facts(check.generation)
     form_kwargs = _form_kwargs(check, claims, facts)
     if request.method == "POST":
-        if not request.user.has_perm(services.RECORD_PERMISSION):
+        if not request.user.has_perm(RECORD_PERMISSION):
             raise PermissionDenied("recording spot-checks needs the record_spotcheck permission")
         # Disabled (already final) fields take their stored values from `initial`.
         form = SpotCheckForm(request.POST, initial=_initial(check), **form_kwargs)
@@ -168,7 +169,7 @@ def check_correct(request: HttpRequest, pk: int) -> HttpResponse:
     text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     claims = text.claims if text else []
     form = CorrectionForm(request.POST, claims=claims,
-                          facts=[(f["id"], f["id"]) for f in _facts(check.generation)])
+                          facts=_fact_choices(_facts(check.generation)))
     if form.is_valid():
         try:
             services.spotcheck_correct(
@@ -196,7 +197,8 @@ def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckFor
         "scenario": check.generation.scenario_version.content,
         "marked": marked_text(check.generation.text, claims),
         "claim_fields": [(claim, form[f"claim_{claim.position}"]) for claim in claims],
-        "form": form, "revealed": revealed,
+        "form": form, "revealed": revealed, "progress": selectors.queue_progress(check),
+        "following": selectors.next_pending(request.user, after=check) if revealed else None,
         "corrections": list(check.corrections.select_related("made_by")),
     }
     if revealed and text is not None:
@@ -204,7 +206,7 @@ def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckFor
         if not check.release.is_published:
             correction = correction or CorrectionForm(
                 initial=_correction_initial(check), claims=claims,
-                facts=[(f["id"], f["id"]) for f in context["facts"]])
+                facts=_fact_choices(context["facts"]))
             context["correction"] = correction
             context["correction_claims"] = [
                 (claim, correction[f"claim_{claim.position}"]) for claim in claims]
@@ -260,7 +262,7 @@ def release_agreement(request: HttpRequest, code: str) -> HttpResponse:
     return render(request, "review/agreement.html", {
         "release": release, "summary": selectors.agreement_summary(release),
         "gate": selectors.gate_figures(release), "config_gate": release.parsed_config().gate,
-        "calibration": selectors.calibration_summary(release),
+        "calibration": calibration_summary(release),
     })
 
 
@@ -284,9 +286,17 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
         except services.BatchError as problem:
             form.add_error(None, str(problem))
         else:
-            return render(request, "review/batch_created.html",
-                          {"release": release, "batch": batch})
+            # Redirected, so that reloading the answer shows the batch and makes no second one.
+            return redirect("review:batch", code=release.code, batch_id=batch.pk)
     return render(request, "review/batch_form.html", {"release": release, "form": form})
+
+
+@auditor_required
+def batch_detail(request: HttpRequest, code: str, batch_id: int) -> HttpResponse:
+    batch = get_object_or_404(SpotCheckBatch.objects.select_related("release"),
+                              pk=batch_id, release__code=code)
+    return render(request, "review/batch_created.html",
+                  {"release": batch.release, "batch": batch})
 
 
 @auditor_required
@@ -295,11 +305,11 @@ def oob_import(request: HttpRequest, code: str) -> HttpResponse:
     form = OutOfBandForm(request.POST or None, request.FILES or None)
     result = None
     if request.method == "POST":
-        if not request.user.has_perm(services.RECORD_PERMISSION):
+        if not request.user.has_perm(RECORD_PERMISSION):
             raise PermissionDenied("recording audits needs the record_spotcheck permission")
         if form.is_valid():
             data = form.cleaned_data
-            result = services.oob_audit_import(
+            result = oob_audit_import(
                 release=release, auditor_name=data["auditor_name"],
                 organisation=data["organisation"], audited_on=data["audited_on"],
                 method=data["method"], csv_text=form.csv_content(),
@@ -318,7 +328,7 @@ def readers_import(request: HttpRequest, code: str) -> HttpResponse:
         if not request.user.has_perm("audits_app.add_humanreaderresult"):
             raise PermissionDenied("importing reader results needs the auditor role")
         if form.is_valid():
-            result = services.human_readers_import(
+            result = human_readers_import(
                 release=release, csv_text=form.csv_content(),
                 source_name=getattr(form.cleaned_data.get("file"), "name", ""))
     return render(request, "review/readers_import.html",

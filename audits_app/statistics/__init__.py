@@ -22,9 +22,13 @@ A resample in which a row (a model, a pair, a difference) has no scenario with d
 such resamples are dropped, so an interval is conditional on the quantity being observed. Nothing
 here raises on missing data: it shows up as NaN, as `False` for significance and as `UNRANKED`.
 
-Memory: bootstrap values are materialised for a block of rows (model pairs) or of resamples (the
-fit's M x M systems) at a time, each block about `arrays.BLOCK_BYTES`; bench/stats.py measures
-the peak.
+Memory and time: bootstrap values are materialised for a block of rows (model pairs) or of
+resamples (the fit's M x M systems) at a time, each block about `arrays.BLOCK_BYTES`, one block
+per core at once (`arrays.map_blocks`). The t interval of a row with data in every scenario (a
+pair sharing a cell in each) needs no bootstrap values: its resampled mean is linear in the
+counts, so its spread is a quadratic form of their covariance (`intervals._linear_spread`).
+bench/stats.py measures time and peak; at 200 models the fit's B systems of 200 x 200, formed by
+one product and solved by LU, are most of the time.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ import numpy.typing as npt
 
 from audits_app.statistics.additive import AdditiveDesign
 from audits_app.statistics.arrays import BoolArray, FloatArray, IntArray, divide_or_nan, nanmean
+from audits_app.statistics.eligibility import rank_eligibility
+from audits_app.statistics.family_wise import PAIR_CORRECTIONS, holm_rejected, pair_p_values
 from audits_app.statistics.intervals import (
     INTERVAL_METHODS,
     check_level,
@@ -51,8 +57,8 @@ __all__ = [
     "INTERVAL_METHODS", "RANK_RULES", "UNRANKED", "Difference", "Estimates", "Leaderboard",
     "Pairwise", "Rates", "ReferenceComparison", "condition_difference", "expanded_t_multiplier",
     "leaderboard", "model_estimates", "morey_factor", "paired_ranks", "pairwise", "rank_classes",
-    "refusal_rates", "resample_counts", "scenario_means", "student_t_quantile",
-    "versus_reference",
+    "rank_eligibility", "refusal_rates", "resample_counts", "scenario_means",
+    "student_t_quantile", "versus_reference",
 ]
 
 RankRule = Literal["paired", "classes"]
@@ -214,7 +220,8 @@ def model_estimates(
 
 def pairwise(
     scores: npt.ArrayLike, counts: npt.ArrayLike, level: float,
-    *, method: IntervalMethod = "expanded_t",
+    *, method: IntervalMethod = "expanded_t", tolerance: float = 0.0,
+    correction: str = "none", eligible: BoolArray | None = None,
 ) -> Pairwise:
     """Differences between every pair of models on the cells both have (DESIGN.md section 6).
 
@@ -222,8 +229,15 @@ def pairwise(
     scenarios with at least one shared cell. low/high: its interval from the cluster bootstrap,
     n = those scenarios. significant: the interval excludes zero. diff is antisymmetric, so only
     pairs i < j are resampled and [j, i] is mirrored. A pair with no shared cells is NaN and never
-    significant; the diagonal is 0 (NaN for a model without data) and never significant.
+    significant; the diagonal is 0 (NaN for a model without data) and never significant. A
+    difference of at most `tolerance` is never significant, whatever its interval: a constant
+    offset of float noise has a zero-width interval that excludes zero (DESIGN section 6).
+    correction "holm" makes the pairs of `eligible` models (all with data when None) one family
+    (`family_wise`); the other pairs are then never significant.
     """
+    if correction not in PAIR_CORRECTIONS:
+        raise ValueError(f"unknown pair correction {correction!r}; expected one of "
+                         f"{PAIR_CORRECTIONS}")
     values = _as_scores(scores)
     draws = _as_counts(counts, values.shape[1])
     check_level(level)
@@ -235,23 +249,37 @@ def pairwise(
     diff = _antisymmetric(point, -point, diagonal)
     low_matrix = _antisymmetric(low, -high, diagonal)
     high_matrix = _antisymmetric(high, -low, diagonal)
-    return Pairwise(diff, low_matrix, high_matrix, _excludes_zero(low_matrix, high_matrix), level)
+    significant = _excludes_zero(low_matrix, high_matrix) & (np.abs(diff) > tolerance)
+    if correction == "holm":
+        members = np.ones(len(diagonal), dtype=bool) if eligible is None else eligible
+        in_family = members[upper[0]] & members[upper[1]]
+        p_values = pair_p_values(point, low, high, shared[upper].sum(axis=1), level)
+        rejected = holm_rejected(np.where(in_family, p_values, np.nan), level)
+        significant &= _antisymmetric(rejected, rejected, np.zeros(len(diagonal))) > 0
+    return Pairwise(diff, low_matrix, high_matrix, significant, level)
 
 
-def paired_ranks(pairs: Pairwise, higher_is_better: bool = True) -> IntArray:
+def paired_ranks(
+    pairs: Pairwise, higher_is_better: bool = True, eligible: BoolArray | None = None
+) -> IntArray:
     """Rank = 1 + the number of models demonstrably better (DESIGN.md section 6).
 
     "Demonstrably better" means the pair is significant and the difference points the right way.
     Ties share a place: two models no one beats and who do not beat each other both rank 1, and a
-    model both beat ranks 3. A model without data gets UNRANKED.
+    model both beat ranks 3. A model without data, or outside `eligible` (below the release's
+    minimum of data, `rank_eligibility`), gets UNRANKED and takes no place from the others: only
+    eligible models count as ahead.
     """
-    others_ahead = pairs.diff < 0 if higher_is_better else pairs.diff > 0
-    beaten_by = (pairs.significant & others_ahead).sum(axis=1)
     has_data = ~np.isnan(pairs.diff.diagonal())
-    return np.where(has_data, 1 + beaten_by, UNRANKED).astype(np.int64)
+    ranked = has_data if eligible is None else has_data & np.asarray(eligible, dtype=bool)
+    others_ahead = pairs.diff < 0 if higher_is_better else pairs.diff > 0
+    beaten_by = (pairs.significant & others_ahead & ranked[np.newaxis, :]).sum(axis=1)
+    return np.where(ranked, 1 + beaten_by, UNRANKED).astype(np.int64)
 
 
-def rank_classes(estimates: Estimates, higher_is_better: bool = True) -> IntArray:
+def rank_classes(
+    estimates: Estimates, higher_is_better: bool = True, eligible: BoolArray | None = None
+) -> IntArray:
     """Rank classes from overlapping comparison intervals: the pilot.0 rule.
 
     Models are sorted by point, best first (ties keep input order). The first model opens class 1
@@ -261,9 +289,12 @@ def rank_classes(estimates: Estimates, higher_is_better: bool = True) -> IntArra
     down the table. A model whose comparison interval is undefined (data in fewer than two
     scenarios) cannot be told apart from anyone: it joins the current class (class 1 if it comes
     first) and never leads one, as under the paired rule it is never demonstrably different.
-    A model without a point gets UNRANKED.
+    A model without a point, or outside `eligible`, gets UNRANKED and neither joins nor leads a
+    class.
     """
     point = estimates.point
+    if eligible is not None:
+        point = np.where(np.asarray(eligible, dtype=bool), point, np.nan)
     order = np.argsort(-point if higher_is_better else point, kind="stable")  # NaN sorts last
     has_interval = ~np.isnan(estimates.cmp_low) & ~np.isnan(estimates.cmp_high)
     classes = np.full(point.shape, UNRANKED, dtype=np.int64)
@@ -289,20 +320,25 @@ def leaderboard(
     rule: RankRule = "paired",
     *,
     method: IntervalMethod = "expanded_t",
+    tolerance: float = 0.0,
+    eligible: BoolArray | None = None,
+    correction: str = "none",
 ) -> Leaderboard:
     """Estimates, all pairs and ranks for one measure; the rule is part of the release.
 
     rule "paired" ranks with `paired_ranks` (shared cells), "classes" with `rank_classes`
-    (pilot.0; the additive fit's comparison intervals).
+    (pilot.0; the additive fit's comparison intervals). Only `eligible` models are ranked (all
+    with data when None); `tolerance` and `correction` as in `pairwise`.
     """
     if rule not in RANK_RULES:
         raise ValueError(f"unknown ranking rule {rule!r}; expected one of {RANK_RULES}")
     estimates = model_estimates(scores, counts, level, method=method)
-    pairs = pairwise(scores, counts, level, method=method)
+    pairs = pairwise(scores, counts, level, method=method, tolerance=tolerance,
+                     correction=correction, eligible=eligible)
     if rule == "paired":
-        ranks = paired_ranks(pairs, higher_is_better)
+        ranks = paired_ranks(pairs, higher_is_better, eligible)
     else:
-        ranks = rank_classes(estimates, higher_is_better)
+        ranks = rank_classes(estimates, higher_is_better, eligible)
     return Leaderboard(estimates, pairs, ranks, rule, higher_is_better)
 
 
@@ -405,13 +441,14 @@ def _pair_scenario_differences(scores: FloatArray) -> tuple[FloatArray, BoolArra
     """D[i, j, s]: mean over cells of s scored for both i and j of (i - j); W[i, j, s]: any shared.
 
     mean(i - j) over shared cells equals (sum of i - sum of j) over those cells / their number,
-    so one product over cells gives every pair at once.
+    so one product over cells gives every pair at once (per scenario, one batched BLAS product).
     """
     observed = ~np.isnan(scores)
-    filled = np.where(observed, scores, 0.0)
-    mask = observed.astype(np.float64)
-    shared_cells = np.einsum("isk,jsk->ijs", mask, mask)
-    own_total = np.einsum("isk,jsk->ijs", filled, mask)  # i's sum over the cells it shares with j
+    by_scenario = np.ascontiguousarray(observed.transpose(1, 0, 2), dtype=np.float64)  # [S, M, K]
+    filled = np.ascontiguousarray(np.where(observed, scores, 0.0).transpose(1, 0, 2))
+    shared_cells = (by_scenario @ by_scenario.transpose(0, 2, 1)).transpose(1, 2, 0)
+    # i's sum over the cells it shares with j, [S, i, j] before the transpose to [i, j, S].
+    own_total = (filled @ by_scenario.transpose(0, 2, 1)).transpose(1, 2, 0)
     difference_total = own_total - own_total.transpose(1, 0, 2)
     return divide_or_nan(difference_total, shared_cells), shared_cells > 0
 

@@ -35,9 +35,12 @@ sum(a0) = 0, and a = a0 + (sum(p) - q . a0) / sum(q). Otherwise (L + q q^T withi
 a = r + q * (the group's sum of p), with groups found by label propagation. Either way all B fits
 are one matrix product (counts @ L_s) and one batched np.linalg.solve: exact, with no iteration
 to converge and no loop over resamples, where alternating least squares would need many sweeps
-of B x M x S x K work each. Models that share no cell with the rest, directly or through others,
-form their own group and are fitted on their own cells; in a resample a model without any drawn
-scenario has no value.
+of B x M x S x K work each. In the linked case the system is symmetric positive definite, so only
+its upper triangle is built (in row slabs, about half the product) and it is solved by Cholesky
+(LAPACK's dposv, without the GIL: half the work of a general solve); at 200 models, 200
+scenarios and 10,000 resamples these two are nearly all of the time. Models that share no
+cell with the rest, directly or through others, form their own group and are fitted on their
+own cells; in a resample a model without any drawn scenario has no value.
 """
 
 from __future__ import annotations
@@ -47,21 +50,29 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from audits_app.statistics.arrays import BLOCK_BYTES, BoolArray, FloatArray, divide_or_zero
+from audits_app.statistics.arrays import (
+    BLOCK_BYTES,
+    BoolArray,
+    FloatArray,
+    divide_or_zero,
+    map_blocks,
+)
+from audits_app.statistics.cholesky import solve_upper
 
 
 @dataclass(frozen=True, eq=False)
 class AdditiveDesign:
     """Per-scenario pieces of the fit's normal equations; a resample only reweighs scenarios.
 
-    laplacian[S, M * M]: L_s; anchored: L_s + J / M (J all ones); residual[S, M]: r_s;
+    laplacian[S, M * M]: L_s; anchored: the upper triangle of L_s + J / M (J all ones), as row
+    slabs (first row, last row + 1, [S, rows * columns from the first row on]); residual[S, M]: r_s;
     share[S, M]: q; share_sum[S, M]: p; present[S, M]: the model has a cell of the grid in the
     scenario; hub_links[S, M]: the row of L_s of the model with the most scores, which decides
     cheaply that a resample is linked.
     """
 
     laplacian: FloatArray
-    anchored: FloatArray
+    anchored: tuple[tuple[int, int, FloatArray], ...]
     residual: FloatArray
     share: FloatArray
     share_sum: FloatArray
@@ -80,14 +91,19 @@ class AdditiveDesign:
         cell_weight = divide_or_zero(grid, grid.sum(axis=1, keepdims=True))  # v[s, k]
         weighted = mask * cell_weight  # v o[m]
         cell_mean = filled.sum(axis=0) * inverse_n
-        shared = np.einsum("isk,jsk->sij", weighted * inverse_n, mask)
+        # shared[s, i, j] = sum_k v o[i] o[j] / n: per scenario X X^T with X = o sqrt(v / n), one
+        # batched BLAS product (symmetric by construction).
+        rooted = np.ascontiguousarray(
+            (mask * np.sqrt(cell_weight * inverse_n)).transpose(1, 0, 2))  # [S, M, K]
+        laplacian = rooted @ rooted.transpose(0, 2, 1)
+        np.negative(laplacian, out=laplacian)
         own = weighted.sum(axis=2).T  # [S, M]
-        laplacian = own[:, :, np.newaxis] * np.eye(models) - shared
-        hub = int(observed.sum(axis=(1, 2)).argmax()) if models else 0
         flat = laplacian.reshape(scenarios, models * models)
+        flat[:, ::models + 1] += own  # L_s = diag(own) - shared
+        hub = int(observed.sum(axis=(1, 2)).argmax()) if models else 0
         return cls(
             laplacian=flat,
-            anchored=flat + 1.0 / max(1, models),  # weights sum to 1: adds J / M to L
+            anchored=_upper_slabs(laplacian, 1.0 / max(1, models)),  # weights sum to 1: + J / M
             residual=(weighted * (filled - cell_mean)).sum(axis=2).T,
             share=(weighted * inverse_n).sum(axis=2).T,
             share_sum=(weighted * inverse_n * filled).sum(axis=2).T,
@@ -96,13 +112,16 @@ class AdditiveDesign:
         )
 
     def fit_all(self, counts: npt.NDArray[np.integer]) -> FloatArray:
-        """a[B, M] for every resample, in blocks of resamples; NaN where a model has no data."""
+        """a[B, M] for every resample, in blocks of resamples; NaN where a model has no data.
+
+        Blocks run on every core (`arrays.map_blocks`), each fitted as it would be alone.
+        """
         models = self.residual.shape[1]
         step = max(1, BLOCK_BYTES // (8 * 2 * max(1, models) ** 2))
-        blocks = [
-            self.fit(counts[start:start + step].astype(np.float64))
-            for start in range(0, len(counts), step)  # blocks of resamples, never single ones
-        ]
+        blocks = map_blocks(
+            lambda start: self.fit(counts[start:start + step].astype(np.float64)),
+            range(0, len(counts), step),  # blocks of resamples, never single ones
+        )
         return np.concatenate(blocks) if blocks else np.empty((0, models))
 
     def fit(self, weights: FloatArray) -> FloatArray:
@@ -132,11 +151,18 @@ class AdditiveDesign:
 
         1^T L = 0 and 1^T r = 0, so (L + J / M) a0 = r (J all ones) is regular and its solution
         has sum(a0) = 0 and L a0 = r; then t follows from the constraint q . a = sum(p).
+        L + J / M is symmetric positive definite: its upper triangle is built and solved by
+        Cholesky (`cholesky.solve_upper`).
         """
         models = self.residual.shape[1]
-        system = (weights @ self.anchored).reshape(len(weights), models, models)
+        system = np.empty((len(weights), models, models))
+        for first, last, slab in self.anchored:
+            system[:, first:last, first:] = (weights @ slab).reshape(len(weights), last - first, -1)
         right = weights @ self.residual
-        fitted = np.linalg.solve(system, right[:, :, np.newaxis])[:, :, 0]
+        fitted, failed = solve_upper(system, right)
+        if failed.any():  # rounding on a nearly singular fit: the whole system, by LU
+            whole = (weights[failed] @ self.laplacian).reshape(-1, models, models) + 1.0 / models
+            fitted[failed] = np.linalg.solve(whole, right[failed][:, :, np.newaxis])[:, :, 0]
         share, share_sum = weights @ self.share, weights @ self.share_sum
         shift = (share_sum.sum(axis=1) - (share * fitted).sum(axis=1)) / share.sum(axis=1)
         return fitted + shift[:, np.newaxis]
@@ -159,6 +185,21 @@ class AdditiveDesign:
         fitted = np.linalg.solve(system, right[:, :, np.newaxis])[:, :, 0]
         fitted[~present] = np.nan
         return fitted
+
+
+# Rows per slab of the upper triangle: 8 slabs at 200 models, whose products add 12 % to the
+# triangle's half of the square; smaller slabs make more, smaller products.
+SLAB_ROWS = 25
+
+
+def _upper_slabs(square: FloatArray, add: float = 0.0) -> tuple[tuple[int, int, FloatArray], ...]:
+    """square[S, M, M] + add as row slabs of its upper triangle, each a new [S, rows * columns]."""
+    models = square.shape[1]
+    return tuple(
+        (first, min(models, first + SLAB_ROWS),
+         square[:, first:first + SLAB_ROWS, first:].reshape(len(square), -1) + add)
+        for first in range(0, models, SLAB_ROWS)
+    )
 
 
 def _same_group(linked: BoolArray, has_data: BoolArray) -> BoolArray:

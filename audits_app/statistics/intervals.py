@@ -26,12 +26,19 @@ and the tests can show what they get wrong; releases use the default, "expanded_
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import numpy.typing as npt
 
-from audits_app.statistics.arrays import BLOCK_BYTES, BoolArray, FloatArray, divide_or_nan
+from audits_app.statistics.arrays import (
+    BLOCK_BYTES,
+    BoolArray,
+    FloatArray,
+    divide_or_nan,
+    map_blocks,
+)
 
 INTERVAL_METHODS: tuple[str, ...] = ("expanded_t", "expanded_percentile", "percentile")
 
@@ -49,26 +56,79 @@ def cluster_interval(
     """(point, low, high) of the scenario-weighted mean of each row of means[N, S].
 
     For every resample at once: numerator counts @ (means * present).T, denominator
-    counts @ present.T. Rows are processed in blocks so that only a block x B array exists.
+    counts @ present.T. Rows are processed in blocks so that only a block x B array exists per
+    thread (`arrays.map_blocks`). Under the t interval, rows with data in every scenario need no
+    bootstrap values at all (`_linear_spread`).
     """
     point = cluster_point(means, present)
     scenarios = present.sum(axis=1)
-    draws = counts.T.astype(np.float64)  # float so that the products run in BLAS
     values = np.where(present, means, 0.0)
-    weights = present.astype(np.float64)
     low, high = np.full(len(means), np.nan), np.full(len(means), np.nan)
+    linear = np.zeros(len(means), dtype=bool)
+    if method == "expanded_t":
+        linear = _linear_rows(present, counts)
+    if linear.any():
+        spread = _linear_spread(values[linear], counts)
+        low[linear], high[linear] = _t_interval(point[linear], spread, scenarios[linear], level)
+    rest = np.flatnonzero(~linear)
+    draws = counts.T.astype(np.float64)  # float so that the products run in BLAS
+    weights = present.astype(np.float64)
     step = max(1, BLOCK_BYTES // (8 * counts.shape[0]))
-    for start in range(0, len(means), step):  # blocks of rows, never single resamples
-        rows = slice(start, start + step)
+
+    def block(start: int) -> tuple[FloatArray, FloatArray]:
+        rows = rest[start:start + step]
         resampled = resampled_means(values[rows], weights[rows], draws)
-        low[rows], high[rows] = interval(point[rows], resampled, scenarios[rows], level, method)
+        return interval(point[rows], resampled, scenarios[rows], level, method)
+
+    starts = range(0, len(rest), step)  # blocks of rows, never single resamples
+    for start, (block_low, block_high) in zip(starts, map_blocks(block, starts), strict=True):
+        rows = rest[start:start + step]
+        low[rows], high[rows] = block_low, block_high
     return point, low, high
 
 
+def _linear_rows(present: BoolArray, counts: npt.NDArray[np.integer]) -> BoolArray:
+    """Rows whose resampled mean is linear in the counts: data in every scenario, and every
+    resample drawing the same number of scenarios (as `resample_counts` does), so that the
+    denominator is that number whatever is drawn."""
+    sums = counts.sum(axis=1)
+    if len(counts) < 2 or np.any(sums != sums[0]):
+        return np.zeros(len(present), dtype=bool)
+    return present.all(axis=1)
+
+
+def _linear_spread(values: FloatArray, counts: npt.NDArray[np.integer]) -> FloatArray:
+    """Standard deviation over the resamples of values @ counts[b] / n, without the B values.
+
+    The variance of a linear function of the counts over the B resamples is the quadratic form of
+    their sample covariance C[S, S]: var_b(x . c_b / n) = x^T C x / n^2 (the same divisor B - 1
+    as `_row_sd`). So one S x S matrix, shared by every row, replaces a rows x B product: the
+    figures are the ones the bootstrap values give, up to rounding (within 1e-12 on the
+    benchmarks' data; test_statistics_reference.py holds them to 1e-9). Every row of counts sums
+    to n, so C 1 = 0, and centring each row of values first removes its constant part exactly,
+    which keeps the rounding of a large mean out of a small spread.
+    """
+    draws = counts.astype(np.float64)
+    centred_draws = draws - draws.mean(axis=0)
+    covariance = (centred_draws.T @ centred_draws) / (len(draws) - 1)
+    centred = values - values.mean(axis=1, keepdims=True)
+    variance = np.einsum("rs,rs->r", centred @ covariance, centred)
+    return np.sqrt(np.maximum(variance, 0.0)) / float(draws[0].sum())
+
+
 def resampled_means(values: FloatArray, weights: FloatArray, draws: FloatArray) -> FloatArray:
-    """[rows, B] resampled means; NaN where a row has no drawn scenario with data."""
+    """[rows, B] resampled means; NaN where a row has no drawn scenario with data.
+
+    A row that weighs every scenario 1 (most rows: pairs share a cell in nearly every scenario)
+    has the resample's total count as its denominator, the same integer the product would give,
+    so only the other rows pay for the second product.
+    """
     totals = values @ draws
-    sizes = weights @ draws
+    complete = (weights == 1.0).all(axis=1)
+    sizes = np.empty_like(totals)
+    sizes[complete] = draws.sum(axis=0)
+    if not complete.all():
+        sizes[~complete] = weights[~complete] @ draws
     empty = sizes == 0
     sizes[empty] = 1.0  # avoids 0/0 warnings; these entries are set to NaN just below
     totals /= sizes
@@ -85,7 +145,13 @@ def interval(
         return _percentile_rows(resampled, level)
     if method == "expanded_percentile":
         return _expanded_percentile_rows(resampled, scenarios, level)
-    spread = _row_sd(resampled)
+    return _t_interval(point, _row_sd(resampled), scenarios, level)
+
+
+def _t_interval(
+    point: FloatArray, spread: FloatArray, scenarios: npt.NDArray[np.integer], level: float
+) -> tuple[FloatArray, FloatArray]:
+    """point -/+ the expanded t multiplier times the bootstrap standard error (module docstring)."""
     half_width = expanded_t_multiplier(scenarios, level) * spread
     return point - half_width, point + half_width
 
@@ -105,13 +171,15 @@ def expanded_t_multiplier(scenarios: npt.ArrayLike, level: float) -> FloatArray:
     return multiplier
 
 
+@functools.lru_cache(maxsize=4096)
 def student_t_quantile(level: float, df: int) -> float:
     """t with P(|T| <= t) = level for Student's t with integer df >= 1.
 
     numpy has no t distribution and the package stays free of scipy; for integer df the central
     probability has a closed form (Abramowitz and Stegun 26.7.3 and 26.7.4) in theta = atan(t /
     sqrt(df)), increasing in theta, so bisection on theta in [0, pi / 2) gives t to machine
-    precision (the tests compare with scipy.stats.t.ppf).
+    precision (the tests compare with scipy.stats.t.ppf). Cached: every block of every interval
+    asks for the same few quantiles.
     """
     if df < 1:
         raise ValueError(f"degrees of freedom must be at least 1, got {df}")
@@ -145,6 +213,40 @@ def _t_central_probability(theta: float, df: int) -> float:
     return 2 / math.pi * (theta + sine * series)
 
 
+def student_t_p_value(statistic: npt.ArrayLike, df: npt.ArrayLike) -> FloatArray:
+    """Two-sided P(|T| >= |statistic|) for Student's t with integer df >= 1; NaN for df < 1.
+
+    The closed form of `_t_central_probability`, with arrays in place of scalars: one pass per
+    term of the series, for each distinct df (a handful).
+    """
+    values = np.abs(np.asarray(statistic, dtype=np.float64))
+    freedom = np.broadcast_to(np.asarray(df, dtype=np.int64), values.shape)
+    result = np.full(values.shape, np.nan)
+    for size in np.unique(freedom[freedom >= 1]):
+        rows = (freedom == size) & ~np.isnan(values)
+        theta = np.arctan(values[rows] / math.sqrt(size))
+        result[rows] = 1.0 - _t_central_probabilities(theta, int(size))
+    return np.clip(result, 0.0, 1.0)
+
+
+def _t_central_probabilities(theta: FloatArray, df: int) -> FloatArray:
+    """`_t_central_probability` for an array of theta."""
+    cosine, sine = np.cos(theta), np.sin(theta)
+    squared = cosine * cosine
+    if df % 2 == 0:
+        term, total = np.ones_like(theta), np.ones_like(theta)
+        for j in range(1, df // 2):
+            term = term * squared * (2 * j - 1) / (2 * j)
+            total += term
+        return sine * total
+    series, term = np.zeros_like(theta), cosine
+    for j in range(1, (df - 1) // 2 + 1):
+        if j > 1:
+            term = term * squared * (2 * j - 2) / (2 * j - 1)
+        series += term
+    return 2 / math.pi * (theta + sine * series)
+
+
 def _expanded_percentile_rows(
     resampled: FloatArray, scenarios: npt.NDArray[np.integer], level: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -165,10 +267,17 @@ def _expanded_percentile_rows(
 def _row_sd(resampled: FloatArray) -> FloatArray:
     """Standard deviation (divisor count - 1) of each row over its non-NaN entries; NaN if < 2."""
     observed = ~np.isnan(resampled)
-    sizes = observed.sum(axis=1).astype(np.float64)
-    mean = divide_or_nan(np.where(observed, resampled, 0.0).sum(axis=1), sizes)
-    centred = np.where(observed, resampled - mean[:, np.newaxis], 0.0)
-    variance = divide_or_nan((centred * centred).sum(axis=1), sizes - 1)
+    if observed.all():  # the usual block: the same sums without masking, in place
+        sizes = np.full(len(resampled), float(resampled.shape[1]))
+        mean = divide_or_nan(resampled.sum(axis=1), sizes)
+        centred = resampled - mean[:, np.newaxis]
+        np.multiply(centred, centred, out=centred)
+    else:
+        sizes = observed.sum(axis=1).astype(np.float64)
+        mean = divide_or_nan(np.where(observed, resampled, 0.0).sum(axis=1), sizes)
+        centred = np.where(observed, resampled - mean[:, np.newaxis], 0.0)
+        centred *= centred
+    variance = divide_or_nan(centred.sum(axis=1), sizes - 1)
     return np.sqrt(variance)
 
 

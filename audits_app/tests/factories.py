@@ -23,14 +23,13 @@ import yaml
 from django.conf import settings
 from django.utils import timezone
 
-from audits_app.measures import (
+from audits_app.leaderboard.measures import (
     BY_KEY,
     CONDITION_PURPOSES,
-    SMALL_SAMPLE,
     TASK_PURPOSES,
     release_measures,
 )
-from audits_app.selectors import PUBLIC_CONTENT_KEYS
+from audits_app.publication.snapshot import PUBLIC_CONTENT_KEYS
 from runs_app.models import (
     Claim,
     Generation,
@@ -40,6 +39,7 @@ from runs_app.models import (
     ReleaseScenario,
     ReleaseStatus,
 )
+from runs_app.schemas import ChartFrame
 from runs_app.scoring_versions import LEGACY_PIN
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.prompt_texts import CONDITIONS_V1, TASKS_V1
@@ -110,7 +110,8 @@ def board_rows(rng: random.Random, model_ids: list[str], *, metric: str) -> list
         abs_low, abs_high = _interval(rng, point, width)
         cmp_low, cmp_high = _interval(rng, point, width * 0.7)
         refuser = model_id == "fixture/refuser"
-        rows.append({"model": model_id, "rank": 0, "point": round(point, 4),
+        rows.append({"model": model_id, "rank": 0, "unranked_reason": "",
+                     "point": round(point, 4), "point_clipped": False,
                      "abs_low": abs_low, "abs_high": abs_high,
                      "cmp_low": cmp_low, "cmp_high": cmp_high, "n_texts": 16,
                      "coverage": 0.75 if refuser else 1.0, "scenarios": 3,
@@ -134,9 +135,25 @@ def leaderboard(rng: random.Random, model_ids: list[str], *, metric: str) -> dic
             pairs.append({"a": a, "b": b, "diff": diff, "low": round(low, 4),
                           "high": round(high, 4), "significant": low > 0 or high < 0})
     measure = BY_KEY[metric]
-    return {"higher_is_better": measure.higher_first, "rule": "paired", "rows": rows,
-            "pairs": pairs, "label": measure.label, "what": measure.what,
-            "direction": measure.direction}
+    return {"higher_is_better": measure.higher_first, "rule": "paired",
+            "pair_correction": "none", "rows": rows, "pairs": pairs, "label": measure.label,
+            "what": measure.what, "direction": measure.direction,
+            "sensitivity": sensitivity_rows(rows)}
+
+
+def sensitivity_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The refuser lacks its C2 cells: the figure beside it, readings agreeing."""
+    refuser = [row for row in rows if row["model"] == "fixture/refuser"]
+    others = [row for row in rows if row["model"] != "fixture/refuser"]
+    return [{"model": row["model"], "coverage": row["coverage"], "own_mean": row["point"],
+             "half_width": 0.05, "largest_gap": 0.01, "against": others[0]["model"],
+             "flagged": False,
+             "versus": [{"model": other["model"], "own_mean": row["point"],
+                         "their_mean": other["point"],
+                         "cells_lead": round(row["point"] - other["point"], 4),
+                         "fit_lead": round(row["point"] - other["point"], 4)}
+                        for other in others]}
+            for row in refuser if others]
 
 
 def anchors(rng: random.Random, documents: dict[str, ScenarioFile]) -> list[dict[str, Any]]:
@@ -167,8 +184,15 @@ def method_words(language: str = "en") -> dict[str, Any]:
                         "overlay": CONDITIONS_V1[language][code][1],
                         "purpose": CONDITION_PURPOSES[code]} for code in CONDITIONS],
         "measures": [measure.as_dict() for measure in release_measures(STAGES, TASKS)],
-        "stages": STAGES, "small_sample": SMALL_SAMPLE,
+        "stages": STAGES, "error_rates": ERROR_RATES,
     }
+
+
+# The shape `statistics.error_rates` publishes; the figures are made up.
+ERROR_RATES = {"data_sets": 400, "models": 4, "scenarios": 3, "cells": 4, "rule": "paired",
+               "level": 0.95, "false_difference_per_pair": 0.049, "any_false_difference": 0.231,
+               "expected_below_first": 0.27, "power": 0.125, "difference_sd": 1.118,
+               "measure": "honesty"}
 
 
 def text_row(rng: random.Random, generation: Generation, *, model_index: int, slug: str,
@@ -267,6 +291,8 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
                    if key in PUBLIC_CONTENT_KEYS}
             for slug, document in documents.items()},
         "texts": texts,
+        "arena": {"cells": []},  # no cell held for an arena: every text public
+        "chart": ChartFrame().model_dump(mode="json"),  # a release file's default: full scales
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,
         "calibration": None,
@@ -274,6 +300,7 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
         "gate": {"coverage": 0.0, "agreement": None, "items": 0, "min_coverage": 0.0,
                  "min_agreement": 0.0, "passed": True, "reasons": [], "override_reason": ""},
         "method": {"seed": 20261129, "resamples": 2000, "level": 0.95, "rule": "paired",
+                   "pair_correction": "none",
                    "pairs": "pairs list each pair once (a before b in config order); "
                             "diff = a - b.",
                    "control": "The control text is an anchor for persuasion and misleading.",

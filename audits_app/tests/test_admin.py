@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from audits_app.spotcheck_services import spotcheck_batch_create
+from audits_app.spotchecks.services import spotcheck_batch_create
 from audits_app.tests.test_sampling import build_jury
 
 

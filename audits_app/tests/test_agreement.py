@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from audits_app import agreement
 from audits_app.models import SpotCheck
-from audits_app.spotcheck_selectors import agreement_summary, gate_figures, jury_texts
+from audits_app.spotchecks.selectors import agreement_summary, gate_figures, jury_texts
+from audits_app.statistics import agreement
 from audits_app.tests.test_sampling import build_jury
 from scenarios_app.models import ScenarioVersion
 
@@ -177,7 +177,7 @@ def four_scenario_release(imported_scenarios):
 
 
 def test_agreement_intervals_resample_with_the_releases_one_matrix(four_scenario_release):
-    from audits_app.selectors import release_resampling
+    from audits_app.leaderboard.figures import release_resampling
     from audits_app.statistics import resample_counts
 
     release = four_scenario_release

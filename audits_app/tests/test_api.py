@@ -17,6 +17,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from audits_app.pages import viewer as public
 from audits_app.tests.factories import (
     HELD_OUT_MARKER,
     HELD_OUT_SLUG,
@@ -120,6 +121,49 @@ def test_leaderboard_has_ranks_points_and_both_intervals(client, world):
     assert {row["model"]: row["partial_point"] for row in board["refusal_rates"]}
 
 
+def test_leaderboard_carries_the_thresholds_the_reference_comparisons_and_the_caveat(
+        client, staff_client, world):
+    board = client.get("/api/v1/releases/pub.0/leaderboard/").json()
+    models = {m["id"] for m in world.snapshot["models"]}
+    damage = board["thresholds"]["c2_vs_c0"]
+    assert {row["model"] for row in damage} == models
+    assert all(row["metric"] == "honesty" and row["significant"] for row in damage)
+    assert {row["metric"] for row in board["thresholds"]["c1_minus_c3"]} == {
+        "honesty", "persuasion"}
+    public_slugs = {s["slug"] for s in world.snapshot["scenarios"]
+                    if s["visibility"] == "public"}
+    for comparison, value in (("versus_control", "diff"), ("without_text", "gain")):
+        per_scenario = board[comparison]["per_scenario"]
+        assert {row["scenario"] for row in per_scenario} == public_slugs, comparison
+        assert all(value in row and row["model_name"] for row in per_scenario)
+        assert {row["model"] for row in board[comparison]["overall"]} == models
+    assert board["versus_control"]["per_scenario"][0]["control_persuasion"] == 4.1
+    assert board["without_text"]["per_scenario"][0]["no_text_persuasion"] == 3.5
+    assert "ranking only, never effect sizes" in board["caveat"]
+    assert board["chart"] == {"honesty": [0.0, 1.0], "persuasion": [1.0, 7.0],
+                              "anchors": ["control", "human"]}
+    # Staff see the held-out scenario's comparisons too.
+    staff = staff_client.get("/api/v1/releases/pub.0/leaderboard/").json()
+    assert HELD_OUT_SLUG in {row["scenario"] for row in staff["versus_control"]["per_scenario"]}
+
+
+def test_the_schema_documents_the_leaderboards_comparisons_and_every_endpoint_as_public():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    board = schema["components"]["schemas"]["Leaderboard"]
+    assert {"thresholds", "versus_control", "without_text", "chart", "caveat"} <= set(
+        board["properties"])
+    assert set(board["required"]) >= {"thresholds", "versus_control", "without_text", "caveat"}
+    thresholds = schema["components"]["schemas"]["Thresholds"]["properties"]
+    assert "Damage control (C2) minus balanced (C0)" in thresholds["c2_vs_c0"]["description"]
+    # No security scheme: the docs draw no padlock and no "Authorize" for anonymous endpoints.
+    assert "securitySchemes" not in schema["components"]
+    operations = [op for path in schema["paths"].values() for op in path.values()]
+    # `[{}]`: OpenAPI's "no credentials needed".
+    assert operations and all(op.get("security") in (None, [], [{}]) for op in operations)
+
+
 def test_texts_filter_and_paginate(client, world):
     url = "/api/v1/releases/pub.0/texts/"
     everything = client.get(url).json()
@@ -133,6 +177,35 @@ def test_texts_filter_and_paginate(client, world):
     page = client.get(url, {"limit": 5, "offset": 5}).json()
     assert len(page["results"]) == 5 and page["next"] and page["previous"]
     assert page["results"][0]["id"] == everything["results"][5]["id"]
+
+
+def test_a_filter_value_no_text_has_is_a_400_naming_it(client, world):
+    for url in ("/api/v1/releases/pub.0/texts/", "/api/v1/releases/pub.0/texts.csv"):
+        response = client.get(url, {"model": "fixture/nobody", "task": "T9"})
+        assert response.status_code == 400, url
+        problems = response.json()
+        assert set(problems) == {"model", "task"}
+        assert "no text of this release has model 'fixture/nobody'" in str(problems["model"])
+        assert "it has T1, T2" in str(problems["task"])
+    # A value that exists but matches nothing together with the others is no mistake.
+    assert client.get("/api/v1/releases/pub.0/texts/", {"model": "fixture/candid"}).status_code \
+        == 200
+
+
+@pytest.mark.parametrize("url", ["/api/v1/releases/", "/api/v1/scenarios/",
+                                 "/api/v1/releases/pub.0/texts/"])
+def test_a_page_size_or_offset_that_is_not_a_whole_number_is_a_400_naming_it(
+    client, world, url
+):
+    for query, name in (("limit=abc", "limit"), ("limit=0", "limit"), ("limit=-1", "limit"),
+                        ("limit=1.5", "limit"), ("offset=-5", "offset"),
+                        ("offset=%00", "offset")):
+        response = client.get(f"{url}?{query}")
+        assert response.status_code == 400, (url, query)
+        assert list(response.json()) == [name], (url, query)
+        assert "whole number" in str(response.json()[name])
+    assert client.get(f"{url}?limit=1&offset=0").status_code == 200
+    assert len(client.get(f"{url}?limit=5000").json()["results"]) <= 1000
 
 
 def test_texts_csv(client, world):
@@ -150,10 +223,15 @@ def test_answers_take_constant_queries(client):
     for code in ["pub.0", "pub.1"]:
         for url in ANONYMOUS_URLS:
             url = url.replace("pub.0", code)
+            public.forget_release_list()  # count reading the list, not its kept rows
             with CaptureQueriesContext(connection) as queries:
                 client.get(url)
             counts.setdefault(url.replace(code, "CODE"), set()).add(len(queries))
-    assert all(len(values) == 1 and max(values) <= 2 for values in counts.values()), counts
+    # At most two queries for the answer, one for the publication's row its ETag is made of, and
+    # for a release's own answer the evidence stamp (audits_app.http_cache).
+    assert all(len(values) == 1 and max(values) <= 4 for values in counts.values()), counts
+    assert all(max(values) <= 3 for url, values in counts.items()
+               if not url.endswith("/releases/CODE/")), counts
 
 
 BROWSER_REQUESTS = {

@@ -23,16 +23,20 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
+from audits_app import http_cache
 from audits_app.archive import tables
 from audits_app.archive.export import WITHHELD_NOTE, release_archive
 from audits_app.archive.load import ArchiveError, release_import
 from audits_app.models import Publication, ReleaseImport
-from audits_app.services import release_publish
+from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
+from baitbench_site.immutability import ImmutableError
 from runs_app.models import Generation, Release, ReleaseStatus
 from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.services import scenario_apply
+from tests.world import user_create
 
 pytestmark = pytest.mark.django_db
 HELD_OUT = "redmoor-doping-cover"
@@ -49,7 +53,8 @@ def published(imported_scenarios):
     scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
     data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
-                conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95})
+                conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
+                arena={"held_share": 0})  # every text public: the archive holds them all
     release_create(config=ReleaseConfig.model_validate(data))
     call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
     release = Release.objects.get(code="arc.0")
@@ -272,7 +277,7 @@ def test_an_import_is_all_or_nothing(published):
     for name in ("snapshot.json", "config.json", "manifest.json"):
         recoded[name] = files[name].replace(b'"arc.0"', b'"copy.0"')
     snapshot, config = json.loads(recoded["snapshot.json"]), json.loads(recoded["config.json"])
-    from audits_app.services import snapshot_hash
+    from audits_app.publication.services import snapshot_hash
     from runs_app.services import config_hash
 
     manifest = json.loads(recoded["manifest.json"])
@@ -327,3 +332,111 @@ def test_a_t4_texts_page_shows_its_cross_examination_and_the_archive_carries_it(
     rows = [json.loads(line) for line in files["crossexam.jsonl"].splitlines()]
     assert len([row for row in rows if row["text"] == t4.pk]) == 6  # five turns, the labels
     assert all("raw_replies" in row for row in rows)
+
+
+def test_each_check_of_an_import_is_met_by_a_forged_file_of_its_own(published):
+    """Forgeries that get past every other check (the manifest's file hashes made to
+    match), one per rule: a row dropped, a staff archive's configuration changed, and a file
+    every archive needs left out of the manifest."""
+    data = release_archive(published, staff=True)
+    files = files_of(data)
+
+    def refused(archive: bytes) -> str:
+        with pytest.raises(ArchiveError) as error:
+            release_import(data=archive, source="a.zip")
+        return "\n".join(error.value.lines)
+
+    lines = files["texts.jsonl"].decode().splitlines()
+    fewer = forge(data, texts_dot_jsonl=("\n".join(lines[1:]) + "\n").encode())
+    assert f"texts.jsonl: {len(lines) - 1} rows, the manifest says {len(lines)}" in refused(fewer)
+
+    config = json.loads(files["config.json"])
+    config["title"] = "Another title"
+    assert "config.json: its hash is not the manifest's config_hash" in refused(
+        forge(data, config_dot_json=json.dumps(config).encode()))
+
+    manifest = json.loads(files["manifest.json"])
+    del manifest["files"]["scores.csv"]
+    unlisted = {name: content for name, content in files.items() if name != "scores.csv"}
+    unlisted["manifest.json"] = json.dumps(manifest).encode()
+    assert "scores.csv: required but not listed in the manifest" in refused(rezip(unlisted))
+    assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()
+
+
+def test_an_archive_is_built_once_kept_with_its_hash_and_served_from_there(
+    client, published, monkeypatch
+):
+    from audits_app.archive import export
+    from audits_app.models import ReleaseArchive
+
+    builds = []
+    build = export.release_archive
+    monkeypatch.setattr(export, "release_archive",
+                        lambda *args, **kwargs: builds.append(1) or build(*args, **kwargs))
+    first = client.get("/releases/arc.0/archive.zip")
+    http_cache.forget_rendered()  # as in another process: no rendered answer kept there
+    again = client.get("/releases/arc.0/archive.zip")
+
+    kept = ReleaseArchive.objects.get(release=published, kind="public")
+    assert first.status_code == again.status_code == 200
+    assert first.content == again.content == bytes(kept.data)
+    assert first["X-Archive-SHA256"] == kept.sha256 == tables.sha256(first.content)
+    assert "public" in first["Cache-Control"] and first["ETag"]
+    assert len(builds) == 1  # the second download read the kept archive
+    with pytest.raises(ImmutableError):
+        ReleaseArchive.objects.filter(pk=kept.pk).update(data=b"forged")
+
+
+def test_archive_downloads_are_limited_per_visitor(client, published, monkeypatch):
+    from audits_app.archive import views
+
+    monkeypatch.setattr(views, "DOWNLOADS", ("archive.downloads", "2/10m"))
+    answers = [client.get("/releases/arc.0/archive.zip").status_code for _ in range(3)]
+    elsewhere = Client(REMOTE_ADDR="203.0.113.9").get("/releases/arc.0/archive.zip")
+
+    assert answers == [200, 200, 429]  # the cached answer counts as a download too
+    assert elsewhere.status_code == 200
+    # Staff on the same network count on their own account; an anonymous visitor asking for
+    # the staff archive is told there is none, whatever the count.
+    assert client.get("/releases/arc.0/archive-staff.zip").status_code == 404
+    client.force_login(user_create("pat", "publisher"))
+    assert client.get("/releases/arc.0/archive-staff.zip").status_code == 200
+
+
+def test_malformed_fields_and_oversized_members_are_one_line_each(published):
+    """What ended in a traceback: each is now one line naming the file, the line and the
+    field, and nothing is written."""
+    data = release_archive(published, staff=True)
+    files = files_of(data)
+
+    def refused(archive: bytes) -> list[str]:
+        with pytest.raises(ArchiveError) as error:
+            release_import(data=archive, source="a.zip")
+        return error.value.lines
+
+    lines = files["texts.jsonl"].decode().splitlines()
+
+    def with_first_text(**changes) -> bytes:
+        row = {**json.loads(lines[0]), **changes}
+        return forge(data, texts_dot_jsonl=("\n".join([json.dumps(row), *lines[1:]]) + "\n")
+                     .encode())
+
+    assert refused(with_first_text(text=None)) == [
+        "texts.jsonl: line 1: text: null, but a value is required"]
+    assert refused(with_first_text(finished_at="yesterday")) == [
+        "texts.jsonl: line 1: finished_at: 'yesterday' is not a date and time (ISO 8601)"]
+    assert refused(with_first_text(variant="two")) == [
+        "texts.jsonl: line 1: variant: 'two' is not a whole number"]
+    assert refused(forge(data, texts_dot_jsonl=b"\xff\xfe" + files["texts.jsonl"])) == [
+        "texts.jsonl: not UTF-8 (byte 0)"]
+    assert refused(forge(data, snapshot_dot_json=b"[1, 2]")) == [
+        "snapshot.json: not a JSON object"]
+    # A listed gigabyte, and a member larger than its manifest entry: refused unread.
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["claims.csv"]["bytes"] = 2 ** 30
+    assert refused(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
+        f"claims.csv: {2 ** 30} bytes, more than a release file may hold ({256 * 1024 ** 2})"]
+    manifest["files"]["claims.csv"]["bytes"] = 10
+    assert refused(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
+        f"claims.csv: {len(files['claims.csv'])} bytes in the archive, the manifest says 10"]
+    assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
+from playwright.sync_api import expect
 
 from audits_app.tests.factories import published_release_create
 
@@ -52,7 +53,7 @@ def test_leaderboard_renders_one_dot_per_model_without_console_errors(
     assert response is not None and response.status == 200
     dots = browser_page.locator("figure.chart svg circle[data-model]")
     assert dots.count() == len(world.snapshot["models"])
-    assert browser_page.locator('svg [data-anchor="control"]').count() == 1
+    assert browser_page.locator('figure.chart.main svg [data-anchor="control"]').count() == 1
     # One table per measure the release publishes, each with a row per model.
     measures = world.snapshot["method"]["measures"]
     assert browser_page.locator("table.ranks").count() == len(measures)
@@ -128,10 +129,16 @@ def test_the_link_tables_render_with_coverage_and_refusal(world, browser_page, l
         assert headers[-2:] == ["Coverage", "Refused"], headers
         refuser = table.locator("tbody tr", has_text="Refuser (fixture)")
         assert refuser.locator("td").last.inner_text() == "25 %", measure["key"]
-    # The class tables per text type, the anchors and the method are rendered too.
+    # The class tables per text type, the anchors and the method are rendered too, each
+    # folded until its jump link opens it.
     assert browser_page.locator("table.split").count() == 2 + 4  # T1, T2 and C0-C3
-    assert browser_page.locator("table.anchors").is_visible()
-    assert browser_page.locator("#small-sample table").is_visible()
+    assert not browser_page.locator("table.anchors").is_visible()
+    # The methods show the release's own error rates, or (an older snapshot) the fixed table.
+    for section, shown in (("anchors", "table.anchors"),
+                           ("methods", "#error-rates, #small-sample table")):
+        browser_page.locator(f"nav.toc a[href='#{section}']").click()
+        # The section opens on the hashchange event, after the click returns: wait for it.
+        expect(browser_page.locator(shown).first).to_be_visible()
     assert hosts <= LOOPBACK, hosts
     assert not errors, errors
     ARTIFACTS.mkdir(exist_ok=True)

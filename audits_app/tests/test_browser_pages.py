@@ -99,6 +99,7 @@ def ready_release(transactional_db, imported_scenarios):
     data.update(code="stats.0", scenarios=SCENARIOS, tasks=["T1"],
                 conditions=["C0", "C1", "C2", "C3"],
                 bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+    data["gate"]["max_unscored_share"] = 0.2  # build_world leaves one reading in nine unscored
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
@@ -218,13 +219,14 @@ def test_the_release_page_fits_a_390_px_screen_and_the_chart_fills_its_box(
     shot(page, "release-390-ranks.png", full_page=False)
     for width in (390, 1200):
         page.set_viewport_size({"width": width, "height": 844})
+        # The chart on a wide screen, the ranked dot plot that stands in for it on a phone.
         filled = page.evaluate("""() => {
-          const figure = document.querySelector('figure.chart');
+          const figure = [...document.querySelectorAll('figure.chart.main, figure.dot-plot')]
+            .find(f => f.offsetWidth > 0);
           const style = getComputedStyle(figure);
           const inner = figure.clientWidth - parseFloat(style.paddingLeft)
                         - parseFloat(style.paddingRight);
-          return [document.querySelector('figure.chart svg').getBoundingClientRect().width,
-                  inner];
+          return [figure.querySelector('svg').getBoundingClientRect().width, inner];
         }""")
         assert abs(filled[0] - filled[1]) < 1.5 or filled[0] > filled[1], (width, filled)
     assert not errors, errors
@@ -232,7 +234,8 @@ def test_the_release_page_fits_a_390_px_screen_and_the_chart_fills_its_box(
 
 def test_the_publish_page_with_its_reason_field_fits_a_390_px_screen(
         transactional_db, ready_release, chromium, live_server):
-    config = dict(ready_release.config, gate={"min_coverage": 0.5, "min_agreement": 0.0})
+    config = dict(ready_release.config, gate={"min_coverage": 0.5, "min_agreement": 0.0,
+                                              "max_unscored_share": 0.2})
     Release.objects.filter(pk=ready_release.pk).update(config=config)
     publisher = staff_user("publisher")  # before the browser: its loop makes this thread async
     page = chromium(390, 844)
@@ -243,7 +246,41 @@ def test_the_publish_page_with_its_reason_field_fits_a_390_px_screen(
     assert page.title() == "Publish stats.0 · BaitBench"
 
 
-@pytest.mark.parametrize("models", [10, 50])
+def test_the_publish_and_run_pages_say_what_each_row_is_on_a_390_px_screen(
+        transactional_db, ready_release, chromium, live_server):
+    from runs_app.models import Generation
+
+    # The release's own limit (2 %) is below its readings' unscored share, and a cell failed.
+    config = dict(ready_release.config, gate={"min_coverage": 0.0, "min_agreement": 0.0})
+    Release.objects.filter(pk=ready_release.pk).update(config=config)
+    Generation.objects.filter(pk=Generation.objects.filter(release=ready_release)
+                              .values("pk")[:1]).update(status="failed")
+    publisher, operator = staff_user("publisher"), staff_user("operator")
+    page = chromium(390, 844)
+    log_in(page, live_server.url, publisher)
+    page.goto(f"{live_server.url}/releases/stats.0/publish/")
+    problems = page.locator("h2:has-text('Cannot publish yet') + ul li").all_inner_texts()
+    assert "stage generate: 1 failed of 64 rows (retry the failed ones)" in problems
+    assert any(problem.startswith("stage panel: reader fixture/reader has 4 of 36 rows "
+                                  "unscored (11.1%") for problem in problems), problems
+    assert page.locator("table.rows-per-stage tr[data-stage='panel'] td").all_inner_texts()[:4] \
+        == ["32", "0", "4", "0"]
+    assert page.locator("button:has-text('Publish')").count() == 0
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+    shot(page, "publish-gaps-390.png")
+
+    page = chromium(390, 844)  # a session of its own
+    log_in(page, live_server.url, operator)
+    page.goto(f"{live_server.url}/runs/stats.0/")
+    row = page.locator("tr[data-stage='panel']")
+    assert row.locator("[data-field='unscored']").inner_text() == "4"
+    assert row.locator("[data-field='scored']").inner_text() == "32"
+    assert page.locator("#not-publishable + ul li").count() == len(problems)
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+    shot(page, "run-gaps-390.png")
+
+
+@pytest.mark.parametrize("models", [4, 10, 50])
 def test_no_two_chart_labels_overlap(transactional_db, chromium, live_server, models):
     code = f"chart{models}.0"
     published_release_create(code=code, model_count=models)

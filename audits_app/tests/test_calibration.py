@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from audits_app import agreement, views
+from audits_app.calibration.readers_import import human_readers_import
+from audits_app.calibration.selectors import calibration_summary
 from audits_app.models import HumanReaderResult
-from audits_app.selectors import release_snapshot
-from audits_app.spotcheck_selectors import calibration_summary
-from audits_app.spotcheck_services import human_readers_import
+from audits_app.pages import views
+from audits_app.publication.snapshot import release_snapshot
+from audits_app.statistics import agreement
 from runs_app.models import Generation, ReaderResponse, ReplyOutcome, Stimulus, WorkStatus
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
@@ -32,8 +33,12 @@ def test_rank_correlations_equal_scipy(seed):
 @pytest.fixture
 def read_release(small_demo_release):
     drain(get_stage("generate"), small_demo_release)
+    # In the order of their cells: text ids are planned in a random order, and the readers'
+    # answers below follow this order.
     generations = list(Generation.objects.filter(release=small_demo_release).select_related(
-        "model", "scenario_version__scenario").order_by("pk"))
+        "model", "scenario_version__scenario").order_by(
+        "model__openrouter_id", "scenario_version__scenario__slug", "task", "condition",
+        "variant"))
     for index, generation in enumerate(generations):
         ReaderResponse.objects.create(
             release=small_demo_release, scenario_version=generation.scenario_version,

@@ -35,7 +35,10 @@ def test_the_calibration_figure_renders_with_a_dot_per_model_and_panel(published
         figure = page.locator("figure.calibration-figure")
         assert figure.locator("svg circle[data-model]").count() == 8
         assert figure.locator("svg g.calibration-panel").count() == 2
-        assert figure.bounding_box()["y"] < page.locator("#chart").bounding_box()["y"]
+        # After the answer (overview and chart), before the folded detail.
+        y = figure.bounding_box()["y"]
+        assert page.locator("#chart").bounding_box()["y"] < y < page.locator(
+            "#ranks").bounding_box()["y"]
         ARTIFACTS.mkdir(exist_ok=True)
         figure.screenshot(path=str(ARTIFACTS / "calibration-figure.png"))
         browser.close()

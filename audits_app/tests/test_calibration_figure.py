@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from audits_app.selectors import release_snapshot
-from audits_app.spotcheck_services import human_readers_import
+from audits_app.calibration.readers_import import human_readers_import
+from audits_app.publication.snapshot import release_snapshot
 from audits_app.tests.factories import publication_create
 from runs_app.models import (
     Generation,
@@ -39,8 +39,11 @@ def calibrated(small_demo_release):
     release = small_demo_release
     drain(get_stage("generate"), release)
     rng = np.random.default_rng(7)
+    # In the order of their cells (text ids are planned in a random order).
     generations = list(Generation.objects.filter(release=release).select_related(
-        "model", "scenario_version__scenario").order_by("pk"))
+        "model", "scenario_version__scenario").order_by(
+        "model__openrouter_id", "scenario_version__scenario__slug", "task", "condition",
+        "variant"))
     writers = release.parsed_config().writers
     lines = ["scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4"]
     for generation in generations:
@@ -135,8 +138,9 @@ def test_the_release_page_shows_the_figure_near_the_top(client, calibrated):
     publish(release)
     html = client.get(f"/releases/{release.code}/").content.decode()
 
+    # Prominent: after the answer (the overview and the chart, issue 22), before the detail.
     figure = html.index('class="chart calibration-figure"')
-    assert figure < html.index('id="chart"')
+    assert html.index('id="chart"') < figure < html.index('id="ranks"')
     svg = html[figure:html.index("</svg>", figure)]
     assert svg.count("<circle data-model=") == 2 * 4  # two panels, four writers
     assert 'data-measure="persuasion"' in svg and 'data-measure="misleading"' in svg
@@ -148,8 +152,9 @@ def test_before_people_read_the_page_says_so_in_the_same_place(client, small_dem
     drain(get_stage("generate"), small_demo_release)
     publish(small_demo_release)
     html = client.get(f"/releases/{small_demo_release.code}/").content.decode()
+    # One line at the figure's place, below the answer (issue 22).
     pending = html.index('class="warning calibration-pending"')
-    assert pending < html.index('id="chart"')
+    assert html.index('id="chart"') < pending < html.index('id="ranks"')
     assert "No human reader results exist for this release yet" in html
     assert client.get(f"/releases/{small_demo_release.code}/calibration.csv").status_code == 404
     answer = client.get(f"/api/v1/releases/{small_demo_release.code}/calibration/").json()

@@ -5,13 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits_app.chart_labels import (
-    Box,
-    Dot,
-    label_height,
-    place_labels,
-    text_width,
-)
+from audits_app.leaderboard.chart_labels import Box, Dot, label_height, place_labels, text_width
 
 AREA = Box(72, 2, 718, 418)
 

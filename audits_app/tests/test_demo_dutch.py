@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils.html import escape
 
-from audits_app.demo_dutch import DUTCH_RELEASE, class_tables, demo_dutch_release
+from audits_app.publication.demo_dutch import DUTCH_RELEASE, class_tables, demo_dutch_release
 from runs_app.models import CrossExamTurn, Generation
 from scenarios_app.prompt_texts import CONDITIONS_V1
 

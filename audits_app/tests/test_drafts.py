@@ -8,8 +8,8 @@ import re
 import pytest
 from django.contrib.auth.models import Group, User
 
-from audits_app import drafts
 from audits_app.models import Publication, SpotCheck, SpotCheckBatch, SpotCheckItem
+from audits_app.publication import drafts
 from audits_app.tests.test_selectors import WRITERS, build_world, stats_release  # noqa: F401
 from runs_app.models import Release, ReleaseStatus, TextScore
 

@@ -12,13 +12,13 @@ from django.utils.timezone import localtime
 from audits_app import csv_files
 from audits_app.csv_files import MAX_BYTES
 from audits_app.models import OutOfBandAudit, OutOfBandVerdict, SpotCheck
-from audits_app.spotcheck_selectors import (
+from audits_app.spotchecks.imports import oob_audit_import
+from audits_app.spotchecks.selectors import (
     agreement_summary,
     audit_text_codes,
     gate_figures,
     jury_texts,
 )
-from audits_app.spotcheck_services import oob_audit_import
 from audits_app.tests.test_sampling import build_jury, make_user
 
 META = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": dt.date(2026, 11, 2),
@@ -279,13 +279,13 @@ def test_a_text_code_names_a_text_and_an_unknown_code_is_refused(release):
 def test_two_imports_of_one_file_at_once_count_it_once(release, monkeypatch):
     # The other import commits between this one's check and its write: the database's unique
     # (release, content hash) decides, and this one reports the other.
-    from audits_app import spotcheck_services
+    from audits_app.spotchecks import imports as spotcheck_imports
 
     rows = five_rows(release)
     digest = csv_files.read_table(
-        rows, required=spotcheck_services.OOB_REQUIRED, optional=spotcheck_services.OOB_OPTIONAL,
+        rows, required=spotcheck_imports.OOB_REQUIRED, optional=spotcheck_imports.OOB_OPTIONAL,
     )[0].content_hash()
-    original = spotcheck_services._earlier_verdicts
+    original = spotcheck_imports._earlier_verdicts
 
     def meanwhile(*args, **kwargs):
         OutOfBandAudit.objects.create(release=release, auditor_name="Other", organisation="Lab",
@@ -293,7 +293,7 @@ def test_two_imports_of_one_file_at_once_count_it_once(release, monkeypatch):
                                       content_hash=digest)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(spotcheck_services, "_earlier_verdicts", meanwhile)
+    monkeypatch.setattr(spotcheck_imports, "_earlier_verdicts", meanwhile)
 
     result = oob_audit_import(release=release, csv_text=rows, **META)
 

@@ -12,10 +12,10 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 
-from audits_app import selectors
+from audits_app.leaderboard.figures import release_statistics
 from audits_app.models import Publication
-from audits_app.selectors import release_statistics
-from audits_app.services import PublishError, release_publish, snapshot_hash
+from audits_app.publication import gate
+from audits_app.publication.services import PublishError, release_publish, snapshot_hash
 from audits_app.tests.test_selectors import build_world, stats_release  # noqa: F401 (fixture)
 from runs_app.models import (
     Generation,
@@ -55,17 +55,16 @@ def gated(imported_scenarios):
     data.update(code="gated.0", scenarios=["greenvale-listeria", "cobaltcloud-breach"],
                 tasks=["T1"], conditions=["C0", "C2"],
                 bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
-                gate={"min_coverage": 0.2, "min_agreement": 0.6})
+                gate={"min_coverage": 0.2, "min_agreement": 0.6, "max_unscored_share": 0.2})
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
     return set_status(release, ReleaseStatus.SCORED)
 
 
 def spotcheck_figures(monkeypatch, *, coverage: float, agreement: float | None, items: int):
-    """Stand in for the spot-check module's `gate_figures`."""
+    """Stand in for the spot-checks' `gate_figures`."""
     figures = types.SimpleNamespace(coverage=coverage, agreement=agreement, items=items)
-    module = types.SimpleNamespace(gate_figures=lambda release: figures)
-    monkeypatch.setattr(selectors, "_spotcheck_module", lambda: module)
+    monkeypatch.setattr(gate, "gate_figures", lambda release: figures)
 
 
 @pytest.fixture
@@ -158,6 +157,18 @@ def test_the_snapshot_holds_the_statistics(scored, publisher):
     assert (snapshot["method"]["scoring_version"], snapshot["method"]["scoring_hash"]) == (
         name, digest)
     assert snapshot["method"]["juror_instruction_language"] == "en"
+    # The chart's frame belongs to the release: its file's, full scales by default.
+    assert snapshot["chart"] == {"honesty": [0.0, 1.0], "persuasion": [1.0, 7.0],
+                                 "anchors": ["control", "human"]}
+
+
+def test_the_snapshot_freezes_the_chart_frame_the_release_file_gives(scored, publisher):
+    framed = {**scored.config, "chart": {"honesty": [0.3, 1.0], "persuasion": [2, 6],
+                                         "anchors": ["control"]}}
+    Release.objects.filter(pk=scored.pk).update(config=framed)
+    publication = release_publish(release=Release.objects.get(pk=scored.pk), user=publisher)
+    assert publication.snapshot["chart"] == {"honesty": [0.3, 1.0], "persuasion": [2.0, 6.0],
+                                             "anchors": ["control"]}
 
 
 # --- immutability ---------------------------------------------------------------------------
@@ -225,7 +236,33 @@ def test_a_running_release_with_pending_work_is_refused(stats_release, publisher
     set_status(stats_release, ReleaseStatus.RUNNING)
     Generation.objects.filter(pk=Generation.objects.filter(release=stats_release)
                               .values("pk")[:1]).update(status="pending")
-    with pytest.raises(PublishError, match="stage generate still has 1 unfinished"):
+    with pytest.raises(PublishError, match="stage generate: 1 pending of 64 rows"):
+        release_publish(release=stats_release, user=publisher)
+
+
+@pytest.mark.parametrize("status", ["pending", "claimed", "failed"])
+def test_a_scored_release_with_work_left_or_failed_is_refused_whatever_its_status(
+        stats_release, publisher, status):  # noqa: F811
+    build_world(stats_release)
+    set_status(stats_release, ReleaseStatus.SCORED)
+    Generation.objects.filter(pk=Generation.objects.filter(release=stats_release)
+                              .values("pk")[:1]).update(status=status)
+    with pytest.raises(PublishError, match=f"stage generate: 1 {status} of 64 rows"):
+        release_publish(release=stats_release, user=publisher)
+    assert not Release.objects.get(pk=stats_release.pk).is_published
+
+
+def test_a_reader_above_the_unscored_limit_is_named_and_refused(
+        stats_release, publisher):  # noqa: F811
+    build_world(stats_release)  # one unscored reading in nine per scenario: 11.1 %
+    config = stats_release.config | {"gate": stats_release.config["gate"]
+                                     | {"max_unscored_share": 0.1}}
+    Release.objects.filter(pk=stats_release.pk).update(config=config,
+                                                       status=ReleaseStatus.SCORED)
+    stats_release.refresh_from_db()
+    with pytest.raises(PublishError, match=r"stage panel: reader fixture/reader has 4 of 36 "
+                                           r"rows unscored \(11\.1%, above the release's limit "
+                                           r"of 10\.0%"):
         release_publish(release=stats_release, user=publisher)
 
 
@@ -299,16 +336,6 @@ def test_the_web_form_asks_for_a_reason_when_the_gate_blocks(monkeypatch, client
     published = client.post(publish_url(gated), {"override_reason": OVERRIDE})
     assert published.status_code == 302
     assert Publication.objects.get(release=gated).gate_override_reason == OVERRIDE
-
-
-def test_without_the_spotcheck_module_coverage_counts_as_zero(monkeypatch, gated):
-    monkeypatch.setattr(selectors, "AGREEMENT_MODULE", "audits_app.no_such_module")
-    gate = selectors.release_gate(gated)
-    assert (gate.coverage, gate.agreement, gate.items, gate.available) == (0.0, None, 0, False)
-    assert not gate.passed
-
-
-# --- the command ----------------------------------------------------------------------------
 
 
 def test_the_command_publishes(capsys, monkeypatch, gated, publisher):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import date
 
 import pytest
 
 from audits_app.models import SpotCheck, SpotCheckBatch
-from audits_app.spotcheck_selectors import jury_texts
-from audits_app.spotcheck_services import oob_audit_import, spotcheck_batch_create
+from audits_app.spotchecks.imports import oob_audit_import
+from audits_app.spotchecks.selectors import jury_texts
+from audits_app.spotchecks.services import spotcheck_batch_create
 from audits_app.tests.test_sampling import build_jury, make_user
 from runs_app.models import ImmutableError, Release, ReleaseStatus
 
@@ -114,7 +117,14 @@ def test_an_auditor_creates_a_batch_from_the_form(client, small_demo_release):
     response = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
                            {"size": "3", "disagreement_weight": "2", "double_code_share": "0",
                             "auditors": [auditor.pk]})
-    assert response.status_code == 200
+    batch = SpotCheckBatch.objects.get()
+    # Redirected to the batch's own page: reloading it shows the batch and draws no other.
+    assert response.status_code == 302
+    assert response["Location"] == f"/review/releases/{small_demo_release.code}/batches/{batch.pk}/"
+    for _ in range(2):
+        page = client.get(response["Location"]).content.decode()
+        assert f"<title>{batch} · BaitBench</title>" in page and "3 texts drawn" in page
+    assert SpotCheckBatch.objects.count() == 1
     assert SpotCheck.objects.filter(auditor=auditor).count() == 3
 
 
@@ -130,11 +140,11 @@ def test_a_batch_that_cannot_be_drawn_is_a_form_error_never_a_500_or_an_empty_ba
         response = client.post(url, form | wrong)
         assert response.status_code == 200 and says in response.content.decode(), wrong
     assert not SpotCheckBatch.objects.exists()
-    assert client.post(url, form | {"size": "1000"}).status_code == 200  # takes every text
+    assert client.post(url, form | {"size": "1000"}).status_code == 302  # takes every text
     taken = SpotCheckBatch.objects.get().items.count()
     again = client.post(url, form | {"size": "1"}).content.decode()
     assert "has no scored text left to sample: every scored text is in a batch" in again
-    assert client.post(url, form | {"share": "0.5"}).status_code == 200
+    assert client.post(url, form | {"share": "0.5"}).status_code == 200  # the same form error
     assert SpotCheckBatch.objects.count() == 1 and taken > 0
 
 
@@ -180,7 +190,7 @@ def test_the_blind_labels_are_final_once_the_jury_is_revealed(client, world):
 def test_the_service_refuses_to_change_a_saved_blind_verdict(world):
     from django.core.exceptions import PermissionDenied
 
-    from audits_app.spotcheck_services import spotcheck_record
+    from audits_app.spotchecks.services import spotcheck_record
 
     check = world["checks"][0]
     text = jury_texts(check.release, [check.generation_id])[check.generation_id]
@@ -278,3 +288,72 @@ def test_auditors_cannot_look_up_the_jury_or_the_writer_in_the_admin(client, wor
     assert client.get(f"/admin/runs_app/generation/{check.generation_id}/change/"
                       ).status_code == 403
     assert client.get(f"/review/checks/{check.pk}/").status_code == 200
+
+
+def test_each_fact_checkbox_reads_as_the_fact_and_each_choice_has_a_key(client, world):
+    check = world["checks"][0]
+    facts = check.generation.scenario_version.content["facts"]
+    client.force_login(world["auditor"])
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    for fact in facts:
+        label = page.split(f'for="id_facts_conveyed_{facts.index(fact)}"')[1].split("</label>")[0]
+        assert fact["text"] in html.unescape(label) and fact["id"] in label
+    claim = page.split('for="id_claim_1_2"')[1].split("</label>")[0]
+    assert '<kbd class="key">3</kbd>' in claim and "Contradiction" in claim
+    fact_keys = re.findall(r'<kbd class="key">(\w)</kbd>',
+                           page.split('class="facts"')[1].split("</fieldset>")[0])
+    assert fact_keys == list("123456789abcdefghi"[:len(facts)])
+    assert 'id="key-map"' in page and "review_keys.js" in page
+
+
+def test_the_screen_says_where_the_check_stands_in_the_queue(client, world):
+    first, second = world["checks"][:2]
+    client.force_login(world["auditor"])
+    page = client.get(f"/review/checks/{second.pk}/").content.decode()
+    assert "<title>Check 2 of 4 · BaitBench</title>" in page
+    assert "Check <strong>2 of 4</strong>" in page and "0 done" in page
+    client.post(f"/review/checks/{first.pk}/", verdict_post(first, next="1"))
+    page = client.get(f"/review/checks/{second.pk}/").content.decode()
+    assert '<progress value="1" max="4"' in page and "1 done" in page
+
+
+def test_after_the_reveal_the_next_check_is_one_key_away(client, world):
+    checks = world["checks"]
+    client.force_login(world["auditor"])
+    response = client.post(f"/review/checks/{checks[0].pk}/", verdict_post(checks[0], save="1"))
+    assert response["Location"] == f"/review/checks/{checks[0].pk}/"
+    page = client.get(response["Location"]).content.decode()
+    assert f'<a href="/review/checks/{checks[1].pk}/" accesskey="n">Next check</a>' in page
+    for check in checks[1:]:
+        client.post(f"/review/checks/{check.pk}/", verdict_post(check, next="1"))
+    page = client.get(f"/review/checks/{checks[0].pk}/").content.decode()
+    assert "nothing else waits" in page and "Next check</a>" not in page
+
+
+def test_nothing_on_the_blind_screen_orders_or_names_by_writer(client, world):
+    """No writer's name or id is on the page before the verdict, and its title names only
+    the check's place in the queue (the batch's shuffled order)."""
+    client.force_login(world["auditor"])
+    writers = {c.generation.model.openrouter_id for c in world["checks"]}
+    names = {c.generation.model.display_name for c in world["checks"]}
+    for check in world["checks"]:
+        page = client.get(f"/review/checks/{check.pk}/").content.decode()
+        title = re.search(r"<title>(.*?)</title>", page).group(1)
+        assert not any(name in page for name in writers | names), check.pk
+        assert re.fullmatch(r"Check \d+ of 4 · BaitBench", title), title
+
+
+def test_the_agreement_page_explains_each_figure_and_why_two_can_differ(client, world):
+    client.force_login(world["auditor"])
+    for check in world["checks"]:
+        client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1"))
+        client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1", overall="agree"))
+    page = client.get(f"/review/releases/{world['release'].code}/agreement/").content.decode()
+    assert "1.00 agreed with the jury" in page
+    why = page.split('id="why-they-differ">')[1].split("</p>")[0]
+    assert "blind" in why and "chance" in why
+    gate = page.split("<h2>Publish gate</h2>")[1].split("</table>")[0]
+    assert gate.count('<td class="note">') == 3
+    vs_people = page.split("<h2>Jury vs people (claim labels)</h2>")[1].split("</table>")[0]
+    rows = vs_people.split("<tbody>")[1].count("<tr>")
+    assert rows == vs_people.count('<td class="note">') == 4

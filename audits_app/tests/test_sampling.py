@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import Group, User
 
-from audits_app.agreement import LABELS
 from audits_app.models import SpotCheck
-from audits_app.spotcheck_selectors import jury_texts
-from audits_app.spotcheck_services import allocate, spotcheck_batch_create, stratified_sample
+from audits_app.spotchecks.sampling import allocate, stratified_sample
+from audits_app.spotchecks.selectors import jury_texts
+from audits_app.spotchecks.services import spotcheck_batch_create
+from audits_app.statistics.agreement import LABELS
 from runs_app.models import Claim, Generation, JurorVerdict, LlmModel, ReplyOutcome, WorkStatus
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
@@ -125,3 +126,12 @@ def test_a_second_batch_draws_other_texts(jury_release):
     assert not (set(first.items.values_list("generation_id", flat=True))
                 & set(second.items.values_list("generation_id", flat=True)))
     assert first.seed != second.seed
+
+
+def test_a_batch_queues_its_texts_in_no_order_of_writer_or_id(jury_release):
+    """In the sample's own order (by id) one writer's texts sat together in the queue; the
+    queue's order is random, and neither ids nor writers run in it."""
+    batch = spotcheck_batch_create(release=jury_release, size=12, seed=3)
+    in_queue = list(batch.items.order_by("position").values_list("generation_id", flat=True))
+    assert len(in_queue) == 12
+    assert in_queue != sorted(in_queue)  # on chance alone: once in 479,001,600 batches

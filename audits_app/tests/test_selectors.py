@@ -16,12 +16,12 @@ import pytest
 from django.conf import settings
 
 from audits_app import statistics
-from audits_app.selectors import (
+from audits_app.leaderboard.figures import (
     release_score_arrays,
-    release_snapshot,
     release_statistics,
     scenario_references,
 )
+from audits_app.publication.snapshot import release_snapshot
 from runs_app.models import (
     Generation,
     ReaderResponse,
@@ -123,6 +123,9 @@ def stats_release_create():
     data.update(code="stats.0", scenarios=SCENARIOS, tasks=["T1"],
                 conditions=["C0", "C1", "C2", "C3"],
                 bootstrap={"seed": 7, "resamples": 500, "level": 0.95})
+    # The world keeps one unscored reading in nine per scenario (`build_world`): it tolerates
+    # that many, as a release file may.
+    data["gate"]["max_unscored_share"] = 0.2
     return release_create(config=ReleaseConfig.model_validate(data))
 
 
@@ -229,8 +232,15 @@ def test_leaderboards_are_the_statistics_of_the_texts_scores(scored_release):
                                 ("misleading", "misleading", False),
                                 ("uptake", "uptake", True),
                                 ("reveal_effect", "reveal_effect", True)):
-        expected = statistics.leaderboard(arrays_from_the_database(scored_release, field),
-                                          counts, 0.95, higher, "paired")
+        scores = arrays_from_the_database(scored_release, field)
+        # The release's minimum: half its scenarios and a score under every condition; the
+        # refuser has no C2 score, so it is listed without a place.
+        eligible = np.array([(~np.isnan(scores[m])).any(axis=0).all()
+                             and (~np.isnan(scores[m])).any(axis=1).sum() >= 2
+                             for m in range(len(WRITERS))])
+        assert not eligible[WRITERS.index("fixture/refuser")]
+        expected = statistics.leaderboard(scores, counts, 0.95, higher, "paired",
+                                          eligible=eligible)
         board = figures["leaderboards"][name]
         assert board["higher_is_better"] is higher and board["rule"] == "paired"
         for i, model in enumerate(WRITERS):
@@ -238,7 +248,10 @@ def test_leaderboards_are_the_statistics_of_the_texts_scores(scored_release):
             assert row["point"] == pytest.approx(expected.estimates.point[i])
             assert row["abs_low"] == pytest.approx(expected.estimates.abs_low[i])
             assert row["cmp_high"] == pytest.approx(expected.estimates.cmp_high[i])
-            assert row["rank"] == expected.ranks[i]
+            assert row["rank"] == (expected.ranks[i] if eligible[i] else None)
+            assert bool(row["unranked_reason"]) is not bool(eligible[i])
+        assert "no score under C2" in row_for(board["rows"], "fixture/refuser")[
+            "unranked_reason"]
         pair = next(p for p in board["pairs"]
                     if (p["a"], p["b"]) == ("fixture/candid", "fixture/spinner"))
         assert pair["diff"] == pytest.approx(expected.pairwise.diff[0, 2])
@@ -455,7 +468,10 @@ def test_steadfastness_covers_the_live_interviews_only(imported_scenarios):
     # The refuser refused C2: half its interviews; its refusal rate is on those same cells.
     assert rows["fixture/refuser"]["coverage"] == 0.5
     assert rows["fixture/refuser"]["refusal_rate"] == 0.5
-    assert board["rows"][-1]["model"] == "fixture/spinner"
+    # Unranked rows come last: the refuser has no C2 interview, so it has no place.
+    assert board["rows"][-1]["model"] == "fixture/refuser"
+    assert rows["fixture/refuser"]["rank"] is None
+    assert board["rows"][-2]["model"] == "fixture/spinner"
 
 
 def test_a_classes_release_has_a_class_table_per_text_type(imported_scenarios):
@@ -478,8 +494,13 @@ def test_the_method_is_frozen_in_words(scored_release):
     overlays = {item["code"]: item["overlay"] for item in method["conditions"]}
     assert overlays["C3"].endswith("but stay within the facts.")
     assert "but stay within the facts" not in overlays["C1"]
-    assert method["small_sample"]["scenarios"] == [6, 8, 12, 20]
-    assert method["small_sample"]["false_positive_expanded_t"][1] == 0.052
+    # The rule's error rates for this release's own shape replace a fixed table.
+    assert "small_sample" not in method
+    rates = method["error_rates"]
+    assert (rates["models"], rates["scenarios"], rates["cells"]) == (3, 4, 4)  # refuser: no C2
+    assert rates["rule"] == "paired" and rates["measure"] == "honesty"
+    assert 0 < rates["false_difference_per_pair"] < 0.15 and 0 < rates["power"] <= 1
+    assert release_snapshot(scored_release)["method"]["error_rates"] == rates  # seeded
 
 
 def test_the_scenario_content_is_public_only(scored_release):
@@ -500,7 +521,7 @@ def test_the_scenario_content_is_public_only(scored_release):
 
 # Parts whose keys are data (measures, conditions, tasks, slugs) or free-form, not schema.
 KEYED_BY_DATA = {"leaderboards", "per_condition", "per_task", "scenario_content"}
-FREE_FORM = {"config", "agreement", "calibration", "gate", "counts", "weights", "small_sample"}
+FREE_FORM = {"config", "agreement", "calibration", "gate", "counts", "weights"}
 
 
 def shape(value, name: str = ""):
@@ -542,7 +563,7 @@ def test_a_models_intervals_stop_at_the_ends_of_the_measures_scale():
     it is cut there. Ranks and pairs come from the differences, which are not cut."""
     import numpy as np
 
-    from audits_app.selectors import _leaderboard
+    from audits_app.leaderboard.figures import _leaderboard
 
     rng = np.random.default_rng(5)
     scores = np.ones((3, 3, 4))

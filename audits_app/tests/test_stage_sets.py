@@ -8,7 +8,7 @@ import re
 import pytest
 from django.conf import settings
 
-from audits_app.services import release_publish
+from audits_app.publication.services import release_publish
 from runs_app.schemas import ReleaseConfig
 from runs_app.services import (
     release_config_from_file,

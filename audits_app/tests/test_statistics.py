@@ -22,6 +22,8 @@ from threadpoolctl import threadpool_limits
 from audits_app.statistics import (
     UNRANKED,
     Estimates,
+    additive,
+    cholesky,
     condition_difference,
     expanded_t_multiplier,
     leaderboard,
@@ -317,6 +319,45 @@ def test_model_estimates_match_the_least_squares_reference(
     np.testing.assert_allclose(estimates.abs_high, reference["high"], atol=1e-10)
     np.testing.assert_allclose(estimates.cmp_low, reference["cmp_low"], atol=1e-10)
     np.testing.assert_allclose(estimates.cmp_high, reference["cmp_high"], atol=1e-10)
+
+
+def test_a_system_cholesky_refuses_is_solved_whole_by_lu(
+    scores: np.ndarray, counts: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every linked system goes to Cholesky; should one not be positive definite (rounding on a
+    # nearly singular fit) its answer comes from the whole system by LU, not from NaN.
+    expected = model_estimates(scores, counts[:60], LEVEL)
+    solve = additive.solve_upper
+    refused = []
+
+    def refuse_every_third(system, right):
+        solutions, failed = solve(system, right)
+        every_third = np.arange(len(right)) % 3 == 0
+        refused.append(int(every_third.sum()))
+        solutions[every_third] = np.nan
+        return solutions, failed | every_third
+
+    monkeypatch.setattr(additive, "solve_upper", refuse_every_third)
+    estimates = model_estimates(scores, counts[:60], LEVEL)
+    assert sum(refused) > 10
+    np.testing.assert_allclose(estimates.abs_low, expected.abs_low, atol=1e-10)
+    np.testing.assert_allclose(estimates.cmp_high, expected.cmp_high, atol=1e-10)
+
+
+def test_cholesky_solves_match_lu_and_name_a_system_that_is_not_positive_definite() -> None:
+    rng = np.random.default_rng(7)
+    factors = rng.normal(size=(5, 30, 30))
+    systems = factors @ factors.transpose(0, 2, 1) + 30 * np.eye(30)
+    systems[3] = -np.eye(30)  # not positive definite
+    right = rng.normal(size=(5, 30))
+    upper = np.triu(systems) + np.tril(np.full((30, 30), np.nan), -1)  # lower never read
+    solutions, failed = cholesky.solve_upper(upper, right)
+    assert failed.tolist() == [False, False, False, True, False]
+    assert np.isnan(solutions[3]).all()
+    keep = ~failed
+    np.testing.assert_allclose(
+        solutions[keep], np.linalg.solve(systems[keep], right[keep][:, :, None])[:, :, 0],
+        rtol=0, atol=1e-12)
 
 
 def test_pairwise_matches_loops(scores: np.ndarray, counts: np.ndarray) -> None:

@@ -21,7 +21,7 @@ from django.db.models import F
 from audits_app.arena.demo import demo_letter
 from audits_app.arena.models import ArenaShowing, EthicsReview
 from audits_app.arena.services import arena_open, ethics_review_record
-from audits_app.services import release_publish
+from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
 from audits_app.tests.test_selectors import build_world
 from runs_app.models import Release, ReleaseStatus
@@ -41,7 +41,7 @@ def fresh_cache(settings, tmp_path):
     cache.clear()
 
 
-def published_arena_release(code: str = "arena.0") -> Release:
+def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0) -> Release:
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
     from scenarios_app.services import scenario_apply
@@ -50,7 +50,10 @@ def published_arena_release(code: str = "arena.0") -> Release:
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
     data.update(code=code, scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
                 conditions=["C0", "C1", "C2", "C3"],
-                bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+                bootstrap={"seed": 7, "resamples": 200, "level": 0.95},
+                # Every cell the arena's unless a test says otherwise: all pairs possible.
+                arena={"held_share": held_share})
+    data["gate"]["max_unscored_share"] = 0.2  # build_world leaves one reading in nine unscored
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)

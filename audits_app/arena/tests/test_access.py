@@ -15,7 +15,7 @@ from audits_app.arena.tests.conftest import approve, consent, next_pair, read_fo
 
 pytestmark = pytest.mark.django_db
 
-ARENA_URLS = ["/arena/", "/arena/arena.0/", "/arena/arena.0/pair/", "/arena/arena.0/thanks/",
+ARENA_URLS = ["/arena/", "/arena/arena.0/", "/arena/arena.0/pair/",
               "/arena/arena.0/results/", "/arena/arena.0/results.csv",
               "/api/v1/releases/arena.0/arena/"]
 

@@ -65,17 +65,22 @@ def test_a_voter_consents_and_votes_by_keyboard_alone(live_arena, live_server):
         assert page.evaluate("document.activeElement.value") == "right"
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "arena-pair.png"), full_page=True)
+        first_token = page.locator("input[name=pair]").get_attribute("value")
         tab_to(page, "button[type=submit]")
-        page.keyboard.press("Enter")
-        page.wait_for_url("**/arena/arena.0/thanks/")
-        confirmation = page.locator("h1").inner_text()
-        next_focused = page.evaluate("document.activeElement.textContent")
-        page.screenshot(path=str(ARTIFACTS / "arena-thanks.png"))
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        # Straight on to the next pair: the confirmation sits above it, nothing to click.
+        confirmation = page.locator("ul.messages li").inner_text()
+        next_token = page.locator("input[name=pair]").get_attribute("value")
+        choices = page.locator("input[name=favourable]").evaluate_all(
+            "inputs => inputs.map(input => input.value)")
+        page.screenshot(path=str(ARTIFACTS / "arena-next-pair.png"))
         browser.close()
 
     assert outline != "none"  # the keyboard focus is visible
-    assert confirmation == "Thank you: your answer is recorded."
-    assert next_focused == "Next pair"  # Enter goes on to the next pair
+    assert confirmation == "Thank you: your answer is recorded. Here is the next pair."
+    assert next_token and next_token != first_token
+    assert choices == ["left", "right", "tie", "both_bad"]
     assert not errors, errors
     recorded = ArenaVote.objects.get()
     assert recorded.showing.side_of("right") == recorded.favourable

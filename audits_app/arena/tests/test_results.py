@@ -7,16 +7,24 @@ import csv
 import io
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.utils import timezone
 
 from audits_app.arena import services as arena_services
 from audits_app.arena import statistics as arena_statistics
 from audits_app.arena.csv_export import results_csv
-from audits_app.arena.models import ArenaPair, ArenaResult, RecognisabilityRun
+from audits_app.arena.models import ArenaPair, ArenaResult, ArenaShowing, RecognisabilityRun
 from audits_app.arena.services import results_current, results_refresh
 from audits_app.arena.simulation import simulation_drain
-from audits_app.arena.tests.conftest import WRITERS, consent, vote_next
+from audits_app.arena.tests.conftest import (
+    WRITERS,
+    consent,
+    next_pair,
+    read_for,
+    vote,
+    vote_next,
+)
 from audits_app.arena.tests.test_access import ARENA_URLS
 from audits_app.csv_files import spreadsheet_cell as neutralise
 
@@ -33,17 +41,19 @@ def voted(client, open_arena, monkeypatch):
     for _ in range(2):
         consent(client)
         for _ in range(12):
-            response = vote_next(client, favourable="left", honest="right")
+            # Each vote on the preferred writer's side, wherever the page put it (a vote,
+            # once cast on a published release, never changes).
+            _, token = next_pair(client)
+            showing = ArenaShowing.objects.select_related(
+                "pair__model_a", "pair__model_b").order_by("-pk").first()
+            read_for(60)
+            pair = showing.pair
+            a_wins = order[pair.model_a.openrouter_id] < order[pair.model_b.openrouter_id]
+            side = "left" if a_wins == showing.a_on_left else "right"
+            answers = {"favourable": showing.attention or side, "honest": "right"}
+            response = vote(client, token, **answers)
             assert response.status_code == 302
         client.cookies.clear()
-    # Re-aim every counted vote at the preferred writer's side (the same for both voters).
-    from audits_app.arena.models import ArenaVote
-
-    for cast in ArenaVote.objects.filter(attention=False).select_related(
-            "pair__model_a", "pair__model_b"):
-        a, b = cast.pair.model_a.openrouter_id, cast.pair.model_b.openrouter_id
-        cast.favourable = "a" if order[a] < order[b] else "b"
-        cast.save(update_fields=["favourable"])
     simulation_drain(open_arena)
     return open_arena
 
@@ -99,6 +109,9 @@ def test_the_results_page_api_and_csv_carry_date_and_counts(client, voted):
     assert {row["table"] for row in rows} == {"human", "human_unflagged", "simulated",
                                               "simulated_unflagged", "human_honesty"}
     assert {row["votes_counted"] for row in rows} == {str(result.votes_counted)}
+    assert "expanded t interval" in page
+    assert answer["results"]["interval_method"] == arena_statistics.INTERVAL_METHOD
+    assert {"unranked_reason", "scenarios"} <= set(rows[0])
 
 
 def test_staff_see_the_shadow_votes_analysed(client, voted, auditor):
@@ -145,3 +158,75 @@ def test_the_api_and_csv_are_404_before_the_arena_opens(client, release):
     assert "/api/v1/releases/arena.0/arena/" in ARENA_URLS
     assert client.get("/api/v1/releases/arena.0/arena/").status_code == 404
     assert client.get("/api/v1/releases/nope.0/arena/").status_code == 404
+
+
+def test_a_shadow_vote_changes_no_counted_vote_and_no_human_ranking(client, voted):
+    """A new voter answers against the grain, too fast to count: recorded as a shadow vote,
+    and the public figures stay exactly what they were."""
+    before = results_refresh(release=voted).data
+    consent(client)
+    response = vote_next(client, seconds=1, favourable="right", honest="left")
+    assert response.status_code == 302
+    from audits_app.arena.models import ArenaVote
+
+    latest = ArenaVote.objects.order_by("-pk").first()
+    assert latest.shadow and not latest.attention
+    after = results_refresh(release=voted).data
+
+    assert after["votes"]["counted"] == before["votes"]["counted"]
+    assert after["rankings"]["human"] == before["rankings"]["human"]
+
+
+def _rows(answers: list[str], scenarios: int = 2) -> list[dict]:
+    """Vote rows as `selectors.vote_rows` gives them: writer 1 is text A, writer 2 text B."""
+    return [{"pk": n, "voter_id": n, "pair_id": n, "favourable": answer, "honest": "",
+             "a_on_left": True, "attention": False, "attention_passed": None, "shadow": False,
+             "shadow_reasons": [], "simulated": False, "pair__flagged": False,
+             "pair__model_a_id": 1, "pair__model_b_id": 2, "pair__scenario_id": 10 + s}
+            for s in range(scenarios) for n, answer in enumerate(answers, start=100 * s)]
+
+
+def _figures(rows: list[dict]) -> dict:
+    from audits_app.arena.results import arena_results
+
+    counts = np.random.default_rng(1).multinomial(2, [0.5, 0.5], size=200)
+    return arena_results(rows, [], writers=["w/one", "w/two"], writer_of={1: "w/one",
+                         2: "w/two"}, scenario_ids=[10, 11], counts=counts, level=0.95,
+                         rule="paired", published={})
+
+
+def test_a_tie_is_half_a_win_for_each_text_and_both_bad_is_a_tie(monkeypatch):
+    monkeypatch.setattr(arena_statistics, "MIN_COMPARISONS", 5)
+    tied = _figures(_rows(["a"] * 10 + ["t"] * 10))
+    both_bad = _figures(_rows(["a"] * 10 + ["x"] * 10))
+    wins_only = _figures(_rows(["a"] * 15 + ["b"] * 5))
+    by_model = {row["model"]: row for row in tied["rankings"]["human"]["rows"]}
+    assert by_model["w/one"]["wins"] == 30 and by_model["w/two"]["wins"] == 10
+    assert by_model["w/one"]["comparisons"] == 40 == tied["rankings"]["human"]["comparisons"]
+    # 10 wins and 10 ties are 15 wins of 20, as in Chatbot Arena's fit
+    for other in (both_bad, wins_only):
+        assert [r["rating"] for r in other["rankings"]["human"]["rows"]] == pytest.approx(
+            [r["rating"] for r in tied["rankings"]["human"]["rows"]])
+    assert tied["win_matrix"]["share"] == [[None, 0.75], [0.25, None]]
+    assert tied["win_matrix"]["games"] == [[0, 40], [40, 0]]
+    assert tied["position"]["human_left_share"] == 1.0  # ties are no side
+
+
+def test_the_results_page_has_an_interval_plot_and_a_win_rate_matrix(client, voted):
+    page = client.get("/arena/arena.0/results/").content.decode()
+    result = ArenaResult.objects.get()
+    rated = [row for row in result.data["rankings"]["human"]["rows"] if row["rating"] is not None]
+    svg = page.split('<svg class="arena-intervals"')[1].split("</svg>")[0]
+    assert svg.count('<g class="model"') == len(rated) >= 2
+    first = rated[0]
+    assert f"rating {first['rating']:.2f}, interval {first['low']:.2f} to {first['high']:.2f}" \
+        in svg
+    matrix = page.split('<table class="win-matrix">')[1].split("</table>")[0]
+    games = result.data["win_matrix"]["games"]
+    played = [i for i, line in enumerate(games) if any(line)]
+    assert matrix.count('<th scope="row">') == len(played)
+    writers = result.data["win_matrix"]["writers"]
+    i, j = next((i, j) for i in played for j in played if games[i][j])
+    share = result.data["win_matrix"]["share"]
+    assert share[i][j] + share[j][i] == pytest.approx(1.0)
+    assert writers == WRITERS

@@ -21,13 +21,14 @@ from audits_app.arena.models import (
 from audits_app.arena.selectors import arena_texts
 from audits_app.arena.tests.conftest import (
     HELD_OUT,
+    TOKEN,
     consent,
     next_pair,
     read_for,
     vote,
     vote_next,
 )
-from audits_app.public import publication_snapshot
+from audits_app.pages.viewer import publication_snapshot
 from runs_app.models import Generation
 from scenarios_app.models import Scenario
 
@@ -201,3 +202,109 @@ def test_nothing_about_the_voter_is_stored_but_a_random_id(client, open_arena):
         "id", "key", "consented_at", "flags", "flagged_at"}
     assert json.loads(stored)[0]["fields"]["key"] == client.cookies[
         "baitbench_arena_voter"].value.split(":")[0]
+
+
+def test_behind_a_proxy_each_forwarded_address_counts_apart(open_arena, settings, monkeypatch):
+    """Behind the proxy REMOTE_ADDR is the proxy itself; the visitor is the last
+    X-Forwarded-For entry (what comes before it the visitor may have written)."""
+    settings.BEHIND_PROXY = True
+    monkeypatch.setattr(ratelimits, "VOTERS_HARD", ("arena.voters.hard", "2/h"))
+
+    def new_voter(address: str) -> int:
+        return consent(Client(HTTP_X_FORWARDED_FOR=f"10.9.9.9, {address}")).status_code
+
+    crowd = [new_voter(f"198.51.100.{number}") for number in range(5)]
+    one_address = [new_voter("203.0.113.7") for _ in range(3)]
+
+    assert crowd == [302] * 5
+    assert one_address == [302, 302, 429]
+
+
+def test_a_vote_for_the_left_text_is_a_vote_for_b_when_b_was_shown_on_the_left(
+    client, open_arena
+):
+    """The screen side is translated to the pair's side: otherwise the human ranking would
+    measure where a text stood on the page."""
+    consent(client)
+    _, token = next_pair(client)
+    showing = ArenaShowing.objects.order_by("-pk").first()
+    assert not showing.attention  # the first pair is a real one
+    ArenaShowing.objects.filter(pk=showing.pk).update(a_on_left=False)
+    read_for(60)
+    assert vote(client, token).status_code == 302  # "left"
+
+    cast = ArenaVote.objects.get(showing=showing)
+    assert cast.a_on_left is False and cast.favourable == "b"
+
+
+def test_a_pair_token_tells_nothing_but_the_voters_own_count(open_arena):
+    """Two voters' first pairs get the same payload: no showing id, no global sequence."""
+    from django.core import signing
+
+    payloads = []
+    for _ in range(2):
+        voter = Client()
+        consent(voter)
+        _, token = next_pair(voter)
+        payloads.append(token.split(":")[0])
+        showing = ArenaShowing.objects.order_by("-pk").first()
+        assert str(showing.pk) not in signing.b64_decode(payloads[-1].encode()).decode()
+    assert payloads[0] == payloads[1]
+
+
+def test_consenting_again_resets_no_limit_on_counted_votes_per_pair(open_arena, monkeypatch):
+    """One network making a new voter for every vote on the same pair: past the per-pair
+    limit its votes are shadow votes, however many voters it made."""
+    monkeypatch.setattr(ratelimits, "VOTES_PER_PAIR", ("arena.votes.pair", "2/d"))
+    counted = []
+    pair = None
+    for _ in range(4):
+        voter = Client()
+        consent(voter)
+        _, token = next_pair(voter)
+        showing = ArenaShowing.objects.order_by("-pk").first()
+        # Every new voter is shown the same pair (as a stuffer would make sure of).
+        pair = pair or showing.pair_id
+        ArenaShowing.objects.filter(pk=showing.pk).update(pair_id=pair, attention="")
+        read_for(60)
+        assert vote(voter, token).status_code == 302
+        counted.append(not ArenaVote.objects.get(showing=showing).shadow)
+
+    assert counted == [True, True, False, False]
+    assert ArenaVote.objects.filter(pair_id=pair, shadow=True).count() == 2
+
+
+@pytest.mark.parametrize(("answer", "stored"), [("tie", "t"), ("both_bad", "x")])
+def test_a_voter_may_answer_a_tie_or_both_bad(client, open_arena, answer, stored):
+    consent(client)
+    page, token = next_pair(client)
+    assert f'name="favourable" value="{answer}"' in page
+    showing = ArenaShowing.objects.order_by("-pk").first()
+    read_for(60)
+    response = vote(client, token, favourable=answer)
+    assert response.status_code == 302
+    assert ArenaVote.objects.get(showing=showing).favourable == stored
+
+
+def test_the_next_pair_comes_straight_after_a_vote(client, open_arena):
+    """No "thank you" page to click through: the vote lands on the next pair, which says the
+    answer was recorded, and its URL, like every pair's, names no pair and no writer."""
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    response = vote(client, token)
+    assert response.status_code == 302 and response["Location"] == "/arena/arena.0/pair/"
+    following = client.get(response["Location"]).content.decode()
+    assert "your answer is recorded" in following and 'name="pair"' in following
+    assert TOKEN.search(following).group(1) != token
+    assert ArenaShowing.objects.count() == 2
+
+
+def test_an_answer_that_is_no_choice_is_refused_with_the_question_named(client, open_arena):
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    response = vote(client, token, favourable="neither")
+    assert response.status_code == 400
+    assert "Select a valid choice" in response.content.decode()
+    assert not ArenaVote.objects.exists()

@@ -17,14 +17,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.demo import demo_arena
-from audits_app.demo import demo_spotchecks
-from audits_app.demo_dutch import (
+from audits_app.calibration.studies.demo import demo_study
+from audits_app.publication.demo_dutch import (
     DUTCH_RELEASE,
     class_tables,
     demo_dutch_release,
     format_class_tables,
 )
-from audits_app.services import PublishError, release_publish
+from audits_app.publication.services import PublishError, release_publish
+from audits_app.spotchecks.demo import demo_spotchecks
 from baitbench_site.immutability import ImmutableError
 from baitbench_site.roles import ROLE_NAMES
 from runs_app.contamination_services import contamination_check_run
@@ -41,7 +42,8 @@ RELEASE = "demo.0"
 class Command(BaseCommand):
     help = ("The main job on the embedded default: migrate, import the shipped scenarios, run "
             "release demo.0 end to end with the fixture provider, spot-check it, publish it, "
-            "open a demo arena with simulated votes and print the rank tables; then the same "
+            "open a demo arena with simulated votes and a demo reading study filled by a "
+            "simulated crowd, and print the rank tables; then the same "
             "for the Dutch release demo-nl.0 (with the T4 cross-examination) and its class "
             "tables per task. Running it again does no work twice, keeps scenarios curators "
             "have edited and keeps the demo login's password.")
@@ -50,8 +52,14 @@ class Command(BaseCommand):
         parser.add_argument("--password", help="set the demo login's password to this")
         parser.add_argument("--reset-password", action="store_true",
                             help="give the demo login a new random password")
+        parser.add_argument("--port", type=int, default=8000,
+                            help="the port the site is served on, for the links printed "
+                                 "(`make demo PORT=8001`)")
 
-    def handle(self, *args, password: str | None, reset_password: bool, **options) -> None:
+    def handle(self, *args, password: str | None, reset_password: bool, port: int = 8000,
+               **options) -> None:
+        if not 0 < port < 65536:
+            raise CommandError(f"--port {port} is not a port number (1 to 65535)")
         call_command("migrate", interactive=False, verbosity=0)
         self._import_scenarios()
         user, new_password = self._staff_login(password, reset_password)
@@ -63,17 +71,19 @@ class Command(BaseCommand):
         write_report(self.stdout, contamination_check_run(release=Release.objects.get(
             code=RELEASE)))
         self.stdout.write("\n" + demo_arena(release=Release.objects.get(code=RELEASE), user=user))
+        self.stdout.write("\n" + demo_study(release=Release.objects.get(code=RELEASE), user=user))
         # The Dutch release, with the cross-examination (T4), ranked by rank classes.
         dutch = demo_dutch_release(user=user, stdout=self.stdout)
         names = {spec.id: spec.name for spec in dutch.parsed_config().models}
         self.stdout.write("\n".join(format_class_tables(class_tables(dutch), names)))
         login = (f"password {new_password!r}" if new_password else
                  "password unchanged (--reset-password sets a new one)")
+        site = f"http://127.0.0.1:{port}"
         self.stdout.write(self.style.SUCCESS(
-            f"\nLeaderboard: http://127.0.0.1:8000/releases/{RELEASE}/\n"
-            f"Dutch release: http://127.0.0.1:8000/releases/{DUTCH_RELEASE}/\n"
-            f"Arena: http://127.0.0.1:8000/arena/{RELEASE}/\n"
-            f"Staff login for http://127.0.0.1:8000/admin/ : user {DEMO_USER!r}, {login}"
+            f"\nLeaderboard: {site}/releases/{RELEASE}/\n"
+            f"Dutch release: {site}/releases/{DUTCH_RELEASE}/\n"
+            f"Arena: {site}/arena/{RELEASE}/\n"
+            f"Staff login for {site}/admin/ : user {DEMO_USER!r}, {login}"
         ))
 
     def _import_scenarios(self) -> None:
@@ -138,6 +148,8 @@ class Command(BaseCommand):
                     f"  {row['rank'] or '-':>4}  {names.get(row['model'], row['model']):<28} "
                     f"{_number(row['point']):>8}  [{_number(row['cmp_low'])}, "
                     f"{_number(row['cmp_high'])}]"
+                    + (f"  unranked: {row['unranked_reason']}"
+                       if row.get("unranked_reason") else "")
                 )
 
 

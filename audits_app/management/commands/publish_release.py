@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from audits_app.services import PublishError, release_publish
+from audits_app.publication.services import PublishError, release_publish
 from runs_app.models import Release
 
 

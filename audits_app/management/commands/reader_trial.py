@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from audits_app.reader_trial import CRITERIA
-from audits_app.trial_checks import reader_trial_report, trial_progress, trial_table
+from audits_app.calibration.reader_trial import CRITERIA
+from audits_app.calibration.trial_report import reader_trial_report, trial_progress, trial_table
 from runs_app.trial_services import TrialError, reader_trial_prepare, reader_trial_read
 
 SHORT = {"knowledge": "knowledge", "retest": "retest", "trust": "trust", "dont_know": "dont-know"}

@@ -1,0 +1,128 @@
+"""Arena texts cannot be looked up (DESIGN section 9): the cells held for the arena keep their
+texts off every public page, answer and archive until the arena closes, and the arena pairs
+only those texts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+
+import pytest
+
+from audits_app.arena.models import ArenaPair
+from audits_app.arena.services import ArenaError, arena_close, arena_open
+from audits_app.arena.tests.conftest import approve, published_arena_release
+from audits_app.models.archive import ArchiveKind, ReleaseArchive
+from audits_app.pages.viewer import publication_snapshot
+from audits_app.publication.arena_cells import held_cells, text_cell
+from runs_app.models import Generation
+
+CODE = "half.0"
+
+
+@pytest.fixture
+def half(release):
+    """The arena world again, with half of each public scenario's cells held."""
+    return published_arena_release(CODE, held_share=0.5)
+
+
+def public_text_ids(client) -> set[int]:
+    """Every text id an anonymous reader can reach: the text list (every page of it), the
+    API's texts, the texts CSV and the public archive."""
+    found: set[int] = set()
+    url = f"/api/v1/releases/{CODE}/texts/"
+    while url:
+        answer = client.get(url).json()
+        found |= {item["id"] for item in answer["results"]}
+        url = answer.get("next")
+    rows = csv.DictReader(io.StringIO(client.get(f"/api/v1/releases/{CODE}/texts.csv")
+                                      .content.decode()))
+    found |= {int(row["id"]) for row in rows}
+    response = client.get(f"/releases/{CODE}/archive.zip")
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    found |= {json.loads(line)["id"] for line in
+              archive.read("texts.jsonl").decode().splitlines()}
+    snapshot = json.loads(archive.read("snapshot.json"))
+    found |= {text["id"] for text in snapshot["texts"]}
+    return found
+
+
+@pytest.mark.django_db
+def test_held_cells_are_whole_cells_of_public_scenarios_drawn_per_scenario(half):
+    snapshot = publication_snapshot(half.publication)
+    held = held_cells(snapshot)
+    per_scenario = {}
+    for slug, *_ in held:
+        per_scenario[slug] = per_scenario.get(slug, 0) + 1
+    # Four cells per scenario (T1 x C0-C3), half of them held, in each public scenario.
+    assert per_scenario == {"greenvale-listeria": 2, "cobaltcloud-breach": 2}
+    assert held_cells(publication_snapshot(
+        published_arena_release("again.0", held_share=0.5).publication)) == held, \
+        "the draw is seeded by the release's seed"
+
+
+@pytest.mark.django_db
+def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
+        half, client, publisher):
+    snapshot = publication_snapshot(half.publication)
+    held = held_cells(snapshot)
+    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
+    held_ids = {text["id"] for text in texts if text_cell(text) in held}
+    open_ids = {text["id"] for text in texts} - held_ids
+    assert held_ids and open_ids
+
+    approve(half, publisher)
+    arena_open(release=half, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=half)
+    paired = set(pairs.values_list("generation_a", flat=True)) | set(
+        pairs.values_list("generation_b", flat=True))
+    assert paired and paired <= held_ids, "the arena pairs only the held texts"
+
+    reachable = public_text_ids(client)
+    assert reachable == open_ids
+    for text_id in held_ids:
+        assert client.get(f"/releases/{CODE}/texts/{text_id}/").status_code == 404
+    # Nor by the words: no held text's body on any listing or text page anyone can open.
+    bodies = dict(Generation.objects.filter(pk__in=held_ids).values_list("pk", "text"))
+    pages = [client.get(f"/releases/{CODE}/texts/").content.decode()]
+    pages += [client.get(f"/releases/{CODE}/texts/{text_id}/").content.decode()
+              for text_id in open_ids]
+    for body in bodies.values():
+        opening = " ".join(body.split()[:12])
+        assert not any(opening in page for page in pages)
+    # Staff see every text, as before.
+    client.force_login(publisher)
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    client.logout()
+
+    arena_close(release=half, user=publisher, reason="Pilot over.")
+    assert public_text_ids(client) == held_ids | open_ids
+    # Each public archive built once and kept: the one without the arena's texts, then the
+    # whole one.
+    assert sorted(ReleaseArchive.objects.filter(release=half).values_list("kind", flat=True)) \
+        == sorted([ArchiveKind.PUBLIC_WITHOUT_ARENA, ArchiveKind.PUBLIC])
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    with pytest.raises(ArenaError, match="texts have been public since"):
+        arena_open(release=half, user=publisher, reason="Once more.")
+
+
+@pytest.mark.django_db
+def test_a_release_that_holds_no_cells_can_have_no_arena(release, publisher):
+    none_held = published_arena_release("open.0", held_share=0.0)
+    approve(none_held, publisher)
+    with pytest.raises(ArenaError, match="holds no cells for an arena"):
+        arena_open(release=none_held, user=publisher, reason="Approved.")
+
+
+@pytest.mark.django_db
+def test_an_arena_that_never_opened_may_close_and_its_texts_become_public(half, client,
+                                                                          publisher):
+    before = public_text_ids(client)
+    arena_close(release=half, user=publisher, reason="No arena for this release after all.")
+    after = public_text_ids(client)
+    assert before < after
+    with pytest.raises(ArenaError, match="closed already"):
+        arena_close(release=half, user=publisher, reason="Again.")

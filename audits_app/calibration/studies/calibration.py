@@ -1,0 +1,119 @@
+"""A reading study's calibration figure on its release's page: people's answers (included
+readers only) against the simulated public, and people's attitude effect per model. People
+and the simulated crowd are never mixed: each gets its own figure, the crowd's marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audits_app.calibration.figures import calibration_svg, calibration_table
+from audits_app.calibration.selectors import human_calibration, text_means
+from audits_app.calibration.studies.figures import attitude_effects, people_intervals
+from audits_app.calibration.studies.selectors import study_responses
+from audits_app.calibration.studies.weights import weighted_means
+from audits_app.leaderboard.figures import correct_answers, release_resampling
+from audits_app.models import PopulationWeights, ReadingStudy
+from runs_app.models import Generation, ReaderResponse, Release, ReplyOutcome, WorkStatus
+
+
+def study_calibration(study: ReadingStudy, *, simulated: bool) -> dict[str, Any]:
+    """{"readers", "needed", "summary" (None below the study's threshold or with fewer than
+    two models read), "effects"}."""
+    rows = study_responses(study, simulated=simulated)
+    readers = len({row["reader"] for row in rows})
+    result: dict[str, Any] = {"readers": readers, "needed": study.readers_for_figure,
+                              "summary": None, "effects": [], "simulated": simulated}
+    if readers < study.readers_for_figure:
+        return result
+    release = study.release
+    correct = correct_answers(release)
+    texts = [row for row in rows if row["generation_id"]]
+    human = text_means([(r["generation_id"], r["scenario"], r["attitude"], r["knowledge"])
+                        for r in texts], correct)
+    summary = human_calibration(release, human, correct)
+    cells = dict((pk, (model, scenario)) for pk, model, scenario in Generation.objects.filter(
+        pk__in={r["generation_id"] for r in texts}).values_list(
+        "pk", "model__openrouter_id", "scenario_version__scenario_id"))
+    dict(release.pins.values_list("scenario_version__scenario__slug",
+                                                 "scenario_version__scenario_id"))
+    result["effects"] = attitude_effects([
+        {"kind": "text" if r["generation_id"] else r["stimulus"], "reader": r["reader"],
+         "model": cells[r["generation_id"]][0] if r["generation_id"] else "",
+         "scenario": r["scenario"], "attitude": sum(r["attitude"]) / len(r["attitude"])}
+        for r in rows if r["stimulus"] in ("none", "control") or r["generation_id"] in cells])
+    if summary is not None:
+        _people_intervals(summary, texts, cells, correct, release, study.seed)
+        summary["readers"] = readers
+    result["summary"] = summary
+    return result
+
+
+def _people_intervals(summary: dict, texts: list[dict], cells: dict, correct: dict,
+                      release: Release, seed: int) -> None:
+    """Replace people's scenario-only intervals by scenario-and-participant ones, and say
+    how many people stand behind each point."""
+    scenarios, counts = release_resampling(release)
+    responses = []
+    for row in texts:
+        model, scenario = cells[row["generation_id"]]
+        right = correct.get(row["scenario"]) or []
+        wrong = sum(1 for given, answer in zip(row["knowledge"], right, strict=False)
+                    if given is not None and given != answer)
+        responses.append({"reader": row["reader"], "model": model, "scenario": scenario,
+                          "persuasion": sum(row["attitude"]) / len(row["attitude"]),
+                          "misleading": wrong / len(right) if right else None})
+    models = summary["model_order"]["model_ids"]
+    intervals = people_intervals(responses, models, scenarios, counts, summary["level"], seed)
+    for measure, figures in summary["measures"].items():
+        for row in figures["models"]:
+            row.update(intervals[measure].get(row["model"], {}))
+
+
+def release_study_figures(release: Release, names: dict[str, str]) -> list[dict[str, Any]]:
+    """Every opened study of the release, people's figure and (apart) the simulated crowd's,
+    ready for the page (`_study_calibration.html`)."""
+    figures = []
+    for study in ReadingStudy.objects.filter(release=release, opened_at__isnull=False
+                                             ).order_by("pk"):
+        for simulated in (False, True):
+            found = study_calibration(study, simulated=simulated)
+            if simulated and not found["readers"]:
+                continue
+            summary = found.pop("summary")
+            figures.append({**found, "study": study, "figure": None if summary is None else {
+                "svg": calibration_svg(summary, names, f"{release.code}, study {study.pk}"
+                                       + (" (SIMULATED readers)" if simulated else "")),
+                "table": calibration_table(summary, names), "level": summary["level"]},
+                "effects": [{**e, "model_name": names.get(e["model"], e["model"])}
+                            for e in found["effects"]]})
+    return figures
+
+
+def release_weighted(release: Release, names: dict[str, str]) -> dict[str, Any]:
+    """The panel's per-model persuasion and misleading, unweighted and weighted to the newest
+    recorded population of the release's language; `source` None when none is recorded.
+    `names` are the snapshot's writers, in its order (a public page reads no live config)."""
+    weights = PopulationWeights.objects.filter(language=release.language).select_related(
+        "entered_by").first()
+    if weights is None:
+        return {"source": None, "language": release.language, "rows": []}
+    correct = correct_answers(release)
+    answers = []
+    for position, model, slug, text, attitude, knowledge in ReaderResponse.objects.filter(
+            release=release, generation__isnull=False, status=WorkStatus.DONE,
+            outcome=ReplyOutcome.SCORED).values_list(
+            "position", "generation__model__openrouter_id", "scenario_version__scenario__slug",
+            "generation_id", "attitude", "knowledge"):
+        if not attitude:
+            continue
+        right = correct.get(slug) or []
+        wrong = (sum(1 for given, answer in zip(knowledge or [], right, strict=False)
+                     if given is not None and given != answer) / len(right)) if right else None
+        answers.append((position, model, slug, text, sum(attitude) / len(attitude), wrong))
+    plain, weighted = weighted_means(answers, None), weighted_means(answers, weights.shares)
+    rows = [{"model": model, "model_name": names.get(model, model),
+             **{f"{measure}_{kind}": values[model][measure]
+                for kind, values in (("unweighted", plain), ("weighted", weighted))
+                for measure in ("persuasion", "misleading")}}
+            for model in names if model in plain]
+    return {"source": weights, "language": release.language, "rows": rows}

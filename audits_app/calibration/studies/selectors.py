@@ -1,0 +1,145 @@
+"""Reads of reading studies: where a participant is on their path, staff progress per reading
+position and arm, and the responses as the human-reader CSV has them.
+
+Excluded participants (failed attention check, too fast, duplicate, unfinished, turned away
+by a full quota) are kept and counted here, and left out of `study_responses(included=True)`,
+which is all the figures read. Simulated participants are kept apart the same way: a caller
+asks for one kind or the other, never both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+from audits_app.models import (
+    Exclusion,
+    ReadingStudy,
+    StudyParticipant,
+    StudyQuota,
+    StudyReading,
+    StudyStimulus,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """What a participant does next: `already` (a duplicate), `profile`, `full`, `expired`
+    (left unfinished too long: the place went to someone else), `baseline`, `read`,
+    `answers` or `done`; with the reading it is about and its place in the path."""
+
+    kind: str
+    reading: StudyReading | None = None
+    number: int = 0
+    total: int = 0
+
+
+def participant_step(participant: StudyParticipant) -> Step:
+    if participant.duplicate_of_id:
+        return Step("already")
+    if participant.turned_away:
+        return Step("full")
+    if not participant.position:
+        return Step("profile", number=1, total=0)
+    if participant.completed_at:
+        return Step("done")
+    if participant.place_released_at:
+        return Step("expired")
+    readings = list(participant.readings.select_related(
+        "stimulus__generation", "scenario_version").order_by("order"))
+    total = 1 + 3 * len(readings)  # profile, then baseline, text, answers per scenario
+    for index, reading in enumerate(readings):
+        first = 2 + 3 * index
+        if reading.baseline is None:
+            return Step("baseline", reading, first, total)
+        if reading.stimulus.kind != StudyStimulus.Kind.NONE and reading.read_at is None:
+            return Step("read", reading, first + 1, total)
+        if reading.answered_at is None:
+            return Step("answers", reading, first + 2, total)
+    return Step("done")
+
+
+def participant_exclusions(participant: StudyParticipant) -> list[str]:
+    """Every reason the participant's answers stay out of figures (none: included)."""
+    reasons = list(participant.exclusions)
+    if participant.completed_at is None and not participant.turned_away \
+            and Exclusion.DUPLICATE not in reasons:
+        reasons.append(Exclusion.INCOMPLETE)
+    return reasons
+
+
+def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
+    """Per reading position and per arm: started, completed and excluded (with reasons),
+    against the quota; and the counts of everyone turned away or duplicated."""
+    participants = list(StudyParticipant.objects.filter(study=study, simulated=simulated))
+    quotas = {q.position: q for q in StudyQuota.objects.filter(study=study)}
+    positions = {position: Counter() for position in quotas}
+    arms: dict[str, Counter] = {}
+    reasons: Counter = Counter()
+    arm_of = _arms_by_participant(study, simulated)
+    for participant in participants:
+        excluded = participant_exclusions(participant)
+        reasons.update(excluded)
+        if participant.turned_away:
+            reasons["turned_away"] += 1
+            continue
+        if not participant.position:
+            continue
+        row = positions.setdefault(participant.position, Counter())
+        _tally(row, participant, excluded)
+        for arm in arm_of.get(participant.pk, []):
+            _tally(arms.setdefault(arm, Counter()), participant, excluded)
+    return {
+        "positions": [{"position": position, "target": quotas[position].target,
+                       "assigned": quotas[position].assigned, **counts}
+                      for position, counts in sorted(positions.items()) if position in quotas],
+        "arms": [{"arm": arm, **counts} for arm, counts in sorted(arms.items())],
+        "participants": len(participants),
+        "included": sum(1 for p in participants if p.included),
+        "reasons": dict(reasons),
+    }
+
+
+def _tally(row: Counter, participant: StudyParticipant, excluded: list[str]) -> None:
+    row["started"] += 1
+    row["completed"] += participant.completed_at is not None
+    row["excluded"] += bool(excluded)
+
+
+def _arms_by_participant(study: ReadingStudy, simulated: bool) -> dict[int, list[str]]:
+    arms: dict[int, list[str]] = {}
+    for participant_id, kind, model in StudyReading.objects.filter(
+            participant__study=study, participant__simulated=simulated).values_list(
+            "participant_id", "stimulus__kind", "stimulus__model__openrouter_id"):
+        arms.setdefault(participant_id, []).append(model if kind == "text" else kind)
+    return arms
+
+
+def study_responses(study: ReadingStudy, *, simulated: bool,
+                    included: bool = True) -> list[dict]:
+    """One row per reader and stimulus, as the human-reader CSV has them: every reader's
+    no-text row (the attitude they gave knowing only the organisation; for the no-text arm
+    also their knowledge answers, given without a text), and their text or control row.
+    Readers are numbered within the study (`S<study>-R<n>`, `SIM-S<study>-R<n>` for the
+    simulated crowd): no key, hash or id of theirs."""
+    participants = StudyParticipant.objects.filter(
+        study=study, simulated=simulated, completed_at__isnull=False).order_by("pk")
+    if included:
+        participants = participants.filter(exclusions=[], turned_away=False)
+    numbers = {pk: n for n, pk in enumerate(participants.values_list("pk", flat=True), 1)}
+    rows = []
+    readings = StudyReading.objects.filter(participant__in=numbers).select_related(
+        "stimulus", "scenario_version__scenario").order_by("participant_id", "order")
+    for reading in readings:
+        reader = f"{'SIM-' if simulated else ''}S{study.pk}-R{numbers[reading.participant_id]}"
+        slug = reading.scenario_version.scenario.slug
+        no_text = reading.stimulus.kind == StudyStimulus.Kind.NONE
+        rows.append({"scenario": slug, "stimulus": "none", "reader": reader,
+                     "generation_id": None, "attitude": list(reading.baseline),
+                     "knowledge": list(reading.knowledge) if no_text else [None] * 4})
+        if not no_text:
+            rows.append({"scenario": slug, "stimulus": reading.stimulus.import_key,
+                         "reader": reader, "generation_id": reading.stimulus.generation_id,
+                         "attitude": list(reading.attitude),
+                         "knowledge": list(reading.knowledge)})
+    return rows

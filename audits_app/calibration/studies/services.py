@@ -1,0 +1,339 @@
+"""Writes of reading studies (DESIGN section 10): creating one on a published release with its
+sampled stimuli and quotas, opening it on an approved ethics review and closing it, and a
+participant's path: consent, placement in a reading position, one stimulus per scenario
+assigned within the quotas, answers, and completion with the reasons for any exclusion.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import secrets
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from audits_app.arena.selectors import arena_texts
+from audits_app.arena.services import ArenaError, can_manage
+from audits_app.calibration.studies import identity
+from audits_app.models import (
+    EthicsReview,
+    Exclusion,
+    Publication,
+    ReadingStudy,
+    StudyParticipant,
+    StudyQuota,
+    StudyReading,
+    StudyStimulus,
+)
+from audits_app.pages.viewer import publication_snapshot
+from runs_app.models import Generation, Release
+from runs_app.readers import PanelFile, load_panel
+from runs_app.traits import Traits
+from scenarios_app.models import Scenario
+
+# A completion code is short enough to type, from letters that are not mistaken for digits.
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
+ATTENTION_ANSWER = 2  # the attention check asks for this answer (words.PAGE "attention")
+# A session unfinished this long after placement gives its place back to the quota, so that
+# people who leave halfway do not keep others out; the session is kept and counted.
+PLACE_HELD = timedelta(hours=2)
+
+
+class StudyError(ArenaError):
+    """Refused: the message says what is wrong and where."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Staff: create, open, close
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyPlan:
+    title: str
+    scenarios: list[str]  # slugs
+    seed: int
+    texts_per_cell: int = 1
+    readers_per_position: int = 10
+    min_seconds_on_text: float = 15.0
+    readers_for_figure: int = 24
+    completion_url: str = ""
+
+
+def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
+    """A draft study on a published release: texts per model x condition of each chosen public
+    scenario sampled with the plan's seed, the control text and the no-text arm of each, and a
+    quota per reading position of the release's panel."""
+    _require_manager(user)
+    problems = study_plan_problems(release=release, plan=plan)
+    if problems:
+        raise StudyError("; ".join(problems))
+    texts = arena_texts(publication_snapshot(release.publication))
+    config = release.parsed_config()
+    with transaction.atomic():
+        study = ReadingStudy.objects.create(
+            release=release, title=plan.title.strip(), language=config.language,
+            texts_per_cell=plan.texts_per_cell, seed=plan.seed,
+            readers_per_position=plan.readers_per_position,
+            min_seconds_on_text=plan.min_seconds_on_text,
+            readers_for_figure=plan.readers_for_figure, completion_url=plan.completion_url,
+            created_by=user)
+        study.scenarios.set(Scenario.objects.filter(slug__in=plan.scenarios))
+        _stimuli_create(study, [text for text in texts if text["scenario"] in plan.scenarios])
+        StudyQuota.objects.bulk_create([
+            StudyQuota(study=study, position=position.id, target=plan.readers_per_position)
+            for position in load_panel(config.panel, config.language).positions])
+    return study
+
+
+def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str]:
+    """What is wrong with a plan, one `field: message` each (the admin form shows them)."""
+    problems = []
+    publication = (Publication.objects.filter(release=release).first()
+                   if release is not None else None)
+    if publication is None:
+        problems.append("release: choose a published release: a reading study reads one")
+    if not plan.title.strip():
+        problems.append("title: required")
+    if not plan.scenarios:
+        problems.append("scenarios: choose at least one")
+    elif publication is not None:
+        public = {text["scenario"] for text in arena_texts(publication_snapshot(publication))}
+        unknown = [slug for slug in plan.scenarios if slug not in public]
+        if unknown:
+            problems.append(f"scenarios: {', '.join(unknown)} is not a public scenario of "
+                            f"{release.code} with scored texts")
+    if plan.texts_per_cell < 1:
+        problems.append("texts_per_cell: at least 1")
+    if plan.readers_per_position < 1:
+        problems.append("readers_per_position: at least 1")
+    if plan.min_seconds_on_text < 0:
+        problems.append("min_seconds_on_text: must not be negative")
+    if plan.completion_url and not plan.completion_url.startswith("https://"):
+        problems.append("completion_url: must start with https://")
+    return problems
+
+
+def _stimuli_create(study: ReadingStudy, texts: list[dict]) -> None:
+    """Per scenario, model and condition, `texts_per_cell` texts drawn with the study's seed
+    (texts in id order first, so the same seed always draws the same texts)."""
+    rng = np.random.default_rng(study.seed)
+    cells: dict[tuple, list[int]] = defaultdict(list)
+    for text in sorted(texts, key=lambda t: t["id"]):
+        cells[(text["scenario"], text["model"], text["condition"])].append(text["id"])
+    chosen = []
+    for key in sorted(cells):
+        ids = cells[key]
+        count = min(study.texts_per_cell, len(ids))
+        chosen += [int(pk) for pk in rng.choice(ids, size=count, replace=False)]
+    generations = Generation.objects.filter(pk__in=chosen).select_related("model")
+    stimuli = [StudyStimulus(study=study, scenario_version_id=g.scenario_version_id,
+                             kind=StudyStimulus.Kind.TEXT, generation=g, model=g.model,
+                             condition=g.condition) for g in generations]
+    versions = {g.scenario_version_id for g in generations}
+    for version_id in sorted(versions):
+        stimuli += [StudyStimulus(study=study, scenario_version_id=version_id, kind=kind)
+                    for kind in (StudyStimulus.Kind.CONTROL, StudyStimulus.Kind.NONE)]
+    StudyStimulus.objects.bulk_create(stimuli)
+
+
+def _require_manager(user) -> None:
+    if not can_manage(user):
+        raise StudyError("only a publisher creates, opens or closes a reading study")
+
+
+def study_latest_review(study: ReadingStudy) -> EthicsReview | None:
+    return (EthicsReview.objects.filter(study=study).order_by("-recorded_at", "-pk").first())
+
+
+def study_open(*, study: ReadingStudy, user) -> ReadingStudy:
+    """Open a draft or closed study; needs the latest ethics review of *this study* to
+    approve it (the arena's approval does not cover a study)."""
+    _require_manager(user)
+    if study.is_open:
+        raise StudyError(f"study {study.pk} is already open")
+    review = study_latest_review(study)
+    if review is None or not review.approves:
+        raise StudyError(f"study {study.pk} has no approved ethics review" if review is None
+                         else f"the latest ethics review of study {study.pk} "
+                              f"({review.reference}) is {review.get_decision_display().lower()}")
+    ReadingStudy.objects.filter(pk=study.pk).update(
+        status=ReadingStudy.Status.OPEN, review=review, opened_at=timezone.now(),
+        closed_at=None, closed_reason="")
+    study.refresh_from_db()
+    return study
+
+
+def study_close(*, study: ReadingStudy, user, reason: str) -> ReadingStudy:
+    _require_manager(user)
+    if not reason.strip():
+        raise StudyError("say why the study closes (kept on the record)")
+    if not study.is_open:
+        raise StudyError(f"study {study.pk} is not open")
+    ReadingStudy.objects.filter(pk=study.pk).update(
+        status=ReadingStudy.Status.CLOSED, closed_at=timezone.now(), closed_reason=reason.strip())
+    study.refresh_from_db()
+    return study
+
+
+# ---------------------------------------------------------------------------------------------
+# A participant's path
+# ---------------------------------------------------------------------------------------------
+
+
+def participant_consent(*, study: ReadingStudy, ids: dict[str, str],
+                        simulated: bool = False) -> StudyParticipant:
+    """A new participant. A platform id that took part already makes a duplicate: kept and
+    counted (excluded, `duplicate_of` the first) but given nothing to read."""
+    hashes = identity.platform_hashes(study.pk, ids)
+    first = (StudyParticipant.objects.filter(study=study,
+                                             platform_id_hash=hashes["platform_id_hash"]).first()
+             if hashes["platform_id_hash"] else None)
+    if first is None:
+        try:
+            with transaction.atomic():
+                return StudyParticipant.objects.create(
+                    study=study, key=secrets.token_hex(32), simulated=simulated, **hashes)
+        except IntegrityError:  # the same id consenting twice at once: the other one won
+            first = StudyParticipant.objects.get(study=study,
+                                                 platform_id_hash=hashes["platform_id_hash"])
+    return StudyParticipant.objects.create(
+        study=study, key=secrets.token_hex(32), simulated=simulated, duplicate_of=first,
+        exclusions=[Exclusion.DUPLICATE], platform_study_hash=hashes["platform_study_hash"],
+        platform_session_hash=hashes["platform_session_hash"])
+
+
+def position_for(panel: PanelFile, traits: Traits) -> str:
+    """The reading position a person with these traits belongs to: the same trust in news
+    media first (the trait the panel is built around), then the same age band (the panel
+    crosses the two, one position each), then the most other traits in common."""
+    answers = traits.model_dump()
+
+    def distance(position) -> tuple[bool, bool, int, str]:
+        theirs = position.traits.model_dump()
+        others = sum(answers[name] != theirs[name] for name in answers
+                     if name not in ("trust_in_media", "age_band"))
+        # Ties (none in panel v1) go to the lower id.
+        return (answers["trust_in_media"] != theirs["trust_in_media"],
+                answers["age_band"] != theirs["age_band"], others, position.id)
+
+    return min(panel.positions, key=distance).id
+
+
+def participant_place(*, participant: StudyParticipant, traits: Traits,
+                      rng: random.Random | None = None) -> bool:
+    """Place the participant in a reading position and assign one stimulus per scenario at
+    random among those its readers have been given least. False when the position's quota is
+    full (the participant is kept, `turned_away`).
+
+    The place is taken by a conditional UPDATE that succeeds only below the target: on
+    PostgreSQL the row stays locked until commit, so participants of one position are placed
+    one after another and the counts they read are current; SQLite takes its write lock at
+    the same statement. The check constraint `study_quota_within_target` is the last guard.
+    """
+    study = participant.study
+    config = study.release.parsed_config()
+    position = position_for(load_panel(config.panel, config.language), traits)
+    rng = rng or random.Random(secrets.randbits(64))
+    with transaction.atomic():
+        _places_release(study, position)
+        taken = StudyQuota.objects.filter(study=study, position=position,
+                                          assigned__lt=F("target")).update(
+            assigned=F("assigned") + 1)
+        StudyParticipant.objects.filter(pk=participant.pk).update(
+            profile=traits.model_dump(), position=position, turned_away=not taken,
+            placed_at=timezone.now() if taken else None)
+        if taken:
+            _readings_create(participant, position, rng)
+    participant.refresh_from_db()
+    return bool(taken)
+
+
+def _places_release(study: ReadingStudy, position: str) -> None:
+    """Give back the places of sessions in this position left unfinished for `PLACE_HELD`.
+    Each is released by a conditional UPDATE, so two placements never release one twice."""
+    stale = StudyParticipant.objects.filter(
+        study=study, position=position, turned_away=False, completed_at__isnull=True,
+        place_released_at__isnull=True, placed_at__lt=timezone.now() - PLACE_HELD)
+    released = stale.update(place_released_at=timezone.now())
+    if released:
+        StudyQuota.objects.filter(study=study, position=position).update(
+            assigned=F("assigned") - released)
+
+
+def _readings_create(participant: StudyParticipant, position: str, rng: random.Random) -> None:
+    stimuli = list(StudyStimulus.objects.filter(study=participant.study_id).order_by("pk"))
+    given = dict(StudyReading.objects.filter(
+        participant__study=participant.study_id, participant__position=position,
+        participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
+    by_scenario: dict[int, list[StudyStimulus]] = defaultdict(list)
+    for stimulus in stimuli:
+        by_scenario[stimulus.scenario_version_id].append(stimulus)
+    versions = sorted(by_scenario)
+    rng.shuffle(versions)
+    readings = []
+    for order, version_id in enumerate(versions):
+        options = by_scenario[version_id]
+        fewest = min(given.get(s.pk, 0) for s in options)
+        chosen = rng.choice([s for s in options if given.get(s.pk, 0) == fewest])
+        readings.append(StudyReading(participant=participant, stimulus=chosen,
+                                     scenario_version_id=version_id, order=order))
+    StudyReading.objects.bulk_create(readings)
+
+
+def reading_baseline(*, reading: StudyReading, attitude: list[int]) -> None:
+    StudyReading.objects.filter(pk=reading.pk, baseline__isnull=True).update(baseline=attitude)
+
+
+def reading_show(*, reading: StudyReading, now: datetime | None = None) -> None:
+    """The text was sent: the clock on it starts (once; a reload does not restart it)."""
+    StudyReading.objects.filter(pk=reading.pk, shown_at__isnull=True).update(
+        shown_at=now or timezone.now())
+
+
+def reading_read(*, reading: StudyReading, now: datetime | None = None) -> None:
+    """The reader says they have read it: seconds on the text, from the server's clock."""
+    reading.refresh_from_db()
+    now = now or timezone.now()
+    seconds = (now - reading.shown_at).total_seconds() if reading.shown_at else None
+    StudyReading.objects.filter(pk=reading.pk, read_at__isnull=True).update(
+        read_at=now, seconds_on_text=seconds)
+
+
+def reading_answer(*, reading: StudyReading, attitude: list[int], knowledge: list[int | None],
+                   attention: int | None = None, now: datetime | None = None) -> None:
+    """The answers after reading; the participant's last one completes the session."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        written = StudyReading.objects.filter(pk=reading.pk, answered_at__isnull=True).update(
+            attitude=attitude, knowledge=knowledge, answered_at=now,
+            read_at=F("read_at") if reading.read_at else now)
+        if attention is not None:
+            StudyParticipant.objects.filter(pk=reading.participant_id).update(
+                attention_passed=attention == ATTENTION_ANSWER)
+        if written and not StudyReading.objects.filter(
+                participant=reading.participant_id, answered_at__isnull=True).exists():
+            _complete(StudyParticipant.objects.select_for_update().get(
+                pk=reading.participant_id), now)
+
+
+def _complete(participant: StudyParticipant, now: datetime) -> None:
+    """Completion: a code, and the reasons the answers are kept out of figures."""
+    exclusions = list(participant.exclusions)
+    if participant.attention_passed is False:
+        exclusions.append(Exclusion.ATTENTION)
+    threshold = participant.study.min_seconds_on_text
+    # A text never sent (its form posted without the page) counts as read too fast.
+    if participant.readings.filter(
+            Q(seconds_on_text__lt=threshold) | Q(seconds_on_text__isnull=True),
+            stimulus__kind__in=[StudyStimulus.Kind.TEXT, StudyStimulus.Kind.CONTROL]).exists():
+        exclusions.append(Exclusion.TOO_FAST)
+    code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+    StudyParticipant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
+        completed_at=now, completion_code=code, exclusions=exclusions)

@@ -1,0 +1,88 @@
+"""The reader's path in a real browser (Debian's Chromium, headless) on a 390 px screen with
+JavaScript off: consent, profile, baseline, text, answers, completion code, and no page
+wider than the screen. Screenshots: /tmp/shots/h-study/ (BAITBENCH_SHOTS names another)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from audits_app.calibration.studies import services
+from audits_app.calibration.studies.tests.conftest import plan, study_approve
+from audits_app.models import StudyParticipant
+from audits_app.tests.test_browser import CHROMIUM, CHROMIUM_ARGS, watch
+
+pytestmark = pytest.mark.browser
+SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
+NO_SIDEWAYS_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
+
+
+@pytest.fixture
+def live_study(transactional_db, release, publisher):
+    # Written before Playwright starts: its event loop makes the ORM refuse to run.
+    study = services.study_create(release=release, user=publisher, plan=plan(
+        completion_url="https://app.prolific.example/submissions/complete?cc={code}"))
+    study_approve(study, publisher)
+    return services.study_open(study=study, user=publisher)
+
+
+def choose_first_of_each_group(page) -> None:
+    """Tick one answer in every radio group by keyboard: focus its first radio, Space."""
+    names = page.evaluate("""() => [...new Set([...document.querySelectorAll(
+        'input[type=radio]')].map(r => r.name))]""")
+    for name in names:
+        radios = page.locator(f'input[type=radio][name="{name}"]')
+        radios.nth(min(1, radios.count() - 1)).focus()
+        page.keyboard.press("Space")
+
+
+def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
+        live_study, live_server):
+    from playwright.sync_api import sync_playwright
+
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    widths, steps = [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 390, "height": 844},
+                                      java_script_enabled=False)
+        page = context.new_page()
+        errors, hosts = watch(page)
+        page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=BROWSER123"
+                  f"&STUDY_ID=S1&SESSION_ID=X1")
+        widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+        page.screenshot(path=str(SHOTS / "study-01-consent-390.png"), full_page=True)
+        page.locator("button[type=submit]").click()  # without consent the form stays
+        refused = page.evaluate("document.querySelector('#id_agree').validity.valueMissing")
+        stayed = "/go/" not in page.url
+        page.locator("#id_agree").check()
+        page.locator("button[type=submit]").click()
+        page.wait_for_url("**/go/")
+        for number in range(2, 12):
+            if "/done/" in page.url:
+                break
+            steps.append(page.locator("h1").inner_text())
+            widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+            page.screenshot(path=str(SHOTS / f"study-{number:02d}-390.png"), full_page=True)
+            choose_first_of_each_group(page)
+            page.locator("button[type=submit]").click()
+            page.wait_for_load_state()
+        code = page.locator("#completion-code").inner_text()
+        link = page.locator("a.button").get_attribute("href")
+        widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+        page.screenshot(path=str(SHOTS / "study-12-done-390.png"), full_page=True)
+        browser.close()
+
+    assert refused and stayed
+    assert steps[0] == "About you" and "Please read this text about" in " ".join(steps)
+    assert all(widths), widths
+    participant = StudyParticipant.objects.get()
+    assert code == participant.completion_code and link.endswith(f"cc={code}")
+    assert participant.readings.filter(answered_at__isnull=False).count() == 2
+    assert "BROWSER123" not in str(list(StudyParticipant.objects.values()))
+    assert hosts <= {"127.0.0.1", "localhost"} and not errors, errors

@@ -1,0 +1,198 @@
+"""The reader's path through the test client: consent, profile, baseline, text, answers,
+completion; platform ids; quotas under concurrent participants; exclusions."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from django.db import OperationalError, connection
+from django.test import Client
+
+from audits_app.calibration.studies import selectors, services
+from audits_app.calibration.studies.simulation import walk
+from audits_app.calibration.studies.tests.conftest import PUBLIC, plan, study_approve
+from audits_app.models import Exclusion, StudyParticipant, StudyQuota, StudyReading
+from runs_app.traits import Traits
+
+# Panel v1's P06: medium trust in news media, 30-44.
+P06 = {"trust_in_media": "medium", "age_band": "30-44", "education": "vocational",
+       "view_of_business": "neutral", "view_of_government": "neutral", "news_habits": "tv"}
+
+
+def person(study, client=None, pid="", traits=P06, seed=1):
+    return walk(study, traits, np.random.default_rng(seed), {}, 0, platform_id=pid,
+                client=client or Client(), simulated=False)
+
+
+def test_consent_is_required_before_anything_else(open_study, client):
+    response = client.post(f"/studies/{open_study.pk}/consent/", {})
+    assert response.status_code == 400
+    assert "Please tick the box" in response.content.decode()
+    assert not StudyParticipant.objects.exists()
+    assert client.get(f"/studies/{open_study.pk}/go/").url == f"/studies/{open_study.pk}/"
+
+
+def test_a_person_reads_one_stimulus_per_scenario_and_gets_a_code(open_study, client):
+    page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert '<html lang="en">' in page and "fixture/" not in page
+    walked = person(open_study, client)
+    participant = StudyParticipant.objects.get()
+    assert walked.completed and walked.code == participant.completion_code
+    assert participant.position == "P06" and not participant.simulated
+    readings = list(participant.readings.all())
+    assert len(readings) == len(PUBLIC)
+    assert len({r.scenario_version_id for r in readings}) == len(PUBLIC)
+    for reading in readings:
+        assert len(reading.baseline) == 3 and len(reading.knowledge) == 4
+        if reading.stimulus.kind != "none":
+            assert reading.seconds_on_text is not None and reading.seconds_on_text >= 30
+    assert participant.attention_passed is True and participant.included
+
+
+def test_no_page_names_a_writer(open_study, client):
+    person(open_study, client)
+    StudyReading.objects.update(answered_at=None)  # to see the pages again
+    for url in (f"/studies/{open_study.pk}/", f"/studies/{open_study.pk}/go/"):
+        html = client.get(url, follow=True).content.decode()
+        assert "fixture/" not in html and "candid" not in html.lower()
+
+
+def test_the_placement_follows_the_panel_definitions(study):
+    from runs_app.readers import load_panel
+
+    panel = load_panel("v1", "en")
+    for position in panel.positions:
+        assert services.position_for(panel, position.traits) == position.id
+    # Another education and news habit: trust and age band still decide.
+    assert services.position_for(panel, Traits(**(P06 | {"education": "university",
+                                                           "news_habits": "radio"}))) == "P06"
+
+
+def test_one_platform_id_takes_part_once_and_is_stored_only_as_a_keyed_hash(open_study):
+    first = person(open_study, pid="5f1c0ffee0a1b2c3d4e5f601")
+    again = person(open_study, pid="5f1c0ffee0a1b2c3d4e5f601", seed=2)
+    assert first.completed and not again.completed
+    duplicate = StudyParticipant.objects.get(duplicate_of__isnull=False)
+    assert duplicate.exclusions == [Exclusion.DUPLICATE] and not duplicate.readings.exists()
+    original = StudyParticipant.objects.get(duplicate_of__isnull=True)
+    assert len(original.platform_id_hash) == 64
+    for row in StudyParticipant.objects.values():
+        assert "5f1c0ffee0a1b2c3d4e5f601" not in str(row)
+    progress = selectors.study_progress(open_study, simulated=False)
+    assert progress["reasons"][Exclusion.DUPLICATE] == 1
+
+
+def test_a_duplicate_sees_that_they_took_part(open_study):
+    person(open_study, pid="ABC")
+    client = Client()
+    client.post(f"/studies/{open_study.pk}/consent/", {"agree": "on", "PROLIFIC_PID": "ABC"})
+    assert "taken part in this study already" in client.get(
+        f"/studies/{open_study.pk}/go/").content.decode()
+
+
+def test_a_platform_id_that_is_not_an_id_is_refused_by_name(open_study, client):
+    response = client.get(f"/studies/{open_study.pk}/", {"PROLIFIC_PID": "x" * 300})
+    assert response.status_code == 400 and "PROLIFIC_PID: not an id" in response.content.decode()
+
+
+def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_study, client):
+    from audits_app.calibration.studies import simulation
+
+    person(open_study, seed=3)
+    original = simulation.TOO_FAST_SHARE
+    simulation.TOO_FAST_SHARE = 1.0
+    try:
+        person(open_study, seed=4)
+    finally:
+        simulation.TOO_FAST_SHARE = original
+    simulation.INATTENTIVE_SHARE, saved = 1.0, simulation.INATTENTIVE_SHARE
+    try:
+        person(open_study, seed=5, traits=P06 | {"trust_in_media": "low"})  # P03: P06 is full
+    finally:
+        simulation.INATTENTIVE_SHARE = saved
+    Client().post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})  # never goes on
+    reasons = selectors.study_progress(open_study, simulated=False)["reasons"]
+    assert reasons[Exclusion.TOO_FAST] >= 1 and reasons[Exclusion.ATTENTION] >= 1
+    assert reasons[Exclusion.INCOMPLETE] == 1
+    assert StudyParticipant.objects.count() == 4
+    readers = {row["reader"] for row in selectors.study_responses(open_study, simulated=False)}
+    assert len(readers) == 1  # only the careful one is in what figures read
+
+
+def test_a_closed_study_takes_no_one_and_a_draft_is_not_found(study, publisher, client):
+    assert client.get(f"/studies/{study.pk}/").status_code == 404
+    study_approve(study, publisher)
+    services.study_open(study=study, user=publisher)
+    services.study_close(study=study, user=publisher, reason="Done.")
+    response = client.post(f"/studies/{study.pk}/consent/", {"agree": "on"})
+    assert response.status_code == 403 and not StudyParticipant.objects.exists()
+    page = client.get(f"/studies/{study.pk}/").content.decode()
+    assert "not taking participants" in page and "Staff view" not in page
+
+
+def test_a_dutch_release_gets_dutch_pages(open_study, client):
+    type(open_study).objects.filter(pk=open_study.pk).update(language="nl")
+    html = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert '<html lang="nl">' in html and "Ik heb het bovenstaande gelezen" in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_quotas_hold_under_concurrent_participants(release, publisher):
+    study = services.study_create(release=release, user=publisher, plan=plan(
+        readers_per_position=2))
+    participants = [services.participant_consent(study=study, ids={}) for _ in range(8)]
+    traits = Traits(**P06)
+    barrier = threading.Barrier(len(participants))
+    placed, errors = [], []
+
+    def place(participant):
+        barrier.wait()
+        try:
+            for _ in range(50):
+                try:
+                    placed.append(services.participant_place(participant=participant,
+                                                             traits=traits))
+                    return
+                except OperationalError as error:  # SQLite: another writer holds the lock
+                    if "locked" not in str(error):
+                        raise
+                    time.sleep(0.05)
+        except Exception as error:  # noqa: BLE001  (reported below)
+            errors.append(repr(error))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=place, args=(p,)) for p in participants]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert placed.count(True) == 2 and placed.count(False) == 6
+    assert StudyQuota.objects.get(study=study, position="P06").assigned == 2
+    assert StudyParticipant.objects.filter(position="P06", turned_away=False).count() == 2
+    assert StudyReading.objects.filter(participant__study=study).count() == 2 * len(PUBLIC)
+
+
+def test_an_abandoned_session_gives_its_place_back_after_a_while(open_study):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    traits = Traits(**P06)
+    leavers = [services.participant_consent(study=open_study, ids={}) for _ in range(2)]
+    for leaver in leavers:  # P06 holds two places: both taken, neither finished
+        assert services.participant_place(participant=leaver, traits=traits)
+    late = services.participant_consent(study=open_study, ids={})
+    assert not services.participant_place(participant=late, traits=traits)
+    StudyParticipant.objects.filter(pk=leavers[0].pk).update(
+        placed_at=timezone.now() - services.PLACE_HELD - timedelta(minutes=1))
+    later = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=later, traits=traits)
+    assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 2
+    leavers[0].refresh_from_db()
+    assert selectors.participant_step(leavers[0]).kind == "expired"
+    assert Exclusion.INCOMPLETE in selectors.participant_exclusions(leavers[0])

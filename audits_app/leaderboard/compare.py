@@ -1,0 +1,347 @@
+"""Two published releases side by side, and one model across every release (DESIGN section 8).
+
+Pure: snapshots (as a viewer may see them) in, plain data out. Everything comes from the frozen
+snapshots, never from live rows, so a comparison of two releases reads the same for as long as
+they exist. Ranks in two releases rank different sets of models; a move says where a model
+stands among the models of each release, not that it changed. Two releases are compared on
+what they share (`comparability`): where they have no scenario in common, or weigh honesty,
+score or rank otherwise, the comparison says so first and shows no move for a measure that
+the difference touches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audits_app.leaderboard import labels
+from runs_app.schemas import Weights
+from runs_app.scoring_versions import split_pin
+
+# The measures the main pages rank first; any other measure a snapshot ranks follows.
+FIRST_MEASURES = ("honesty", "persuasion", "misleading")
+# Configuration fields whose change can move a figure. Scenarios are compared on their own
+# (by pinned version), models by the writer set.
+CONFIG_FIELDS = (
+    "language", "stages", "tasks", "conditions", "variants", "task_version",
+    "condition_version", "reader", "jurors", "journalist", "panel", "scoring_version",
+    "weights", "ranking_rule", "bootstrap", "text_budget", "reasoning_budget",
+)
+# What two releases must share for a figure of one to be set against the same figure of the
+# other (DESIGN section 6: weights, scoring version and ranking rule belong to the release,
+# and a point is a mean over the release's scenarios). Any of them voids a measure's moves;
+# all but the rule, which only ranks the same points otherwise, void its point changes too.
+# The weights weigh the honesty index alone: its parts and the other links are scored alike.
+COMPARABILITY_FIELDS = ("scenarios", "weights", "scoring_version", "ranking_rule")
+RANKS_ONLY = frozenset({"ranking_rule"})
+WEIGHTED_MEASURES = frozenset({"honesty"})
+COMPARE_COLUMNS = ["metric", "comparable", "not_comparable_because", "model", "model_name",
+                   "change", "rank_a", "point_a", "rank_b", "point_b", "rank_move",
+                   "point_change"]
+HISTORY_COLUMNS = ["release", "metric", "rank", "models", "point", "cmp_low", "cmp_high",
+                   "abs_low", "abs_high", "n_texts"]
+
+
+def measures_of(*snapshots: dict[str, Any]) -> list[str]:
+    found = {name for snapshot in snapshots for name in (snapshot.get("leaderboards") or {})}
+    return [m for m in FIRST_MEASURES if m in found] + sorted(found - set(FIRST_MEASURES))
+
+
+def _names(snapshot: dict[str, Any]) -> dict[str, str]:
+    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
+
+
+def _rows(snapshot: dict[str, Any], measure: str) -> dict[str, dict[str, Any]]:
+    board = (snapshot.get("leaderboards") or {}).get(measure) or {}
+    return {row["model"]: row for row in board.get("rows", [])}
+
+
+def _difference(new: float | None, old: float | None) -> float | None:
+    return None if new is None or old is None else round(new - old, 10)
+
+
+def measure_reasons(measure: str, reasons: list[str], rule_a: str, rule_b: str) -> list[str]:
+    """Which of the releases' differences (`comparability` fields) touch this measure."""
+    found = [field for field in reasons
+             if field != "weights" or measure in WEIGHTED_MEASURES]
+    if rule_a != rule_b and "ranking_rule" not in found:
+        found.append("ranking_rule")
+    return found
+
+
+def compare_measure(a: dict[str, Any], b: dict[str, Any], measure: str,
+                    reasons: list[str] | None = None) -> dict[str, Any]:
+    """Every model of either release on one measure: its rank and point in A and in B.
+
+    `rank_move` is rank in A minus rank in B: +2 is two places up in B. Models only in B are
+    `added`, only in A `dropped`, in both `kept`; rows follow B's ranks, then the dropped.
+    Where one of `reasons` (the releases' differences) touches the measure, there is no move,
+    and no point change either unless the ranking rule is all that differs."""
+    rows_a, rows_b = _rows(a, measure), _rows(b, measure)
+    names = {**_names(a), **_names(b)}
+    board_a = (a.get("leaderboards") or {}).get(measure) or {}
+    board_b = (b.get("leaderboards") or {}).get(measure) or {}
+    rule_a = board_a.get("rule") or _ranking_rule(a)
+    rule_b = board_b.get("rule") or _ranking_rule(b)
+    why_not = measure_reasons(measure, reasons or [], rule_a, rule_b)
+    points_comparable = set(why_not) <= RANKS_ONLY
+    rows = []
+    for model in [*rows_b, *(m for m in rows_a if m not in rows_b)]:
+        row_a, row_b = rows_a.get(model) or {}, rows_b.get(model) or {}
+        change = "kept" if row_a and row_b else "added" if row_b else "dropped"
+        rows.append({
+            "model": model, "model_name": names.get(model, model), "change": change,
+            "rank_a": row_a.get("rank"), "point_a": row_a.get("point"),
+            "rank_b": row_b.get("rank"), "point_b": row_b.get("point"),
+            "rank_move": None if why_not else _difference(row_a.get("rank"),
+                                                          row_b.get("rank")),
+            "point_change": _difference(row_b.get("point"), row_a.get("point"))
+            if points_comparable else None,
+        })
+    rows.sort(key=lambda row: (row["change"] == "dropped", row["rank_b"] or 0,
+                               row["rank_a"] or 0, row["model"]))
+    return {"metric": measure, "label": board_b.get("label") or board_a.get("label") or measure,
+            "in_a": bool(rows_a), "in_b": bool(rows_b),
+            "higher_is_better": board_b.get("higher_is_better",
+                                            board_a.get("higher_is_better", True)),
+            "rule_a": board_a.get("rule", ""), "rule_b": board_b.get("rule", ""),
+            "comparable": not why_not, "points_comparable": points_comparable,
+            "not_comparable_because": why_not,
+            "not_comparable_labels": [labels.comparability_label(f) for f in why_not],
+            "rows": rows}
+
+
+def compare_scenarios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Scenarios by slug: added, dropped, and those whose pinned version differs."""
+    in_a = {s["slug"]: s for s in a.get("scenarios", [])}
+    in_b = {s["slug"]: s for s in b.get("scenarios", [])}
+
+    def entry(scenario: dict[str, Any]) -> dict[str, Any]:
+        return {"slug": scenario["slug"], "title": scenario.get("title", ""),
+                "version_hash": scenario.get("version_hash", "")}
+
+    changed = [{"slug": slug, "title": in_b[slug].get("title", ""),
+                "hash_a": in_a[slug].get("version_hash", ""),
+                "hash_b": in_b[slug].get("version_hash", "")}
+               for slug in in_b if slug in in_a
+               and in_a[slug].get("version_hash") != in_b[slug].get("version_hash")]
+    return {
+        "added": [entry(s) for slug, s in in_b.items() if slug not in in_a],
+        "dropped": [entry(s) for slug, s in in_a.items() if slug not in in_b],
+        "changed": changed,
+        "unchanged": sum(1 for slug in in_b if slug in in_a) - len(changed),
+    }
+
+
+def compare_config(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configuration fields that differ. Weights, scoring version (as `name@hash`) and
+    ranking rule are the ones the releases ran with, as `comparability` reads them: a file
+    that left one to its default names none, though its release used one."""
+    config_a = {**(((a.get("release") or {}).get("config")) or {}), **_effective_method(a)}
+    config_b = {**(((b.get("release") or {}).get("config")) or {}), **_effective_method(b)}
+    return [{"field": name, "a": config_a.get(name), "b": config_b.get(name)}
+            for name in CONFIG_FIELDS if config_a.get(name) != config_b.get(name)]
+
+
+def _effective_method(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {"weights": _weights(snapshot), "scoring_version": _scoring_pin(snapshot),
+            "ranking_rule": _ranking_rule(snapshot)}
+
+
+def _method_or_config(snapshot: dict[str, Any], method_key: str, config_key: str) -> Any:
+    """What the snapshot's method recorded, else what its frozen configuration says."""
+    config = ((snapshot.get("release") or {}).get("config")) or {}
+    return (snapshot.get("method") or {}).get(method_key, config.get(config_key))
+
+
+def _weights(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The honesty weights; a configuration that names none took the default (v1)."""
+    return _method_or_config(snapshot, "weights", "weights") or Weights().model_dump()
+
+
+def _ranking_rule(snapshot: dict[str, Any]) -> str:
+    return _method_or_config(snapshot, "rule", "ranking_rule") or "paired"  # the config default
+
+
+def _scoring_pin(snapshot: dict[str, Any]) -> str:
+    """`name@hash` of the scoring version; a snapshot from before scoring versions were
+    recorded was scored by the legacy pin (`split_pin`)."""
+    method = snapshot.get("method") or {}
+    if method.get("scoring_version"):
+        name, digest = method["scoring_version"], method.get("scoring_hash") or ""
+    else:
+        config = ((snapshot.get("release") or {}).get("config")) or {}
+        name, digest = split_pin(config.get("scoring_version"))
+    return f"{name}@{digest}" if digest else name
+
+
+def scenarios_shared(a: dict[str, Any], b: dict[str, Any]) -> dict[str, int]:
+    """How many scenarios the two have in common (the same slug in the same pinned version:
+    another version is another text to write about), of how many each has."""
+    pins_a = {(s["slug"], s.get("version_hash")) for s in a.get("scenarios", [])}
+    pins_b = {(s["slug"], s.get("version_hash")) for s in b.get("scenarios", [])}
+    return {"shared": len(pins_a & pins_b), "of_a": len(pins_a), "of_b": len(pins_b)}
+
+
+def _weights_in_words(weights: dict[str, Any]) -> str:
+    return ", ".join(f"{labels.measure_label(key).lower()} {value:g}"
+                     if isinstance(value, int | float) else f"{key} {value}"
+                     for key, value in weights.items())
+
+
+def _pin_in_words(pin: str, other: str) -> str:
+    """A scoring version by its name, with the start of its hash when the names agree."""
+    name, _, digest = pin.partition("@")
+    return f"{name} ({digest[:12]})" if digest and name == other.partition("@")[0] else name
+
+
+def _reason(field: str, value_a: Any, value_b: Any, text: str) -> dict[str, Any]:
+    return {"field": field, "label": labels.comparability_label(field),
+            "labels": {language: labels.comparability_label(field, language)
+                       for language in labels.LANGUAGES},
+            "a": value_a, "b": value_b, "text": text}
+
+
+def comparability(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Whether two releases' figures can be set side by side, and if not, why: each of
+    `COMPARABILITY_FIELDS` that differs, with both values and a sentence naming them."""
+    code_a = (a.get("release") or {}).get("code", "")
+    code_b = (b.get("release") or {}).get("code", "")
+    shared = scenarios_shared(a, b)
+    reasons = []
+    if not shared["shared"]:
+        reasons.append(_reason(
+            "scenarios", shared["of_a"], shared["of_b"],
+            f"They have no scenario in common: {code_a} has {shared['of_a']}, "
+            f"{code_b} has {shared['of_b']}."))
+    weights_a, weights_b = _weights(a), _weights(b)
+    if weights_a != weights_b:
+        reasons.append(_reason(
+            "weights", weights_a, weights_b,
+            f"The honesty weights differ: {_weights_in_words(weights_a)} in {code_a}; "
+            f"{_weights_in_words(weights_b)} in {code_b}."))
+    pin_a, pin_b = _scoring_pin(a), _scoring_pin(b)
+    if pin_a != pin_b:
+        reasons.append(_reason(
+            "scoring_version", pin_a, pin_b,
+            f"The scoring version differs: {_pin_in_words(pin_a, pin_b)} in {code_a}, "
+            f"{_pin_in_words(pin_b, pin_a)} in {code_b}."))
+    rule_a, rule_b = _ranking_rule(a), _ranking_rule(b)
+    if rule_a != rule_b:
+        reasons.append(_reason(
+            "ranking_rule", rule_a, rule_b,
+            f"The ranking rule differs: {labels.ranking_rule_label(rule_a)} in {code_a}, "
+            f"{labels.ranking_rule_label(rule_b)} in {code_b}."))
+    return {"comparable": not reasons, "reasons": reasons, "scenarios_shared": shared}
+
+
+def _scope(measures: list[dict[str, Any]], every: int) -> str:
+    if len(measures) == every:
+        return "any measure"
+    return "the " + ", the ".join(labels.measure_label(m["metric"]).lower() for m in measures)
+
+
+def _what_is_not_shown(moves: str, changes: str | None) -> str:
+    if changes == moves:
+        return f"Neither moves nor changes of point are shown for {moves}."
+    if changes:
+        return f"No move is shown for {moves}, and no change of point for {changes}."
+    return (f"No move is shown for {moves}; changes of point are, as a rule only ranks the "
+            "same points otherwise.")
+
+
+def comparability_words(code_a: str, code_b: str, verdict: dict[str, Any],
+                        measures: list[dict[str, Any]]) -> dict[str, str]:
+    """What the comparison says first: `headline`, whether the two compare rank for rank and
+    on which measures not; `not_shown`, what is left out for it (each reason's `text` names
+    what differs, with both values, between them); `scenarios_note`, how many scenarios they
+    share where they share some but not all; `summary`, all of it in one paragraph."""
+    shared, every = verdict["scenarios_shared"], len(measures)
+    words = {"headline": "", "not_shown": "", "scenarios_note": ""}
+    if verdict["comparable"]:
+        words["headline"] = (f"{code_a} and {code_b} share scenarios, honesty weights, scoring "
+                             "version and ranking rule: their ranks and points are set side by "
+                             "side.")
+    else:
+        moves = _scope([m for m in measures if not m["comparable"]], every)
+        no_changes = [m for m in measures if not m["points_comparable"]]
+        words["headline"] = f"{code_a} and {code_b} cannot be compared rank for rank on {moves}."
+        words["not_shown"] = _what_is_not_shown(
+            moves, _scope(no_changes, every) if no_changes else None)
+    if shared["shared"] and shared["shared"] < max(shared["of_a"], shared["of_b"]):
+        words["scenarios_note"] = (
+            f"They have {shared['shared']} scenario{'s' * (shared['shared'] != 1)} in common "
+            f"(the same pinned version), of {shared['of_a']} in {code_a} and "
+            f"{shared['of_b']} in {code_b}; each figure rests on its own release's scenarios.")
+    reasons = [reason["text"] for reason in verdict["reasons"]]
+    words["summary"] = " ".join(part for part in (
+        words["headline"], *reasons, words["not_shown"], words["scenarios_note"]) if part)
+    return words
+
+
+def compare_snapshots(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    models_a, models_b = _names(a), _names(b)
+    verdict = comparability(a, b)
+    fields = [reason["field"] for reason in verdict["reasons"]]
+    measures = [compare_measure(a, b, measure, fields) for measure in measures_of(a, b)]
+    code_a = (a.get("release") or {}).get("code", "")
+    code_b = (b.get("release") or {}).get("code", "")
+    return {
+        "a": code_a, "b": code_b,
+        **verdict,
+        **comparability_words(code_a, code_b, verdict, measures),
+        "models_added": [{"id": m, "name": n} for m, n in models_b.items() if m not in models_a],
+        "models_dropped": [{"id": m, "name": n} for m, n in models_a.items()
+                           if m not in models_b],
+        "measures": measures,
+        "scenarios": compare_scenarios(a, b),
+        "config": compare_config(a, b),
+    }
+
+
+def compare_csv_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row per measure and model; `comparable` and `not_comparable_because` (the fields
+    that differ, `; ` between them) say before the figures whether a move is shown."""
+    return [{"metric": measure["metric"], "comparable": measure["comparable"],
+             "not_comparable_because": "; ".join(measure["not_comparable_because"]), **row}
+            for measure in comparison["measures"] for row in measure["rows"]]
+
+
+def model_history(model_id: str, releases: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """One model in every published release (`releases`: code, title, published_at, models,
+    leaderboards, oldest first), per measure; None when no release ranks it.
+
+    The name is the newest snapshot's; `models` is how many models the measure ranked."""
+    entries, name, family = [], None, ""
+    for release in releases:
+        model = next((m for m in release.get("models") or [] if m["id"] == model_id), None)
+        if model is None:
+            continue
+        name, family = model.get("name") or model_id, model.get("family", "")
+        for measure in measures_of(release):
+            board = (release.get("leaderboards") or {}).get(measure) or {}
+            row = next((r for r in board.get("rows", []) if r["model"] == model_id), None)
+            if row is None:
+                continue
+            entries.append({
+                "release": release["code"], "title": release.get("title", ""),
+                "published_at": release.get("published_at"), "metric": measure,
+                "higher_is_better": board.get("higher_is_better", True),
+                "models": len(board.get("rows", [])),
+                **{key: row.get(key) for key in ("rank", "point", "cmp_low", "cmp_high",
+                                                 "abs_low", "abs_high", "n_texts")},
+            })
+    if name is None:
+        return None
+    return {"id": model_id, "name": name, "family": family, "entries": entries,
+            "releases": list(dict.fromkeys(entry["release"] for entry in entries))}
+
+
+def history_tables(history: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model's history as one table per measure (the main measures first)."""
+    by_measure: dict[str, list[dict[str, Any]]] = {}
+    for entry in history["entries"]:
+        by_measure.setdefault(entry["metric"], []).append(entry)
+    order = [m for m in FIRST_MEASURES if m in by_measure] + sorted(
+        set(by_measure) - set(FIRST_MEASURES))
+    return [{"metric": measure, "label": labels.measure_label(measure),
+             "rows": by_measure[measure]} for measure in order]

@@ -1,0 +1,30 @@
+"""`verify_release CODE`: recompute a published release's hashes and figures from its rows."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from audits_app.verification import release_verify
+from runs_app.models import Release
+
+
+class Command(BaseCommand):
+    help = ("Check that a published release is what was published: the snapshot and the "
+            "configuration against their hashes, the figures computed again from the stored "
+            "rows, and both archives against the snapshot and their manifests. Exit 1 naming "
+            "every difference.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("code")
+
+    def handle(self, *args, code: str, **options) -> None:
+        release = Release.objects.filter(code=code).first()
+        if release is None:
+            raise CommandError(f"no release {code!r}")
+        result = release_verify(release=release)
+        for line in result.differences:
+            self.stderr.write(f"{code}: {line}")
+        if not result.ok:
+            raise SystemExit(1)
+        self.stdout.write(self.style.SUCCESS(
+            f"{code}: unchanged ({', '.join(result.checked)})"))

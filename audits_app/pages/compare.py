@@ -1,0 +1,67 @@
+"""Two published releases compared, and one model across every release (DESIGN section 8).
+
+Both read frozen snapshots only (`leaderboard.compare` does the work), as each viewer may see
+them: a comparison shown to the public leaves out held-out scenarios, as the release pages do.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from audits_app import csv_files
+from audits_app.leaderboard import compare
+from audits_app.pages import viewer as public
+
+
+def release_comparison(request: HttpRequest, code_a: str, code_b: str) -> dict:
+    """The comparison of two published releases as this viewer may see them (404 if either
+    is not published)."""
+    a = public.published_release_named(code_a, request.user)
+    b = public.published_release_named(code_b, request.user)
+    return {"release_a": a, "release_b": b, **compare.compare_snapshots(a.snapshot, b.snapshot)}
+
+
+def compare_detail(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
+    context = release_comparison(request, code_a, code_b)
+    context["releases"] = public.published_releases(request.user)
+    return render(request, "audits_app/compare.html", context)
+
+
+def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
+    comparison = release_comparison(request, code_a, code_b)
+    text = csv_files.csv_text(compare.compare_csv_rows(comparison), compare.COMPARE_COLUMNS)
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{code_a}-vs-{code_b}.csv"'
+    return response
+
+
+def compare_choose(request: HttpRequest) -> HttpResponse:
+    """The release list's form: two codes in, the comparison's address out."""
+    code_a, code_b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
+    if not code_a or not code_b:
+        return redirect("audits:release-list")
+    for code in (code_a, code_b):  # a code with "/" (or "..") has no comparison address
+        public.published_release_named(code, request.user)
+    return redirect("audits:compare", code_a=code_a, code_b=code_b)
+
+
+def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
+    history = compare.model_history(model_id, public.published_leaderboards())
+    if history is None:
+        raise Http404("No published release ranks this model.")
+    return render(request, "audits_app/model_detail.html", {
+        "model": history, "tables": compare.history_tables(history)})
+
+
+def model_csv(request: HttpRequest, model_id: str) -> HttpResponse:
+    history = compare.model_history(model_id, public.published_leaderboards())
+    if history is None:
+        raise Http404("No published release ranks this model.")
+    text = csv_files.csv_text(history["entries"], compare.HISTORY_COLUMNS)
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)
+    response["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
+    return response

@@ -1,0 +1,556 @@
+"""Reads behind the public pages and the API: a release's frozen snapshot, seen by one viewer.
+
+Everything public comes from `Publication.snapshot` (issue 5), never from live tables, except
+a text's body and its jury verdicts (`Generation`, `JurorVerdict`, `Claim`) and the pinned
+scenario versions' content, read only for a published release: the database refuses every
+change to those rows (baitbench_site.immutability). Names are never read live: models and
+jurors are named by the snapshot, whatever the model registry says today. Held-out scenarios, their
+texts and confidential facts are for staff only (DESIGN section 8): `snapshot_for_viewer`
+removes them from a copy of the snapshot before any page or answer sees it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Exists, OuterRef, Q
+from django.http import Http404
+
+from audits_app.arena.models import ArenaEvent
+from audits_app.models import Publication
+from audits_app.publication.arena_cells import held_cells, text_cell
+from audits_app.publication.drafts import draft_get
+from audits_app.spotchecks.selectors import normalised_quote
+from baitbench_site.roles import is_staff, may_see_draft
+from runs_app.models import (
+    AgentRun,
+    CrossExamTurn,
+    Generation,
+    JurorVerdict,
+    ReaderResponse,
+    Release,
+    ReleaseScenario,
+    Stimulus,
+)
+from scenarios_app.models import Visibility
+
+METRICS = ("honesty", "persuasion", "misleading")
+TEXT_FILTERS = ("model", "scenario", "task", "condition")
+# New columns go last, so that a spreadsheet reading columns by position keeps working.
+LEADERBOARD_COLUMNS = ["metric", "model", "model_name", "rank", "point", "abs_low", "abs_high",
+                       "cmp_low", "cmp_high", "n_texts", "coverage", "scenarios",
+                       "refusal_rate", "higher_is_better", "rule", "label", "unranked_reason",
+                       "point_clipped"]
+TEXT_COLUMNS = ["id", "model", "scenario", "task", "condition", "variant", "visibility", "refusal",
+                "claims", "omission", "knowledge_harm", "honesty_index", "persuasion",
+                "attitude_effect", "baseline_gain", "misleading", "dont_know", "uptake",
+                "frame_adoption", "reveal_effect", "steadfastness", "honesty_under_pressure",
+                "confidential_disclosed",
+                "jurors_scored"]
+
+
+@dataclass(frozen=True)
+class PublishedRelease:
+    """A release's snapshot as one viewer sees it. For staff looking at a release that is
+    not published yet, `draft` is set: the snapshot was computed just now and the publication
+    is an unsaved stand-in (no date, no hash)."""
+
+    publication: Publication
+    snapshot: dict[str, Any]  # already filtered for the viewer
+    draft: Any = None  # audits_app.publication.drafts.Draft for an unpublished release
+
+    @property
+    def release(self) -> Release:
+        return self.publication.release
+
+    @property
+    def code(self) -> str:
+        return self.publication.release.code
+
+
+
+def publication_get(code: str) -> Publication | None:
+    """The publication without its snapshot: `publication_snapshot` loads that, once."""
+    return (Publication.objects.select_related("release").defer("snapshot")
+            .filter(release__code=code).first())
+
+
+# A publication never changes, and its snapshot hash names its content, so a parsed snapshot
+# can be kept per process: a warm page costs one small query instead of decoding megabytes
+# of JSON on every request.
+SNAPSHOT_CACHE_SIZE = 8
+_snapshots: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
+_snapshots_lock = threading.Lock()
+
+
+def publication_snapshot(publication: Publication) -> dict[str, Any]:
+    """The full snapshot (never mutate it: it is shared between requests)."""
+    key = (publication.pk, publication.snapshot_hash)
+    with _snapshots_lock:
+        if key in _snapshots:
+            _snapshots.move_to_end(key)
+            return _snapshots[key]
+    snapshot = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
+    with _snapshots_lock:
+        _snapshots[key] = snapshot
+        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
+            _snapshots.popitem(last=False)
+    return snapshot
+
+
+def published_release_get(code: str, user) -> PublishedRelease:
+    """The release's snapshot as this viewer may see it; 404 when it is not published."""
+    publication = publication_get(code)
+    if publication is None:
+        raise Http404("No published release with this code.")
+    return published_from(publication, user)
+
+
+def published_release_named(code: str, user) -> PublishedRelease:
+    """`published_release_get` for an answer about several releases: its 404 names the code."""
+    publication = publication_get(code)
+    if publication is None:
+        raise Http404(f"No published release has the code {_shown_code(code)}.")
+    return published_from(publication, user)
+
+
+def _shown_code(code: str) -> str:
+    printable = "".join(character for character in code if character.isprintable())[:60]
+    return f"'{printable}'" if printable else "given"
+
+
+# Draft pages name every text's writer and the jury's verdict: for someone who checks texts
+# blind that would undo the blinding (issue 10: a pending check's writer and jury label
+# appear nowhere its auditor can look).
+
+
+
+def release_view_get(code: str, user) -> PublishedRelease:
+    """A published release for anyone; for staff who may see it (`may_see_draft`), an
+    unpublished one too, computed now and marked as a draft (`publication.drafts`). Anyone
+    else gets a 404 for a draft."""
+    publication = publication_get(code)
+    if publication is not None:
+        return published_from(publication, user)
+    release = Release.objects.filter(code=code).first() if is_staff(user) else None
+    if release is None or not may_see_draft(user, release):
+        raise Http404("No published release with this code.")
+    return draft_view(release)
+
+
+def draft_view(release: Release) -> PublishedRelease:
+    snapshot, draft = draft_get(release)
+    stand_in = Publication(release=release, published_at=None, config_hash=release.config_hash,
+                           snapshot_hash="", gate_override_reason="")
+    return PublishedRelease(stand_in, snapshot, draft=draft)
+
+
+def published_from(publication: Publication, user) -> PublishedRelease:
+    return PublishedRelease(publication, snapshot_for_viewer(
+        publication_snapshot(publication), user,
+        arena_closed=arena_texts_revealed(publication.release_id)))
+
+
+# Whether a release's arena has closed, kept in the shared cache: a closing deletes the key
+# (`arena.services`); a process whose cache is its own sees it within this many seconds, and
+# until then keeps the texts held a little longer, never the other way round (an arena that
+# closed never reopens, so a kept True stays true).
+REVEALED_UNKNOWN_SECONDS = 60
+
+
+def arena_revealed_key(release_id: int) -> str:
+    return f"arena-texts-revealed:{release_id}"
+
+
+def arena_texts_revealed(release_id: int) -> bool:
+    """The texts held for the release's arena are public once its arena has closed (or was
+    closed without ever opening); an arena never reopens after that."""
+    revealed = cache.get(arena_revealed_key(release_id))
+    if revealed is None:
+        revealed = arena_revealed_remember(release_id, ArenaEvent.objects.filter(
+            release_id=release_id, action=ArenaEvent.Action.CLOSE).exists())
+    return revealed
+
+
+def arena_closings(release: OuterRef | int) -> Exists:
+    """Whether the release's arena has closed, as a subquery another query can carry."""
+    return Exists(ArenaEvent.objects.filter(release=release, action=ArenaEvent.Action.CLOSE))
+
+
+def arena_revealed_remember(release_id: int, revealed: bool) -> bool:
+    """Keep what a query found (`arena_texts_revealed`): True for good, False for a while."""
+    cache.set(arena_revealed_key(release_id), revealed,
+              None if revealed else REVEALED_UNKNOWN_SECONDS)
+    return revealed
+
+
+def public_scenario_slugs(snapshot: dict[str, Any]) -> set[str]:
+    return {s["slug"] for s in snapshot.get("scenarios", [])
+            if s.get("visibility") == Visibility.PUBLIC}
+
+
+def snapshot_for_viewer(snapshot: dict[str, Any], user, *,
+                        arena_closed: bool = False) -> dict[str, Any]:
+    """Staff see everything; anyone else loses every row about a held-out scenario, and,
+    until the arena has closed, every text of a cell held for the arena
+    (`publication.arena_cells`)."""
+    if is_staff(user):
+        return snapshot
+    public = public_scenario_slugs(snapshot)
+    held = set() if arena_closed else held_cells(snapshot)
+    visible = dict(snapshot)
+    visible["scenarios"] = [s for s in snapshot.get("scenarios", []) if s["slug"] in public]
+    visible["texts"] = [t for t in snapshot.get("texts", [])
+                        if t.get("scenario") in public and t.get("visibility") == "public"
+                        and text_cell(t) not in held]
+    for key in ("versus_control", "baseline_without_text", "anchors"):
+        visible[key] = [row for row in snapshot.get(key, []) if row.get("scenario") in public]
+    visible["scenario_content"] = {slug: content for slug, content
+                                   in (snapshot.get("scenario_content") or {}).items()
+                                   if slug in public}
+    visible["release"] = _release_without_held_out(snapshot.get("release") or {}, public)
+    return visible
+
+
+def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict[str, Any]:
+    """The frozen config names every scenario; anonymous viewers see the public ones only."""
+    config = release.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("scenarios"), list):
+        return release
+    scenarios = [item for item in config["scenarios"] if _config_slug(item) in public]
+    # Adds to a count already there: the public view of a public view (a public archive
+    # imported elsewhere) says what the original said.
+    held_out = config.get("held_out_scenarios", 0) + len(config["scenarios"]) - len(scenarios)
+    rest = {key: value for key, value in config.items() if key != "held_out_scenarios"}
+    return {**release, "config": {**rest, "scenarios": scenarios,
+                                  "held_out_scenarios": held_out}}
+
+
+def _config_slug(item: Any) -> str | None:
+    """A config scenario entry: `slug`, a pinned `slug@hash`, or a mapping with a slug."""
+    if isinstance(item, str):
+        return item.split("@", 1)[0]
+    return item.get("slug") if isinstance(item, dict) else None
+
+
+def model_names(snapshot: dict[str, Any]) -> dict[str, str]:
+    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
+
+
+def unknown_filter_values(texts: list[dict[str, Any]], params) -> dict[str, str]:
+    """{filter: why} for each given filter value that no text of the list has: a mistyped
+    model id or task would otherwise read as "0 texts", as if the release had none."""
+    problems = {}
+    for key in TEXT_FILTERS:
+        wanted = params.get(key)
+        if wanted and not any(str(text.get(key)) == wanted for text in texts):
+            known = sorted({str(text.get(key)) for text in texts})
+            shown = ", ".join(known[:12]) + (", …" if len(known) > 12 else "")
+            problems[key] = (f"no text of this release has {key} {wanted[:80]!r}"
+                             f"{f'; it has {shown}' if known else ''}")
+    return problems
+
+
+def filter_texts(texts: list[dict[str, Any]], params) -> list[dict[str, Any]]:
+    """Texts matching every given filter (`model`, `scenario`, `task`, `condition`)."""
+    wanted = {key: params.get(key) for key in TEXT_FILTERS if params.get(key)}
+    return [t for t in texts if all(str(t.get(k)) == v for k, v in wanted.items())]
+
+
+ORDERABLE_TEXT_KEYS = {"id", "model", "scenario", "task", "condition", "variant", "refusal",
+                       "honesty_index", "persuasion", "misleading"}
+
+
+def order_texts(texts: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+    """Texts sorted by one key (`-key`: descending); texts without a value come last either
+    way. An unknown key leaves the snapshot's order."""
+    key = order.removeprefix("-")
+    if key not in ORDERABLE_TEXT_KEYS:
+        return texts
+    present = [t for t in texts if t.get(key) is not None]
+    missing = [t for t in texts if t.get(key) is None]
+    present.sort(key=lambda t: (t[key], t.get("id", 0)), reverse=order.startswith("-"))
+    return present + missing
+
+
+def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any], str]:
+    """A text's scores (from the snapshot) and body; 404 for a text this viewer may not see."""
+    row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
+    if row is None:
+        raise Http404("No such text in this release.")
+    body = (Generation.objects.filter(_this_text("", text_id),
+                                      release_id=published.release.pk)
+            .values_list("text", flat=True).first())
+    return row, body or ""
+
+
+def _this_text(generation: str, text_id: int) -> Q:
+    """The rows of a snapshot's text, in the query that reads them (`generation`: the path
+    to the generation). A release imported from an archive keeps the text ids of the
+    instance that published it, as its snapshot names them; `ImportedText` links each to
+    the row it became here (`audits_app.archive`)."""
+    prefix = f"{generation}__" if generation else ""
+    return (Q(**{f"{prefix}pk": text_id, "release__archive_import__isnull": True})
+            | Q(**{f"{prefix}imported_as__snapshot_id": text_id}))
+
+
+def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, Any]]:
+    """The jury's verdicts on a published text, claims included (two queries), each with its
+    juror's name from the snapshot. The verdict rows are read live: the database refuses every
+    change to rows under a published release. Names are not read from the model registry: they
+    may change after publication (an operator's rename, a later release file). A juror is
+    matched by its model id, which is the same in an instance that imported the release."""
+    jurors = {juror.get("id"): juror.get("name") or juror.get("id")
+              for juror in published.snapshot.get("jurors") or []}
+    verdicts = (JurorVerdict.objects.filter(_this_text("generation", text_id),
+                                            release_id=published.release.pk)
+                .select_related("juror").prefetch_related("claim_rows").order_by("seat"))
+    return [{"verdict": verdict, "juror_name": jurors.get(verdict.juror.openrouter_id, ""),
+             "claims": list(verdict.claim_rows.all())} for verdict in verdicts]
+
+
+def claims_by_juror(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The text's claims, one row each, with every juror's label beside it (None where that
+    juror did not name the claim): the jurors' lists merged on the quote."""
+    rows: dict[str, dict[str, Any]] = {}
+    scored = [entry for entry in verdicts if entry["verdict"].outcome == "scored"]
+    for column, entry in enumerate(scored):
+        for claim in entry["claims"]:
+            row = rows.setdefault(normalised_quote(claim.quote), {
+                "quote": claim.quote, "basis": list(claim.basis), "labels": [None] * len(scored)})
+            row["labels"][column] = claim.get_label_display()
+            row["basis"] += [fact for fact in claim.basis if fact not in row["basis"]]
+    return list(rows.values())
+
+
+def text_readers(published: PublishedRelease, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """How each reading position of the panel answered after reading the text (one query):
+    its three attitude answers and, per knowledge question, right, wrong or don't know."""
+    content = (published.snapshot.get("scenario_content") or {}).get(row["scenario"]) or {}
+    correct = [question.get("correct") for question in content.get("knowledge_questions", [])]
+    responses = (ReaderResponse.objects.filter(_this_text("generation", row["id"]),
+                                               release_id=published.release.pk,
+                                               stimulus=Stimulus.GENERATION, status="done")
+                 .order_by("position").values("position", "attitude", "knowledge", "outcome"))
+    return [{"position": response["position"], "outcome": response["outcome"],
+             "attitude": response["attitude"] or [],
+             "knowledge": [_knowledge_answer(answer, correct[index] if index < len(correct)
+                                             else None)
+                           for index, answer in enumerate(response["knowledge"] or [])]}
+            for response in responses]
+
+
+def _knowledge_answer(answer: int | None, correct: int | None) -> str:
+    if answer is None:
+        return "don't know"
+    return "right" if answer == correct else "wrong"
+
+
+def text_story(published: PublishedRelease, text_id: int) -> dict[str, Any] | None:
+    """What the journalist agent made of the text (one query), where the uptake stage ran:
+    whether it runs a story, its headline, opening and reason, and the frame rating."""
+    result = (AgentRun.objects.filter(_this_text("generation", text_id),
+                                      release_id=published.release.pk,
+                                      kind=AgentRun.Kind.UPTAKE, status="done")
+              .values_list("result", flat=True).first())
+    return result or None
+
+
+def same_item(snapshot: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every text of the same scenario, task, condition and variant, one per model, in the
+    release's model order: the item across models."""
+    key = (row["scenario"], row["task"], row["condition"], row["variant"])
+    order = {model: index for index, model in enumerate(model_names(snapshot))}
+    texts = [text for text in snapshot.get("texts", [])
+             if (text["scenario"], text["task"], text["condition"], text["variant"]) == key]
+    return sorted(texts, key=lambda text: (order.get(text["model"], len(order)), text["id"]))
+
+
+def text_bodies(published: PublishedRelease, text_ids: list[int]) -> dict[int, str]:
+    """The bodies of several texts of a published release, by snapshot id (one query)."""
+    query = Q(pk__in=text_ids, release__archive_import__isnull=True) | Q(
+        imported_as__snapshot_id__in=text_ids)
+    rows = Generation.objects.filter(query, release_id=published.release.pk).values(
+        "pk", "text", "imported_as__snapshot_id")
+    return {row["imported_as__snapshot_id"] or row["pk"]: row["text"] for row in rows}
+
+
+def text_interview(published: PublishedRelease, text_id: int, body: str) -> list[dict[str, Any]]:
+    """A T4 text's cross-examination as the judge read it (one query): answer 1 is the text
+    itself, answers 2-6 each follow a journalist's question; beside each answer the judge's
+    label and reason. Read live, as the verdicts are: the rows never change once published."""
+    turns = list(CrossExamTurn.objects.filter(_this_text("generation", text_id),
+                                              release_id=published.release.pk)
+                 .order_by("number").values("kind", "number", "question", "answer", "labels",
+                                            "status"))
+    if not turns:
+        return []
+    labels = next((turn["labels"] for turn in turns if turn["kind"] == "labels"), None) or []
+    answers = [{"number": 1, "question": "", "answer": body}]
+    answers += [{"number": turn["number"], "question": turn["question"],
+                 "answer": turn["answer"]}
+                for turn in turns if turn["kind"] == "turn" and turn["status"] == "done"]
+    for answer, label in zip(answers, labels, strict=False):
+        answer["label"], answer["reason"] = label.get("label", ""), label.get("reason", "")
+    return answers
+
+
+def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every measure's rows (the CSV), in the release's measure order, each with its
+    coverage and refusal rate beside it."""
+    names = model_names(snapshot)
+    boards = snapshot.get("leaderboards") or {}
+    rows = []
+    for metric in measure_keys(snapshot):
+        board = boards[metric]
+        extra = {"higher_is_better": board.get("higher_is_better"), "rule": board.get("rule"),
+                 "label": board.get("label") or metric}
+        for row in board.get("rows", []):
+            rows.append({"metric": metric, "model_name": names.get(row["model"], row["model"]),
+                         **extra, **row})
+    return rows
+
+
+def measure_keys(snapshot: dict[str, Any]) -> list[str]:
+    """The snapshot's measures in page order (`method.measures`; older snapshots: METRICS)."""
+    boards = snapshot.get("leaderboards") or {}
+    listed = [m["key"] for m in (snapshot.get("method") or {}).get("measures") or []]
+    ordered = [key for key in listed or METRICS if key in boards]
+    return ordered + sorted(key for key in boards if key not in ordered)
+
+
+def published_releases(user=None) -> list[dict[str, Any]]:
+    """One row per publication; only the small parts of each snapshot are fetched. Held-out
+    scenarios are counted for staff only, as every other page and answer counts them."""
+    staff = is_staff(user)
+    return [
+        {**{key: value for key, value in row.items() if not key.endswith("_scenarios")},
+         "scenarios": row["all_scenarios" if staff else "public_scenarios"]}
+        for row in _release_rows()
+    ]
+
+
+# Reading even the small parts of every snapshot parses each one in the database (SQLite's
+# json_extract takes the whole document, a few MB at 200 models, per key), about 0.3 s per
+# page at 200 models. The rows change only when a release is published, and publications
+# never change, so the rows are kept per process under the list of (id, snapshot hash).
+_release_list: dict[tuple[tuple[int, str], ...], list[dict[str, Any]]] = {}
+_leaderboards_kept: dict[tuple[tuple[int, str], ...], list[dict[str, Any]]] = {}
+_release_list_lock = threading.Lock()
+
+
+def forget_release_list() -> None:
+    """Drop the kept rows and leaderboards (tests that count what reading them costs)."""
+    with _release_list_lock:
+        _release_list.clear()
+        _leaderboards_kept.clear()
+
+
+def _release_rows() -> list[dict[str, Any]]:
+    key = tuple(Publication.objects.order_by("-published_at").values_list("pk", "snapshot_hash"))
+    with _release_list_lock:
+        if key in _release_list:
+            return _release_list[key]
+    rows = Publication.objects.filter(pk__in=[pk for pk, _ in key]).order_by(
+        "-published_at").values(
+        "release__code", "snapshot__release__title", "snapshot__release__language",
+        "published_at", "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
+    )
+    found = [
+        {"code": r["release__code"], "title": r["snapshot__release__title"] or "",
+         "language": r["snapshot__release__language"] or "", "published_at": r["published_at"],
+         "config_hash": r["config_hash"], "snapshot_hash": r["snapshot_hash"],
+         "models": len(r["snapshot__models"] or []),
+         "all_scenarios": len(r["snapshot__scenarios"] or []),
+         "public_scenarios": sum(1 for s in r["snapshot__scenarios"] or []
+                                 if s.get("visibility") == Visibility.PUBLIC)}
+        for r in rows
+    ]
+    with _release_list_lock:
+        _release_list.clear()  # only the newest list is ever asked for again
+        _release_list[key] = found
+    return found
+
+
+def published_scenarios(user) -> list[dict[str, Any]]:
+    """Scenarios of published releases with their labelled facts, from the pinned versions."""
+    staff = is_staff(user)
+    pinned: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in Publication.objects.values("release__code", "snapshot__scenarios"):
+        for scenario in row["snapshot__scenarios"] or []:
+            if not staff and scenario.get("visibility") != Visibility.PUBLIC:
+                continue
+            key = (scenario["slug"], scenario["version_hash"])
+            entry = pinned.setdefault(key, {**scenario, "releases": []})
+            entry["releases"].append(row["release__code"])
+    # The versions the published releases pin, by the slug inside their content (a version
+    # never changes, while a scenario row's slug may be edited after publication). A release
+    # imported from a public archive pins a copy whose confidential facts were withheld, under
+    # a hash of its own: it is found through the release's pin, not by the hash its snapshot
+    # names.
+    pins = ReleaseScenario.objects.filter(release__publication__isnull=False).values(
+        "release__code", "scenario_version__content_hash", "scenario_version__content")
+    exact, by_release = {}, {}
+    for pin in pins:
+        content = pin["scenario_version__content"]
+        slug = content.get("slug")
+        exact[(slug, pin["scenario_version__content_hash"])] = content
+        by_release[(pin["release__code"], slug)] = content
+    result = []
+    for key, entry in sorted(pinned.items()):
+        content = exact.get(key) or next(
+            (by_release[(code, key[0])] for code in entry["releases"]
+             if (code, key[0]) in by_release), {})
+        result.append({
+            **entry,
+            "language": content.get("language", ""),
+            "description": (content.get("organisation") or {}).get("description", ""),
+            "situation": content.get("situation", ""),
+            "facts": content.get("facts", []),
+            "uncertainties": content.get("uncertainties", []),
+            "confidential": content.get("confidential", []) if staff else None,
+        })
+    return result
+
+
+def published_leaderboards() -> list[dict[str, Any]]:
+    """Every publication's models and ranked measures, oldest first, with only what a model's
+    history shows of them (leaderboards are public whole; no row is held out).
+
+    At 200 models the leaderboards are megabytes of JSON per release: reading them took about
+    1.2 s per model page. Publications never change, so the extract is kept per process under
+    the list of (id, snapshot hash), as `_release_rows` keeps the release list.
+    """
+    key = tuple(Publication.objects.order_by("published_at", "pk")
+                .values_list("pk", "snapshot_hash"))
+    with _release_list_lock:
+        if key in _leaderboards_kept:
+            return _leaderboards_kept[key]
+    rows = Publication.objects.filter(pk__in=[pk for pk, _ in key]).order_by(
+        "published_at", "pk").values("release__code", "published_at", "snapshot__release__title",
+                                     "snapshot__models", "snapshot__leaderboards")
+    found = [{"code": r["release__code"], "title": r["snapshot__release__title"] or "",
+              "published_at": r["published_at"],
+              "models": [{field: model.get(field) for field in ("id", "name", "family")}
+                         for model in r["snapshot__models"] or []],
+              "leaderboards": {measure: _history_board(board) for measure, board
+                               in (r["snapshot__leaderboards"] or {}).items()}}
+             for r in rows]
+    with _release_list_lock:
+        _leaderboards_kept.clear()  # only the newest list is ever asked for again
+        _leaderboards_kept[key] = found
+    return found
+
+
+HISTORY_FIELDS = ("model", "rank", "point", "cmp_low", "cmp_high", "abs_low", "abs_high",
+                  "n_texts")
+
+
+def _history_board(board: dict[str, Any]) -> dict[str, Any]:
+    return {"higher_is_better": board.get("higher_is_better", True),
+            "rows": [{field: row.get(field) for field in HISTORY_FIELDS}
+                     for row in board.get("rows", [])]}

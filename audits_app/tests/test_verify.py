@@ -1,0 +1,92 @@
+"""`verify_release`: a published release checked from its stored rows, and every kind of
+change underneath it named, even one made with the triggers out of the way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from audits_app.arena.tests.conftest import HELD_OUT, PUBLIC, published_arena_release
+from audits_app.models import Publication
+from audits_app.verification import release_verify
+from baitbench_site import immutability
+from runs_app.models import LlmModel, TextScore
+from scenarios_app.services import scenarios_import
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def release(settings):
+    imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
+                                       for slug in [*PUBLIC, HELD_OUT]])
+    assert imported.ok, imported.problems
+    # Half its cells held for an arena: the public archive is the one without their texts.
+    return published_arena_release("verify.0", held_share=0.5)
+
+
+def behind_the_triggers(sql: str, params: tuple = ()) -> None:
+    """What the role that owns the tables can do: take the triggers away, change a row."""
+    immutability.guards_drop(connection)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    finally:
+        immutability.guards_install(connection)
+
+
+def test_an_untouched_release_verifies(release, capsys):
+    result = release_verify(release=release)
+    assert result.ok, result.differences
+    call_command("verify_release", "verify.0")
+    assert "verify.0: unchanged (snapshot hash" in capsys.readouterr().out
+
+
+def test_a_rewritten_snapshot_is_caught_by_its_hash(release):
+    publication = Publication.objects.get(release=release)
+    snapshot = publication.snapshot
+    snapshot["release"]["title"] = "Something else"
+    behind_the_triggers("UPDATE audits_app_publication SET snapshot = %s WHERE id = %s",
+                        (json.dumps(snapshot), publication.pk))
+    differences = release_verify(release=release).differences
+    assert any(line.startswith("snapshot: stored hash") for line in differences), differences
+    assert "snapshot release.title: the stored value is not what the rows give" in differences
+
+
+def test_a_changed_score_is_caught_by_recomputing_the_figures(release, capsys):
+    score = TextScore.objects.filter(release=release, honesty_index__isnull=False).first()
+    behind_the_triggers("UPDATE runs_app_textscore SET honesty_index = %s WHERE id = %s",
+                        (1.0 - score.honesty_index, score.pk))
+    differences = release_verify(release=release).differences
+    assert differences and all(line.startswith("snapshot") for line in differences)
+    assert any("leaderboards.honesty" in line or "texts[" in line for line in differences)
+    with pytest.raises(SystemExit) as exit_code:
+        call_command("verify_release", "verify.0")
+    assert exit_code.value.code == 1
+    assert "verify.0: snapshot " in capsys.readouterr().err
+
+
+def test_a_renamed_model_is_caught_in_the_archives(release):
+    model = LlmModel.objects.get(openrouter_id="fixture/spinner")
+    behind_the_triggers("UPDATE runs_app_llmmodel SET openrouter_id = %s WHERE id = %s",
+                        ("someone/else", model.pk))
+    differences = release_verify(release=release).differences
+    for kind in ("public", "staff"):
+        assert any(line.startswith(f"{kind} archive texts.jsonl line ")
+                   and "model 'someone/else' is not a model of config.json" in line
+                   for line in differences), differences
+
+
+def test_a_kept_archive_changed_underneath_is_caught(release):
+    from audits_app.archive.export import release_archive_kept
+
+    kept = release_archive_kept(release, staff=False)
+    assert release_verify(release=release).ok
+    behind_the_triggers("UPDATE audits_app_releasearchive SET data = %s WHERE id = %s",
+                        (bytes(kept.data) + b"x", kept.pk))
+    differences = release_verify(release=release).differences
+    assert any(line.startswith("kept public archive: its bytes hash to ")
+               for line in differences), differences

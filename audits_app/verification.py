@@ -1,0 +1,159 @@
+"""Is a published release what it was when it was published? (DESIGN section 8)
+
+The database refuses changes to a published release (baitbench_site.immutability), but the
+role that owns the tables can still disable or drop those triggers. So the evidence can be
+checked from the stored rows alone: the snapshot against its hash, the configuration against
+its hash, the snapshot's figures against the same figures computed again from the rows, and
+each archive against the snapshot and the rows it is built from. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import zipfile
+from typing import Any
+
+from audits_app.archive import tables
+from audits_app.archive.export import ArchiveRefused, archive_kind, release_archive
+from audits_app.models import Publication, ReleaseArchive
+from audits_app.publication.gate import release_gate
+from audits_app.publication.services import snapshot_hash
+from audits_app.publication.snapshot import release_snapshot
+from runs_app.models import Release
+from runs_app.services import config_hash
+
+# Differences listed per check before the rest are counted instead.
+MAX_LISTED = 20
+
+
+@dataclasses.dataclass
+class Verification:
+    release: str
+    checked: list[str] = dataclasses.field(default_factory=list)
+    differences: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+def release_verify(*, release: Release) -> Verification:
+    """Recompute every hash and figure of a published release; name each difference."""
+    result = Verification(release.code)
+    publication = Publication.objects.filter(release=release).first()
+    if publication is None:
+        result.differences.append(f"release {release.code} is not published: nothing to verify")
+        return result
+    _check_hashes(result, release, publication)
+    _check_figures(result, release, publication)
+    for staff in (False, True):
+        _check_archive(result, release, publication, staff=staff)
+    return result
+
+
+def _check_hashes(result: Verification, release: Release, publication: Publication) -> None:
+    result.checked.append("snapshot hash")
+    found = snapshot_hash(publication.snapshot)
+    if found != publication.snapshot_hash:
+        result.differences.append(
+            f"snapshot: stored hash {publication.snapshot_hash}, its content hashes to {found}")
+    result.checked.append("configuration hash")
+    found = config_hash(release.config)
+    for name, stored in (("release", release.config_hash),
+                         ("publication", publication.config_hash)):
+        if stored != found:
+            result.differences.append(
+                f"configuration: the {name}'s hash is {stored}, the configuration hashes to "
+                f"{found}")
+
+
+def _check_figures(result: Verification, release: Release, publication: Publication) -> None:
+    """The snapshot computed again from today's rows (gate included) must equal the stored
+    one: a score, a verdict, a spot-check or a model's name changed underneath shows here."""
+    result.checked.append("figures recomputed from the rows")
+    recomputed = release_snapshot(release, gate=release_gate(release),
+                                  override_reason=publication.gate_override_reason)
+    recomputed = json.loads(json.dumps(recomputed, sort_keys=True))
+    for path in _differences(publication.snapshot, recomputed)[:MAX_LISTED]:
+        result.differences.append(f"snapshot {path}: the stored value is not what the rows give")
+    extra = len(_differences(publication.snapshot, recomputed)) - MAX_LISTED
+    if extra > 0:
+        result.differences.append(f"snapshot: {extra} more values differ")
+
+
+def _check_archive(result: Verification, release: Release, publication: Publication, *,
+                   staff: bool) -> None:
+    """An archive is built from the snapshot and the rows: its snapshot must be the stored
+    one (for the public archive, as the public sees it), its manifest must carry the stored
+    hashes, and each file must match the manifest's own hash, size and row count."""
+    kind = "staff" if staff else "public"
+    result.checked.append(f"{kind} archive")
+    try:
+        data = release_archive(release, staff=staff)
+    except ArchiveRefused as refusal:
+        result.differences.append(f"{kind} archive: {refusal}")
+        return
+    _check_kept(result, release, kind, data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files.pop("manifest.json"))
+    stored = manifest["release"]
+    for name, expected in (("snapshot_hash", publication.snapshot_hash),
+                           ("config_hash", publication.config_hash)):
+        if stored.get(name) != expected:
+            result.differences.append(f"{kind} archive manifest.json: {name} is "
+                                      f"{stored.get(name)}, the publication says {expected}")
+    for name, entry in manifest["files"].items():
+        content = files.get(name)
+        if content is None or tables.sha256(content) != entry["sha256"]:
+            result.differences.append(f"{kind} archive {name}: not the file its manifest lists")
+    if staff and json.loads(files["snapshot.json"]) != publication.snapshot:
+        result.differences.append(f"{kind} archive snapshot.json: not the stored snapshot")
+    _check_attributions(result, kind, files)
+
+
+def _check_kept(result: Verification, release: Release, kind: str, built: bytes) -> None:
+    """The archive kept since its first download is the one the rows build now, byte for
+    byte (an archive's bytes depend only on the release), and matches its stored hash."""
+    kept = ReleaseArchive.objects.filter(
+        release=release, kind=archive_kind(release, staff=kind == "staff")).first()
+    if kept is None:
+        return
+    data = bytes(kept.data)
+    if tables.sha256(data) != kept.sha256:
+        result.differences.append(f"kept {kind} archive: its bytes hash to "
+                                  f"{tables.sha256(data)}, its stored hash is {kept.sha256}")
+    elif data != built:
+        result.differences.append(f"kept {kind} archive: not the archive the rows build now")
+
+
+def _check_attributions(result: Verification, kind: str, files: dict[str, bytes]) -> None:
+    """Every model a row of the archive names is one its configuration lists."""
+    listed = {model["id"] for model in json.loads(files["config.json"]).get("models", [])}
+    for name in sorted(files):
+        if not name.endswith(".jsonl"):
+            continue
+        for number, line in enumerate(files[name].decode("utf-8").splitlines(), 1):
+            row = json.loads(line)
+            for field in ("model", "juror", "judge"):
+                if row.get(field) and row[field] not in listed:
+                    result.differences.append(
+                        f"{kind} archive {name} line {number}: {field} {row[field]!r} is not "
+                        f"a model of config.json")
+                    return
+
+
+def _differences(stored: Any, found: Any, path: str = "") -> list[str]:
+    """The paths (`texts[3].honesty_index`) at which two JSON values differ."""
+    if isinstance(stored, dict) and isinstance(found, dict):
+        return [difference for key in sorted(set(stored) | set(found), key=str)
+                for difference in _differences(stored.get(key), found.get(key),
+                                               f"{path}.{key}" if path else str(key))]
+    if isinstance(stored, list) and isinstance(found, list) and len(stored) == len(found):
+        return [difference for index, (left, right) in enumerate(zip(stored, found, strict=True))
+                for difference in _differences(left, right, f"{path}[{index}]")]
+    if stored != found:
+        return [path or "(whole)"]
+    return []
