@@ -17,6 +17,11 @@ What the triggers refuse:
   pairs, votes and results, the recognisability run): new rows may come, but once the release
   is published none is ever DELETEd (`KEPT`), and the rows written once are never UPDATEd
   either (`RECORDED`);
+- rows that may still move one way (`ONE_WAY`): an arena vote may become a shadow vote (a
+  voter flagged later), never the reverse, and nothing else of it changes; a model a published
+  release used keeps its id, family and name (a later release may still give it a role), and
+  neither is ever DELETEd; a task brief's or an overlay's version that a frozen release names
+  is never changed or DELETEd (an edit is saved as the next version);
 - on PostgreSQL also TRUNCATE of a table holding such rows (TRUNCATE fires no row triggers).
 
 A refusal is an IntegrityError whose message starts with `REFUSAL_PREFIX` and names the
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError
+from django.db.migrations import RunPython
 
 REFUSAL_PREFIX = "baitbench immutable:"
 RELEASE_TABLE = "runs_app_release"
@@ -44,6 +50,7 @@ PUBLISHED = "published"
 FROZEN = "frozen"  # INSERT, UPDATE and DELETE
 RECORDED = "recorded"  # UPDATE and DELETE: rows may still be added
 KEPT = "kept"  # DELETE: rows may be added and may progress (a probe's status, a pair's count)
+ONE_WAY = "one way"  # DELETE, and an UPDATE that changes `fixed` columns or meets `backwards`
 
 
 class ImmutableError(ValidationError):
@@ -64,17 +71,30 @@ class Guard:
     release_column: str = ""
     parent_table: str = ""
     mode: str = FROZEN
+    # ONE_WAY: the columns no UPDATE may change, and what an UPDATE may not do besides (SQL
+    # over OLD and NEW, the same on PostgreSQL and SQLite).
+    fixed: tuple[str, ...] = ()
+    backwards: str = ""
+    # How a row is "under a published release" when no release column says it (SQL over
+    # `{row}`, per vendor): a model is, once a published release's configuration names it.
+    published_sql: tuple[tuple[str, str], ...] = ()
+    reason: str = ""  # the refusal's words, when the mode's own do not fit
 
     @property
     def always(self) -> bool:
-        return not self.release_column
+        return not self.release_column and not self.published_sql
 
     @property
     def operations(self) -> tuple[str, ...]:
         """The operations its triggers are on."""
-        if self.always or self.table == RELEASE_TABLE or self.mode == RECORDED:
+        if self.always or self.table == RELEASE_TABLE or self.mode in (RECORDED, ONE_WAY):
             return ("UPDATE", "DELETE")
         return ("DELETE",) if self.mode == KEPT else ("INSERT", "UPDATE", "DELETE")
+
+    def changed(self) -> str:
+        """SQL: the UPDATE goes where a ONE_WAY row may not."""
+        moved = [f"NEW.{column} IS DISTINCT FROM OLD.{column}" for column in self.fixed]
+        return " OR ".join(moved + ([f"({self.backwards})"] if self.backwards else []))
 
     def release_of(self, row: str) -> str:
         """SQL for the release id of `row` (OLD or NEW)."""
@@ -83,7 +103,9 @@ class Guard:
         return (f"(SELECT parent.release_id FROM {self.parent_table} parent "
                 f"WHERE parent.id = {row}.{self.release_column})")
 
-    def published(self, row: str) -> str:
+    def published(self, row: str, vendor: str = "") -> str:
+        if self.published_sql:
+            return dict(self.published_sql)[vendor].format(row=row)
         return (f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} guarded "
                 f"WHERE guarded.id = {self.release_of(row)} AND guarded.status = '{PUBLISHED}')")
 
@@ -93,9 +115,34 @@ def _under_release(app_label: str, table: str, column: str = "release_id",
     return Guard(app_label, table, column, parent, mode)
 
 
+def _pinned_by_a_release(setting: str, codes: str) -> tuple[tuple[str, str], ...]:
+    """SQL: a frozen release runs (or ran) with this version of a task brief or an overlay:
+    its language, the version its configuration names (1 unless set) and one of its codes."""
+    return (
+        ("sqlite", f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} pinning WHERE pinning.frozen_at IS "
+                   f"NOT NULL AND pinning.language = {{row}}.language AND COALESCE(json_extract("
+                   f"pinning.config, '$.{setting}'), 1) = {{row}}.version AND EXISTS (SELECT 1 "
+                   f"FROM json_each(pinning.config, '$.{codes}') listed "
+                   f"WHERE listed.value = {{row}}.code))"),
+        ("postgresql", f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} pinning WHERE pinning.frozen_at "
+                       f"IS NOT NULL AND pinning.language = {{row}}.language AND COALESCE(("
+                       f"pinning.config ->> '{setting}')::int, 1) = {{row}}.version AND "
+                       f"pinning.config -> '{codes}' @> to_jsonb({{row}}.code::text))"),
+    )
+
+
+PINNED_TEXT = ("a release ran with this version, word for word: a change is a new version "
+               "(and a release takes it by naming it)")
+
 # Every table whose rows belong to a release, and the tables that never change.
 GUARDS: tuple[Guard, ...] = (
     Guard("scenarios_app", "scenarios_app_scenarioversion"),
+    Guard("scenarios_app", "scenarios_app_task", mode=ONE_WAY, reason=PINNED_TEXT,
+          fixed=("id", "code", "language", "version", "name", "brief"),
+          published_sql=_pinned_by_a_release("task_version", "tasks")),
+    Guard("scenarios_app", "scenarios_app_condition", mode=ONE_WAY, reason=PINNED_TEXT,
+          fixed=("id", "code", "language", "version", "name", "overlay"),
+          published_sql=_pinned_by_a_release("condition_version", "conditions")),
     Guard("runs_app", RELEASE_TABLE, release_column="id"),
     Guard("runs_app", "runs_app_scoringversion"),
     _under_release("runs_app", "runs_app_releasescenario"),
@@ -133,16 +180,37 @@ GUARDS: tuple[Guard, ...] = (
     _under_release("audits_app", "audits_app_arenaevent", mode=RECORDED),
     _under_release("audits_app", "audits_app_recognisabilityrun", mode=RECORDED),
     _under_release("audits_app", "audits_app_arenaresult", mode=RECORDED),
+    # A published release's archive, built once on the first download and kept.
+    _under_release("audits_app", "audits_app_releasearchive", mode=RECORDED),
     _under_release("audits_app", "audits_app_arenapair", mode=KEPT),
-    _under_release("audits_app", "audits_app_arenavote", "pair_id", "audits_app_arenapair",
-                   mode=KEPT),
+    # A vote only ever becomes a shadow vote (its voter flagged later), with its reasons.
+    Guard("audits_app", "audits_app_arenavote", "pair_id", "audits_app_arenapair",
+          mode=ONE_WAY, backwards="OLD.shadow AND NOT NEW.shadow", fixed=(
+              "id", "pair_id", "voter_id", "showing_id", "favourable", "honest", "recognised",
+              "a_on_left", "attention", "attention_passed", "seconds_to_vote", "simulated",
+              "note", "created_at")),
+    # What a published release says about its models (its archive's attributions, its
+    # pages' names) is read from these rows: a release's roles for a model may still grow.
+    Guard("runs_app", "runs_app_llmmodel", mode=ONE_WAY,
+          fixed=("id", "openrouter_id", "family", "display_name"), published_sql=(
+              ("sqlite", f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} guarded, "
+                         f"json_each(guarded.config, '$.models') listed "
+                         f"WHERE guarded.status = '{PUBLISHED}' "
+                         f"AND json_extract(listed.value, '$.id') = {{row}}.openrouter_id)"),
+              ("postgresql", f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} guarded "
+                             f"WHERE guarded.status = '{PUBLISHED}' AND guarded.config -> "
+                             f"'models' @> jsonb_build_array(jsonb_build_object('id', "
+                             f"{{row}}.openrouter_id)))"),
+          )),
     _under_release("audits_app", "audits_app_simulatedpairvote", "pair_id",
                    "audits_app_arenapair", mode=KEPT),
 )
 
 
 def _message(operation: str, guard: Guard) -> str:
-    if guard.always:
+    if guard.reason:
+        reason = guard.reason
+    elif guard.always:
         reason = "its rows never change (a change is a new row)"
     elif guard.table == RELEASE_TABLE:
         reason = "the release is published"
@@ -150,6 +218,9 @@ def _message(operation: str, guard: Guard) -> str:
         reason = "evidence about a published release is kept"
     elif guard.mode == RECORDED:
         reason = "a record about a published release never changes (a change is a new row)"
+    elif guard.mode == ONE_WAY:
+        reason = ("what a published release used does not change (a vote may only become a "
+                  "shadow vote)")
     else:
         reason = "the row belongs to a published release"
     return f"{REFUSAL_PREFIX} {operation} of {guard.table} refused: {reason}"
@@ -166,13 +237,16 @@ def _sqlite_conditions(guard: Guard) -> dict[str, str]:
         return {"UPDATE": "1", "DELETE": "1"}
     if guard.table == RELEASE_TABLE:
         return {"UPDATE": f"OLD.status = '{PUBLISHED}'", "DELETE": f"OLD.status = '{PUBLISHED}'"}
+    published_old = guard.published("OLD", "sqlite")
     conditions = {
-        "INSERT": guard.published("NEW"),
-        "UPDATE": f"{guard.published('OLD')} OR {guard.published('NEW')}",
-        "DELETE": guard.published("OLD"),
+        "INSERT": guard.published("NEW", "sqlite"),
+        "UPDATE": f"{published_old} OR {guard.published('NEW', 'sqlite')}",
+        "DELETE": published_old,
     }
     if guard.mode == RECORDED:
-        conditions["UPDATE"] = guard.published("OLD")
+        conditions["UPDATE"] = published_old
+    if guard.mode == ONE_WAY:
+        conditions["UPDATE"] = f"({guard.changed()}) AND {published_old}"
     return {operation: conditions[operation] for operation in guard.operations}
 
 
@@ -214,6 +288,11 @@ def _pg_row_checks(guard: Guard) -> str:
     if guard.mode in (KEPT, RECORDED):
         # The trigger fires only on the refused operations; each has an OLD row.
         return f"IF {guard.published('OLD')} THEN {_pg_raise(guard)} END IF;"
+    if guard.mode == ONE_WAY:
+        published = guard.published("OLD", "postgresql")
+        return (f"IF TG_OP = 'DELETE' THEN IF {published} THEN {_pg_raise(guard)} END IF; "
+                f"ELSIF ({guard.changed()}) THEN IF {published} THEN {_pg_raise(guard)} "
+                f"END IF; END IF;")
     # NEW is read only where it exists (INSERT, UPDATE), OLD likewise (UPDATE, DELETE).
     return (f"IF TG_OP IN ('UPDATE', 'DELETE') THEN IF {guard.published('OLD')} THEN "
             f"{_pg_raise(guard)} END IF; END IF; "
@@ -227,7 +306,8 @@ def _pg_truncate_check(guard: Guard) -> str:
     elif guard.table == RELEASE_TABLE:
         held = f"EXISTS (SELECT 1 FROM {RELEASE_TABLE} WHERE status = '{PUBLISHED}')"
     else:
-        held = f"EXISTS (SELECT 1 FROM {guard.table} held_row WHERE {guard.published('held_row')})"
+        held = (f"EXISTS (SELECT 1 FROM {guard.table} held_row "
+                f"WHERE {guard.published('held_row', 'postgresql')})")
     return f"IF {held} THEN {_pg_raise(guard, 'TRUNCATE')} END IF;"
 
 
@@ -305,6 +385,22 @@ def migration_operations(app_label: str) -> tuple[Callable, Callable]:
         guards_drop(schema_editor.connection, [app_label])
 
     return forwards, backwards
+
+
+def _every_guard_install(apps, schema_editor) -> None:
+    guards_install(schema_editor.connection)
+
+
+def _every_guard_drop(apps, schema_editor) -> None:
+    guards_drop(schema_editor.connection)
+
+
+def around_table_rebuilds(*operations) -> list:
+    """`operations` (adding columns, say) with every guard dropped before them and re-created
+    after: SQLite rebuilds a table to add a column, and a guard of another table that reads
+    this one would fail meanwhile. `sync_guards` re-creates them after migrate in any case."""
+    return [RunPython(_every_guard_drop, _every_guard_install), *operations,
+            RunPython(_every_guard_install, _every_guard_drop)]
 
 
 def sync_guards(using: str = "default", **kwargs) -> None:

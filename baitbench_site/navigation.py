@@ -18,9 +18,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from audits_app.review.views import is_auditor as may_review
-from audits_app.views_publish import may_publish
-from runs_app.views import can_operate
+from baitbench_site.roles import can_operate, is_staff, may_publish
+from baitbench_site.roles import is_auditor as may_review
 
 CURATE_PERMISSION = "scenarios_app.change_scenario"
 # The operator's pages: every release's runs, progress, budget and controls (runs_app.views).
@@ -34,9 +33,6 @@ class NavLink:
     label: str
     url: str
 
-
-def is_staff(user) -> bool:
-    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
 
 
 def staff_links(user) -> list[NavLink]:

@@ -131,10 +131,25 @@ PAGES: tuple[Page, ...] = (
             **dict.fromkeys(READ_ACTIONS, grant("publisher", "superuser")))
       for model in ("recognisabilityrun", "arenapair", "arenavote", "arenavoter",
                     "simulatedpairvote", "arenaresult")),
+    _page("audits_app.readingstudy",
+          "a reading study of a published release: publishers create, open and close it; "
+          "never deleted (people's answers are kept)",
+          **dict.fromkeys(READ_ACTIONS, grant("publisher", "superuser")),
+          add=grant("publisher", "superuser"), change=grant("publisher", "superuser")),
+    _page("audits_app.studyparticipant", "a study's participants (keyed hashes only): "
+                                         "publishers only",
+          **dict.fromkeys(READ_ACTIONS, grant("publisher", "superuser"))),
+    _page("audits_app.populationweights",
+          "population shares per reading position with their source; never changed (a new "
+          "source is a new record)",
+          **dict.fromkeys(READ_ACTIONS, grant("publisher", "superuser")),
+          add=grant("publisher", "superuser")),
     Page("auth.user", {}, "people and their roles", third_party=True),
     Page("auth.group", {}, "the roles themselves (re-synced after every migrate)",
          third_party=True),
-    Page("django_q.schedule", {}, third_party=True),
+    Page("django_q.schedule", dict.fromkeys(READ_ACTIONS, grant("superuser")),
+         "the workers' schedule, kept by code: a row would run any importable function on "
+         "the workers, so nobody adds, changes or deletes one here"),
     Page("django_q.success", {}, third_party=True),
     Page("django_q.failure", {}, third_party=True),
     Page("django_q.ormq", {}, third_party=True),

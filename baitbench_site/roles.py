@@ -17,7 +17,54 @@ and later migrations add models whose permissions belong to a role too.
 
 from __future__ import annotations
 
+from django.apps import apps as django_apps
+
 ROLE_NAMES = ("curator", "operator", "auditor", "publisher")
+
+# The permission that makes each role what it is; every page and the navigation ask these.
+OPERATE_PERMISSION = "runs_app.operate_release"
+RECORD_PERMISSION = "audits_app.record_spotcheck"
+PUBLISH_PERMISSION = "audits_app.publish_release"
+CURATE_PERMISSION = "scenarios_app.change_scenario"
+# Staff who see a release's pages before publication (marked DRAFT); auditors alone do not,
+# since their checks are blind.
+SEES_DRAFTS_PERMISSIONS = (PUBLISH_PERMISSION, OPERATE_PERMISSION, CURATE_PERMISSION)
+
+
+def is_staff(user) -> bool:
+    """A logged-in, active staff account (anonymous visitors and former staff are not)."""
+    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+
+
+def can_operate(user) -> bool:
+    """May this user see and steer runs? Operators (and superusers, who have every right)."""
+    return is_staff(user) and user.has_perm(OPERATE_PERMISSION)
+
+
+def is_auditor(user) -> bool:
+    """Staff who may record spot-checks (the auditor role's permission)."""
+    return is_staff(user) and user.has_perm(RECORD_PERMISSION)
+
+
+def may_publish(user) -> bool:
+    """Staff with the publisher's permission."""
+    return is_staff(user) and user.has_perm(PUBLISH_PERMISSION)
+
+
+def may_see_draft(user, release) -> bool:
+    """May this user see `release` before publication (its pages marked DRAFT)? Staff may,
+    except an auditor who does not also publish, operate or curate, and except anyone with
+    a spot-check of this release still to do (their checks are blind)."""
+    if not is_staff(user):
+        return False
+    # Looked up by name: the roles sit below every app and import none of them.
+    spot_check = django_apps.get_model("audits_app", "SpotCheck")
+    if spot_check.objects.filter(release=release, auditor=user,
+                                 status=spot_check.Status.ASSIGNED).exists():
+        return False
+    if user.is_superuser or not user.has_perm(RECORD_PERMISSION):
+        return True
+    return any(user.has_perm(permission) for permission in SEES_DRAFTS_PERMISSIONS)
 
 # app label -> models whose rows the role may add, change and delete.
 EDIT = {

@@ -36,3 +36,12 @@ def client_ip_behind_proxy(request: HttpRequest) -> str | None:
     """
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     return forwarded.rsplit(",", 1)[-1].strip() or request.META.get("REMOTE_ADDR")
+
+
+def client_address(request: HttpRequest) -> str:
+    """Who is asking: the proxy's word for it when the site runs behind one
+    (BAITBENCH_BEHIND_PROXY), else the connection's own address. Behind a proxy
+    REMOTE_ADDR is the proxy, and every visitor would share one address."""
+    if settings.BEHIND_PROXY:
+        return client_ip_behind_proxy(request) or "unknown"
+    return request.META.get("REMOTE_ADDR") or "unknown"

@@ -78,7 +78,8 @@ if not DEVELOPMENT and (problem := unsafe_setting(secret_key=SECRET_KEY,
 
 # HTTPS. Production runs behind a proxy that terminates TLS (README, "Production"); with
 # BAITBENCH_BEHIND_PROXY=1 its X-Forwarded-Proto says whether the visitor used HTTPS, and its
-# X-Forwarded-For who the visitor is (for the login throttle). Never set it without such a
+# X-Forwarded-For who the visitor is (for the login throttle and the arena's rate limits:
+# `baitbench_site.security.client_address`). Never set it without such a
 # proxy: a visitor could then claim HTTPS, or any address, with a header of their own.
 BEHIND_PROXY = envbool("BAITBENCH_BEHIND_PROXY", False)
 if BEHIND_PROXY:
@@ -123,12 +124,18 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
-    "django_q",
     "scenarios_app",
     "runs_app",
     "audits_app",
     "baitbench_site.apps.SiteConfig",
+    # Form widgets render from the same template directories as pages, so templates/ can
+    # mend a widget of the admin's (templates/admin/widgets/split_datetime.html).
+    "django.forms",
+    # After runs_app: the first app naming a management command wins, and runs_app's
+    # `qcluster` (which stops within seconds on SIGTERM) replaces django-q2's.
+    "django_q",
 ]
+FORM_RENDERER = "django.forms.renderers.TemplatesSetting"
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -202,7 +209,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "BaitBench API",
-    "DESCRIPTION": "Published BaitBench releases: leaderboards, per-text scores, scenarios.",
+    "DESCRIPTION": "Published BaitBench releases: leaderboards, per-text scores, scenarios. "
+                   "Every endpoint is public and answers without signing in; staff signed in "
+                   "to the site also see drafts and held-out material. The simulated public "
+                   "supports ranking only, never effect sizes.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/v1/docs/ loads Swagger UI from our own static files (drf-spectacular-sidecar), and
@@ -210,7 +220,16 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # No deep links: Swagger UI draws each operation's link inside its summary button, a
+    # link inside a button that keyboards and screen readers cannot reach (axe-core).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
+    # Every endpoint answers anonymously (published data); a staff session sees drafts and
+    # held-out material too. Listing the session as a security scheme put a padlock and an
+    # "Authorize" button on endpoints that need neither.
+    "AUTHENTICATION_WHITELIST": [],
+    # One name for the compare answer's reasons, used by two fields (each would name it).
+    "ENUM_NAME_OVERRIDES": {
+        "ComparabilityFieldEnum": "audits_app.leaderboard.compare.COMPARABILITY_FIELDS"},
 }
 
 # django-q2: the ORM broker by default (no server needed), Redis when REDIS_URL is set.
@@ -238,6 +257,29 @@ if os.environ.get("REDIS_URL"):
 else:
     Q_CLUSTER["orm"] = "default"
 
+# The cache holds the arena's rate-limit counts: every web process must count in the same one,
+# or each process allows the limit on its own. BAITBENCH_CACHE_URL (or else REDIS_URL) puts it
+# on Redis; without either it is per process (fine for one process: `make demo`, the tests).
+CACHE_URL = os.environ.get("BAITBENCH_CACHE_URL") or os.environ.get("REDIS_URL", "")
+if CACHE_URL:
+    CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+        # Instances sharing one Redis keep their counts apart.
+        "KEY_PREFIX": os.environ.get("BAITBENCH_CACHE_PREFIX", "baitbench"),
+    }}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The workers' heartbeat (django-q2's cluster status, saved every half second) must be kept
+# where the site can read it: on Redis when the broker or the cache is there; on the embedded
+# SQLite database, whose workers all run on its machine, in a directory beside its file. On
+# PostgreSQL without Redis there is no store that workers on other machines share, and the
+# run page says the heartbeat cannot be read rather than guess.
+embedded_database = DATABASES["default"]["ENGINE"].endswith("sqlite3")
+if not CACHE_URL and "redis" not in Q_CLUSTER and embedded_database:
+    CACHES["workers"] = {"BACKEND": "baitbench_site.caches.LazyDirectoryFileCache",
+                         "LOCATION": f"{DATABASES['default']['NAME']}.workers"}
+    Q_CLUSTER["cache"] = "workers"
+
 BAITBENCH_PROVIDER = os.environ.get("BAITBENCH_PROVIDER", "fixture")
 SCENARIOS_DIR = BASE_DIR / "scenarios"
 RELEASES_DIR = Path(os.environ.get("BAITBENCH_RELEASES_DIR", BASE_DIR / "releases"))
@@ -248,12 +290,21 @@ BAITBENCH_LEASE_SECONDS = envint("BAITBENCH_LEASE_SECONDS", 1200)
 BAITBENCH_MODELS_LIST_HOURS = envint("BAITBENCH_MODELS_LIST_HOURS", 24)
 # Model calls in flight per draining worker (the provider also caps its own concurrency).
 BAITBENCH_CONCURRENCY = envint("BAITBENCH_CONCURRENCY", 50)
-# At most this many workers drain one release at once: set it to at least the number of
-# worker processes across machines (qcluster processes x BAITBENCH_Q_WORKERS).
+# At most this many drain tasks of one release are queued or running at once. A django-q2
+# cluster takes up to W + W^2 + 1 tasks off the queue before it can run them (W running, W^2
+# in its own queue, one in its pusher's hand; W = BAITBENCH_Q_WORKERS), so clusters that start
+# first hold the tickets and a later one gets none: set it to at least that sum over the
+# qcluster processes on every machine (3 per single-worker cluster). bench/scaleout.py: four
+# single-worker clusters drained with 3 of 4 at 8 tickets, with all 4 at 12.
 BAITBENCH_DRAINS_PER_RELEASE = envint("BAITBENCH_DRAINS_PER_RELEASE", 8)
 # A drain that runs out of work while other workers still hold rows of its release waits
 # this long (seconds) for the work their results plan (a text's next stage) before it ends.
 BAITBENCH_DRAIN_WAIT = envint("BAITBENCH_DRAIN_WAIT", 30)
+# A running drain records a heartbeat at least this often (seconds); one silent for six
+# beats is taken for dead and its rows go to other workers.
+BAITBENCH_DRAIN_HEARTBEAT_SECONDS = envint("BAITBENCH_DRAIN_HEARTBEAT_SECONDS", 10)
+# A queued drain no worker has started after this long (seconds) is taken as lost by the queue.
+BAITBENCH_QUEUED_STALE_SECONDS = envint("BAITBENCH_QUEUED_STALE_SECONDS", 60)
 
 # Everything goes to stderr, which gunicorn and the service manager keep. A server error is
 # logged once, with its traceback and the reference its page shows (`baitbench_site.errors`);
@@ -269,3 +320,10 @@ LOGGING = {
         "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
+
+# Reading studies (DESIGN section 10): the URL parameters a recruitment platform sends (the
+# participant's id first; Prolific's by default) and the key their HMACs are made with. Only
+# the keyed hashes are stored; without BAITBENCH_STUDY_ID_KEY the key derives from SECRET_KEY.
+STUDY_PLATFORM_PARAMETERS = envlist("BAITBENCH_STUDY_PLATFORM_PARAMETERS",
+                                    "PROLIFIC_PID,STUDY_ID,SESSION_ID")
+STUDY_ID_KEY = os.environ.get("BAITBENCH_STUDY_ID_KEY", "")

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),
     path("arena/", include("audits_app.arena.urls")),
+    path("studies/", include("audits_app.calibration.studies.urls")),
     path("runs/", include("runs_app.urls")),
     path("", include("audits_app.urls")),
 ]
