@@ -38,16 +38,21 @@ test-tools:
 	$(call debian_package,$(CHROMIUM),chromium,CHROMIUM)
 	$(call debian_package,$(REDIS_SERVER),redis-server,REDIS_SERVER)
 
+# `make demo PORT=8001` when 8000 is taken.
+PORT ?= 8000
 demo: $(BIN)/.installed
 	mkdir -p var
-	$(BIN)/python manage.py demo
+	$(BIN)/python manage.py demo --port $(PORT)
 	@# A development server: WhiteNoise serves the static files where they lie.
-	BAITBENCH_DEV=1 $(BIN)/python manage.py runserver 127.0.0.1:8000
+	BAITBENCH_DEV=1 $(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 # Production: the environment holds the settings (README, "Production"); nothing is installed
 # here, so a machine that installed the project its own way runs it with VENV=its/prefix.
+# MIGRATE=0 when the site connects as a role that may not alter tables (README, "A database
+# role that cannot alter tables"): the table owner runs `manage.py migrate` beforehand.
+MIGRATE ?= 1
 serve:
-	$(BIN)/python manage.py migrate --noinput
+	$(if $(filter 1,$(MIGRATE)),$(BIN)/python manage.py migrate --noinput)
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	exec $(BIN)/gunicorn baitbench_site.wsgi
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
+
 import pytest
 from django.conf import settings
 from django.db import transaction
@@ -28,6 +32,16 @@ BaseDatabaseOperations.execute_sql_flush = _flush_between_tests
 
 
 @pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test counts its own rate limits (downloads, votes) from nothing: the per-process
+    cache would otherwise carry counts from one test to the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Tests create many users: the production hasher's deliberate slowness (about a third of
     a second per password here) would be most of the suite's time. Only tests change this."""
@@ -39,10 +53,13 @@ def fresh_snapshot_cache():
     """Parsed snapshots are kept per process by (publication id, snapshot hash). On SQLite a
     rolled-back test's ids are used again, so a test could be served another test's snapshot
     and count one query fewer than a fresh process would: each test starts with none."""
-    from audits_app import public
+    from audits_app import http_cache
+    from audits_app.pages import viewer as public
 
     with public._snapshots_lock:
         public._snapshots.clear()
+    public.forget_release_list()
+    http_cache.forget_rendered()  # kept answers too: their tags hold the same reused ids
     yield
 
 
@@ -99,13 +116,65 @@ def demo_release(imported_scenarios):
 
 @pytest.fixture
 def small_demo_release(imported_scenarios):
-    """demo.0's models on two scenarios, T1 x C0/C2: a quick release for stage tests."""
-    from runs_app.schemas import ReleaseConfig
+    """demo.0's models on two scenarios, T1 x C0/C2: a quick release for stage tests. It
+    keeps no cells for an arena (demo.0 does), so every text of it is public once published."""
+    from runs_app.schemas import Arena, ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
     config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
     small = config.model_copy(update={
         "code": "small.0", "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
-        "tasks": ["T1"], "conditions": ["C0", "C2"],
+        "tasks": ["T1"], "conditions": ["C0", "C2"], "arena": Arena(),
     })
     return release_create(config=ReleaseConfig.model_validate(small.model_dump()))
+
+
+def pytest_configure(config) -> None:
+    """Tests count in a cache of their own process, whatever the environment says: a shared
+    Redis cache (REDIS_URL) would mix parallel test workers' rate-limit counts, and the tests'
+    `cache.clear()` would empty that Redis database (django-q2's queue included)."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+REDIS_SERVER = os.environ.get("BAITBENCH_REDIS_SERVER", "/usr/bin/redis-server")
+
+
+@pytest.fixture
+def redis_url(tmp_path):
+    """The Redis on 127.0.0.1:6379 when one answers there (CI starts one), else a private
+    redis-server on a free port for this test; `make test` installs the binary."""
+    import socket
+
+    if _redis_answers("redis://127.0.0.1:6379/0"):
+        yield "redis://127.0.0.1:6379/0"
+        return
+    if not os.access(REDIS_SERVER, os.X_OK):
+        pytest.fail(f"{REDIS_SERVER} is missing and no Redis answers on 127.0.0.1:6379: "
+                    f"install it with `apt-get install redis-server` (`make test` does)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 30
+        while not _redis_answers(url):
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not answer on port {port} within 30 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except redis.exceptions.ConnectionError:
+        return False

@@ -27,6 +27,11 @@ Two simulations on data like a release's, scores[M, S, K] with K = 12 cells per 
    both models have, so the twin is compared on fewer cells and its rank varies either way),
    and how often the twin's absolute interval covers its true mean (C2 is part of every
    model's true mean).
+
+3. The arena (`audits_app/arena/statistics.py`). Four equal models, 40 votes per scenario, at
+   4 and 8 scenarios, `--arena-datasets` data sets: the share of equal pairs declared different
+   by plain percentile intervals of the resampled Bradley-Terry differences (before) and by
+   the release's expanded t rule (after). Target: <= 0.06. `--parts arena` runs this alone.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from scipy import stats as scipy_stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from audits_app import statistics  # noqa: E402
+from audits_app.arena import statistics as arena_statistics  # noqa: E402
 
 LEVEL = 0.95
 CELLS = 12
@@ -253,20 +259,67 @@ def twin_simulation(datasets: int, resamples: int, seed: int) -> None:
               f"       {np.mean(tally['rank shift']):+6.3f}       {np.mean(tally['covered']):6.3f}")
 
 
+ARENA_MODELS, ARENA_VOTES = 4, 40  # equal models; comparisons per scenario
+ARENA_SCENARIOS = (4, 8)
+
+
+def arena_wins(rng: np.random.Generator, scenarios: int) -> np.ndarray:
+    """wins[S, M, M] of equal models: each vote a random pair, either side with chance 1/2."""
+    pairs = np.array([(i, j) for i in range(ARENA_MODELS) for j in range(ARENA_MODELS) if i < j])
+    drawn = pairs[rng.integers(len(pairs), size=(scenarios, ARENA_VOTES))]
+    first_wins = rng.random((scenarios, ARENA_VOTES)) < 0.5
+    winners = np.where(first_wins, drawn[..., 0], drawn[..., 1]).ravel()
+    losers = np.where(first_wins, drawn[..., 1], drawn[..., 0]).ravel()
+    scenario = np.repeat(np.arange(scenarios), ARENA_VOTES)
+    return arena_statistics.win_tensor(winners, losers, scenario, ARENA_MODELS, scenarios)
+
+
+def arena_false_positives(datasets: int, resamples: int, seed: int) -> None:
+    """3. The arena: equal models' pairs declared different, plain percentile intervals of the
+    resampled rating differences (before) against the release's expanded t rule (after)."""
+    print(f"\nArena: {ARENA_MODELS} equal models, {ARENA_VOTES} votes per scenario, "
+          f"{datasets} data sets, B = {resamples}; share of equal pairs declared different "
+          f"(nominal {1 - LEVEL:.0%})")
+    print("  scenarios   percentile (before)   expanded t (after)")
+    rng = np.random.default_rng(seed)
+    upper = np.triu_indices(ARENA_MODELS, k=1)
+    for scenarios in ARENA_SCENARIOS:
+        before = after = 0
+        for _ in range(datasets):  # a loop over data sets; each bootstrap is batched
+            wins = arena_wins(rng, scenarios)
+            counts = statistics.resample_counts(scenarios, resamples, int(rng.integers(2**31)))
+            thetas = arena_statistics.bootstrap(wins, counts)
+            gaps = thetas[:, :, np.newaxis] - thetas[:, np.newaxis, :]
+            low, high = np.nanpercentile(gaps, [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2],
+                                         axis=0)
+            before += int(((low > 0) | (high < 0))[upper].sum())
+            rated = arena_statistics.ratings(wins, counts, LEVEL, min_comparisons=0)
+            after += int(rated.significant[upper].sum())
+        pairs = datasets * len(upper[0])
+        print(f"  {scenarios:9d}   {before / pairs:19.3f}   {after / pairs:18.3f}")
+
+
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--twins", type=int, default=300)
+    parser.add_argument("--arena-datasets", type=int, default=400)
     parser.add_argument("--seed", type=int, default=20261129)
+    parser.add_argument("--parts", nargs="+", choices=("pairs", "twin", "arena"),
+                        default=["pairs", "twin", "arena"], help="which simulations to run")
     return parser.parse_args()
 
 
 def main() -> None:
     arguments = parse_arguments()
     started = time.perf_counter()
-    coverage_table(arguments.datasets, arguments.resamples, arguments.seed)
-    twin_simulation(arguments.twins, arguments.resamples, arguments.seed)
+    if "pairs" in arguments.parts:
+        coverage_table(arguments.datasets, arguments.resamples, arguments.seed)
+    if "twin" in arguments.parts:
+        twin_simulation(arguments.twins, arguments.resamples, arguments.seed)
+    if "arena" in arguments.parts:
+        arena_false_positives(arguments.arena_datasets, arguments.resamples, arguments.seed)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 

@@ -31,6 +31,7 @@ def setup(workdir: str) -> None:
     else:
         os.environ["DATABASE_URL"] = f"sqlite:///{workdir}/guards.sqlite3"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    os.environ.setdefault("BAITBENCH_DEV", "1")  # a benchmark is a development run
     import django
 
     django.setup()

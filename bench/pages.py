@@ -1,7 +1,7 @@
 """Server time and query count of the public leaderboard pages and API answers, and of the
 arena's two hot paths: choosing a pair (the pair page) and recording a vote.
 
-Builds two published releases (4 and 50 models; the larger has 1,200 texts) in a scratch
+Builds published releases (4, 50 and 200 models; 50 have 1,200 texts) in a scratch
 SQLite database and times each page through Django's test client (server time: no network),
 best of 5 in wall-clock and CPU time, with the number of SQL queries it made. Target: under
 50 ms, constant queries.
@@ -11,7 +11,15 @@ The arena runs on a release the size of en.0: 10 writers, 8 scenarios, 12 cells 
 ARENA_ROUNDS rounds of "show a pair" and "record a vote" by one voter (median and 95th
 percentile, with queries), and one recomputation of the results.
 
-    .venv/bin/python bench/pages.py
+A release of 200 models joins them (4,800 texts), and each page of a published release is also
+timed as a conditional request with its ETag (the 304 a CDN's revalidation gets).
+
+`--load` then serves the same database with gunicorn (LOAD_WORKERS workers, production
+settings, loopback only) and sends LOAD_REQUESTS requests over the public pages of the
+200-model release at 8 and at 64 connections, first whole, then conditional: p50 and p99 of
+the latency, requests per second, and every answer that was neither 200 nor 304 as an error.
+
+    .venv/bin/python bench/pages.py [--load] [--skip-arena]
 """
 
 from __future__ import annotations
@@ -50,32 +58,40 @@ def setup(workdir: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def measure(client, url: str) -> tuple[float, float, int, int]:
+def measure(client, url: str, **headers) -> tuple[float, float, int, int]:
     """Best of 5 wall time and CPU time (ms): on a shared machine the wall time includes
     waiting for a core, while the process's CPU time is what the request itself cost."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    client.get(url)  # warm caches of templates and the parsed snapshot
+    client.get(url, **headers)  # warm caches of templates and the parsed snapshot
     best, best_cpu, queries, status = float("inf"), float("inf"), 0, 0
     for _ in range(5):
         with CaptureQueriesContext(connection) as captured:
             started, cpu = time.perf_counter(), time.process_time()
-            response = client.get(url)
+            response = client.get(url, **headers)
             best = min(best, time.perf_counter() - started)
             best_cpu = min(best_cpu, time.process_time() - cpu)
         queries, status = len(captured), response.status_code
     return best * 1000, best_cpu * 1000, queries, status
 
 
+RELEASES = (("small.0", 4), ("large.0", 50), ("huge.0", 200))
+LOAD_WORKERS = 3
+LOAD_REQUESTS = {8: 200, 64: 640}
+LOAD_PAGES = [page for page in PAGES if "{code}" in page and "compare" not in page
+              and "archive" not in page]
+
+
 def main() -> None:
+    arguments = set(sys.argv[1:])
     with tempfile.TemporaryDirectory() as workdir:
         setup(workdir)
         from django.test import Client
 
         from audits_app.tests.factories import published_release_create
 
-        for code, models in (("small.0", 4), ("large.0", 50)):
+        for code, models in RELEASES:
             world = published_release_create(code=code, model_count=models)
             print(f"\nrelease {code}: {models} models, {len(world.generations)} texts")
             client = Client()
@@ -83,7 +99,113 @@ def main() -> None:
                 url = page.format(code=code)
                 ms, cpu, queries, status = measure(client, url)
                 print(f"  {ms:7.1f} ms  {cpu:7.1f} ms cpu  {queries:2d} queries  {status}  {url}")
-        arena(workdir)
+                etag = client.get(url).headers.get("ETag")
+                if etag:
+                    ms, cpu, queries, status = measure(client, url, HTTP_IF_NONE_MATCH=etag)
+                    print(f"  {ms:7.1f} ms  {cpu:7.1f} ms cpu  {queries:2d} queries  {status}"
+                          f"  {url} (If-None-Match)")
+        if "--load" in arguments:
+            load(workdir, RELEASES[-1][0])
+        if "--skip-arena" not in arguments:
+            arena(workdir)
+
+
+# ---------------------------------------------------------------------------------------------
+# Load under gunicorn
+# ---------------------------------------------------------------------------------------------
+
+
+def load(workdir: str, code: str) -> None:
+    """Serve the bench's database with gunicorn and measure it at 8 and 64 connections."""
+    import asyncio
+    import secrets
+    import signal
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {name: value for name, value in os.environ.items() if name != "BAITBENCH_DEV"}
+    env.update({"SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
+                "BAITBENCH_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(LOAD_WORKERS),
+                # Plain HTTP on loopback: no redirect to HTTPS (a proxy would terminate TLS).
+                "SECURE_SSL_REDIRECT": "0",
+                "BAITBENCH_STATIC_ROOT": f"{workdir}/static",
+                "BAITBENCH_MEDIA_ROOT": f"{workdir}/media"})
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+                   cwd=ROOT, env=env, check=True, timeout=300)
+    base = f"http://127.0.0.1:{port}"
+    urls = [page.format(code=code) for page in LOAD_PAGES]
+    with open(f"{workdir}/gunicorn.log", "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "baitbench_site.wsgi",
+                                   "--access-logfile", "/dev/null"], cwd=ROOT, env=env,
+                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            asyncio.run(_wait_serving(base, server))
+            print(f"\nload: gunicorn, {LOAD_WORKERS} workers, {len(urls)} pages of {code}, "
+                  f"{os.cpu_count()} cores (the client shares them)")
+            for connections, requests in LOAD_REQUESTS.items():
+                for conditional in (False, True):
+                    asyncio.run(_load_run(base, urls, connections, requests, conditional))
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
+
+
+async def _wait_serving(base: str, server) -> None:
+    import asyncio
+
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base, timeout=5) as client:
+        for _ in range(300):
+            if server.poll() is not None:
+                raise SystemExit(f"gunicorn stopped (exit {server.returncode})")
+            try:
+                await client.get("/")
+                return
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+    raise SystemExit("gunicorn did not answer within 30 s")
+
+
+async def _load_run(base: str, urls: list[str], connections: int, requests: int,
+                    conditional: bool) -> None:
+    """`requests` requests over `urls` in turn, at most `connections` at once."""
+    import asyncio
+
+    import httpx
+
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
+        tags = {url: (await client.get(url)).headers.get("ETag") for url in urls}
+        gate = asyncio.Semaphore(connections)
+        latencies: list[float] = []
+        errors: list[int | str] = []
+
+        async def one(index: int) -> None:
+            url = urls[index % len(urls)]
+            headers = {"If-None-Match": tags[url]} if conditional and tags[url] else {}
+            async with gate:
+                started = time.perf_counter()
+                try:
+                    response = await client.get(url, headers=headers)
+                    if response.status_code not in (200, 304):
+                        errors.append(response.status_code)
+                except httpx.HTTPError as error:
+                    errors.append(type(error).__name__)
+                latencies.append((time.perf_counter() - started) * 1000)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(index) for index in range(requests)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+    kind = "conditional (304)" if conditional else "whole pages"
+    print(f"  {connections:3d} connections, {kind:17s}: p50 {statistics.median(latencies):6.1f}"
+          f" ms, p99 {p99:6.1f} ms, {requests / elapsed:6.1f} requests/s, "
+          f"{len(errors)} errors {sorted(set(map(str, errors)))[:5]}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,7 +275,7 @@ def arena_release():
     import numpy as np
     from django.conf import settings
 
-    from audits_app.services import release_publish
+    from audits_app.publication.services import release_publish
     from runs_app.models import Generation, LlmModel, Release, ReleaseStatus, TextScore
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
@@ -162,7 +284,9 @@ def arena_release():
     scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
     writers = [f"bench/writer-{i}" for i in range(ARENA_WRITERS)]
+    # Every cell held for the arena (demo.0 holds a quarter): the whole catalogue is paired.
     data.update(code="arena.0", tasks=["T1", "T2", "T3"], writers=writers,
+                arena={"held_share": 1.0},
                 models=data["models"] + [{"id": w, "family": f"bench-{i}", "name": f"Writer {i}"}
                                          for i, w in enumerate(writers)])
     release = release_create(config=ReleaseConfig.model_validate(data))

@@ -39,6 +39,7 @@ CHAIN = {"generate": 1, "refusal": 1, "jury": 3, "panel": 12, "reveal": 3}
 def setup(workdir: Path) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{workdir / 'bench.sqlite3'}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "baitbench_site.settings")
+    os.environ.setdefault("BAITBENCH_DEV", "1")  # a benchmark is a development run
     import django
 
     django.setup()

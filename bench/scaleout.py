@@ -100,10 +100,11 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
     cells = release_file(releases)
     env = os.environ | {
         "DATABASE_URL": f"{SERVER}/{name}", "BAITBENCH_PROVIDER": "openrouter",
+        "BAITBENCH_DEV": "1",  # a benchmark is a development run: no production key needed
         "OPENROUTER_BASE_URL": base_url, "OPENROUTER_API_KEY": "bench",
         "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_Q_WORKERS": "1",
         "BAITBENCH_CONCURRENCY": str(args.concurrency),
-        "BAITBENCH_DRAINS_PER_RELEASE": str(max(workers, 1) * 2),
+        "BAITBENCH_DRAINS_PER_RELEASE": str(max(workers, 1) * 3),
         "BAITBENCH_Q_NAME": name, "LOG_LEVEL": "WARNING",
     }
     env.pop("REDIS_URL", None)

@@ -7,7 +7,10 @@ absolute and comparison intervals, all with the expanded t interval) on random d
 missing cells, reports peak memory, and compares the pairs with a naive version that loops over
 resamples in Python (each resample drawn literally with np.repeat, numpy inside the loop). The
 naive version runs on fewer resamples and is extrapolated linearly, since its cost is one
-iteration per resample. Target (DESIGN.md section 6): under 2 s and 1 GB on two cores.
+iteration per resample (`--naive-resamples 0` skips it: at 200 models its pair array alone
+takes 3 GB). Target: under 5 s and 1 GB on two cores at 200 models x 200 scenarios x 48 cells
+with B = 10,000. The CPU seconds are printed beside the wall time, since on a shared machine the
+wall time also measures the neighbours.
 """
 
 from __future__ import annotations
@@ -47,14 +50,15 @@ def make_scores(models: int, scenarios: int, cells: int, seed: int) -> np.ndarra
     return scores
 
 
-def time_leaderboard(scores: np.ndarray, counts: np.ndarray, repeats: int) -> float:
-    """Median wall time of `leaderboard`; the first call also warms up BLAS."""
-    timings = []
+def time_leaderboard(scores: np.ndarray, counts: np.ndarray, repeats: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of `leaderboard`; the first call also warms up BLAS."""
+    timings, processor = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         leaderboard(scores, counts, LEVEL)
         timings.append(time.perf_counter() - start)
-    return statistics.median(timings)
+        processor.append(time.process_time() - cpu_start)
+    return statistics.median(timings), statistics.median(processor)
 
 
 def traced_peak(scores: np.ndarray, counts: np.ndarray) -> float:
@@ -128,12 +132,17 @@ def main() -> None:
         f"{arguments.cells} cells, {np.isnan(scores).mean():.1%} missing, "
         f"{arguments.resamples} resamples, {os.cpu_count()} cores"
     )
-    seconds = time_leaderboard(scores, counts, arguments.repeats)
+    seconds, cpu_seconds = time_leaderboard(scores, counts, arguments.repeats)
     peak = traced_peak(scores, counts)
-    print(f"leaderboard: {seconds:.2f} s (median of {arguments.repeats}), peak {peak / MB:.0f} MB")
+    print(
+        f"leaderboard: {seconds:.2f} s (median of {arguments.repeats}; {cpu_seconds:.2f} CPU s), "
+        f"peak {peak / MB:.0f} MB"
+    )
     # ru_maxrss is in KiB on Linux; it includes the interpreter, numpy and the input data.
     print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
+    if arguments.naive_resamples == 0:
+        return
     few = counts[: arguments.naive_resamples]
     start = time.perf_counter()
     naive_leaderboard(scores, few)

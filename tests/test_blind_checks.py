@@ -14,7 +14,13 @@ from django.test import Client
 
 from audits_app.admin import BLIND
 from audits_app.models import SpotCheck
-from tests.world import BLIND_STRATUM, release_rows_create, scenario_version, user_create
+from tests.world import (
+    BLIND_STRATUM,
+    BLIND_WRITER,
+    release_rows_create,
+    scenario_version,
+    user_create,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -53,15 +59,27 @@ def world(db):
 
 
 def secrets_of(world) -> list[str]:
-    """How a page would give the pending text's writer or jury class away."""
+    """How a page would give the pending text's writer or jury class away: the stratum, the
+    text's own title, its id in a link or a title (and, checked apart, the writer's id and
+    name anywhere but the model registry)."""
     blind = world["draft"].blind_text
-    return [BLIND_STRATUM, str(blind), f"/admin/runs_app/generation/{blind.pk}/"]
+    return [BLIND_STRATUM, str(blind), f"/admin/runs_app/generation/{blind.pk}/",
+            f"generation {blind.pk}"]
 
 
-def assert_blind(pages: dict[str, str], secrets: list[str]) -> None:
+# Pages that list every model, whichever texts they wrote: the model registry, a release's
+# configuration, and a list's filter by model. A writer's name there says nothing of a text.
+REGISTRY = ("/admin/runs_app/llmmodel/", "/admin/runs_app/release/")
+FILTERS = re.compile(r'<nav id="changelist-filter".*?</nav>', re.DOTALL)
+
+
+def assert_blind(pages: dict[str, str], secrets: list[str],
+                 writer: tuple[str, str] = BLIND_WRITER) -> None:
     leaks = [(path, secret) for path, body in pages.items() for secret in secrets
              if secret in body]
-    assert leaks == []
+    named = [(path, name) for path, body in pages.items() if not path.startswith(REGISTRY)
+             for name in writer if name in FILTERS.sub("", body)]
+    assert leaks + named == []
 
 
 def pending_check_for(world, user) -> SpotCheck:
@@ -99,11 +117,16 @@ def test_anyone_with_a_pending_check_is_blind_to_that_text(client, world, who):
     client.force_login(user)
     pages = reachable(client)
 
-    assert "/admin/runs_app/generation/" in pages  # they do read texts...
-    assert f"/admin/runs_app/generation/{world['draft'].open_text.pk}/change/" in pages
+    assert "/admin/runs_app/generation/" in pages  # they may read texts...
     assert_blind(pages, secrets_of(world))  # ...but not this one
+    # ...nor any other of its release: their list would show the pending text as a gap.
+    for text in (world["draft"].open_text, world["draft"].blind_text):
+        page = client.get(f"/admin/runs_app/generation/{text.pk}/change/")
+        assert page.status_code == 302  # "doesn't exist", as for any text they may not see
+    by_writer = client.get("/admin/runs_app/generation/", {"model__id__exact": str(
+        world["draft"].open_text.model_id)}).context["cl"].result_list
+    assert list(by_writer) == []
+    # In its batch no item shows a stratum: neighbours would place the pending one.
     batch_page = pages[f"/admin/audits_app/spotcheckbatch/"
                        f"{world['draft'].rows['audits_app_spotcheckbatch'].pk}/change/"]
-    assert BLIND in batch_page and "|C0|supported" in batch_page
-    blind_page = client.get(f"/admin/runs_app/generation/{world['draft'].blind_text.pk}/change/")
-    assert blind_page.status_code == 302  # "doesn't exist", as for any text they may not see
+    assert BLIND in batch_page and "|C0|supported" not in batch_page

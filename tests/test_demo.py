@@ -102,5 +102,9 @@ def test_the_password_changes_only_when_asked(small_demo):
     assert again != password
     assert authenticate(username="demo", password=password) is None
     assert authenticate(username="demo", password=again) is not None
-    demo("--password", "chosen-by-me")
+    # `make demo PORT=8001`: the links it prints are on the port it serves.
+    output = demo("--password", "chosen-by-me", "--port", "8001")
     assert authenticate(username="demo", password="chosen-by-me") is not None
+    assert "Leaderboard: http://127.0.0.1:8001/releases/demo.0/" in output
+    assert "Staff login for http://127.0.0.1:8001/admin/ " in output
+    assert ":8000" not in output

@@ -8,19 +8,29 @@ import pytest
 from django.apps import apps
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.urls import reverse
 
 from audits_app.models import OutOfBandAudit, Publication, SpotCheck, SpotCheckBatch
 from baitbench_site.immutability import (
     FROZEN,
     GUARDS,
     KEPT,
+    ONE_WAY,
     RECORDED,
     RELEASE_TABLE,
     ImmutableError,
     guards_drop,
 )
-from runs_app.models import Claim, Generation, JurorVerdict, Release, ReleaseStatus, TextScore
-from scenarios_app.models import Scenario, ScenarioVersion
+from runs_app.models import (
+    Claim,
+    Generation,
+    JurorVerdict,
+    LlmModel,
+    Release,
+    ReleaseStatus,
+    TextScore,
+)
+from scenarios_app.models import Condition, Scenario, ScenarioVersion, Task
 from scenarios_app.services import scenario_apply
 from tests.world import release_rows_create, scenario_version, user_create
 
@@ -80,6 +90,13 @@ def row_count(table: str) -> int:
 # --- raw SQL --------------------------------------------------------------------------------
 
 
+# A ONE_WAY row may be updated where it may move: an update that changes what it may not.
+ONE_WAY_CHANGES = {"audits_app_arenavote": "favourable = 'b'",
+                   "runs_app_llmmodel": "openrouter_id = 'someone/else'",
+                   "scenarios_app_task": "brief = 'Other words'",
+                   "scenarios_app_condition": "overlay = 'Other words'"}
+
+
 @pytest.mark.parametrize("guard", UNDER_RELEASE, ids=lambda guard: guard.table)
 def test_raw_sql_cannot_add_change_or_delete_a_row_of_a_published_release(world, guard):
     row = world["published"].rows[guard.table]
@@ -88,8 +105,12 @@ def test_raw_sql_cannot_add_change_or_delete_a_row_of_a_published_release(world,
     reason = {FROZEN: "the row belongs to a published release",
               KEPT: "evidence about a published release is kept",
               RECORDED: "a record about a published release never changes (a change is a "
-                        "new row)"}[guard.mode]
-    for operation, sql in (("UPDATE", f"UPDATE {guard.table} SET id = id WHERE id = %s"),
+                        "new row)",
+              ONE_WAY: "what a published release used does not change (a vote may only "
+                       "become a shadow vote)"}[guard.mode]
+    reason = guard.reason or reason
+    change = ONE_WAY_CHANGES.get(guard.table, "id = id")
+    for operation, sql in (("UPDATE", f"UPDATE {guard.table} SET {change} WHERE id = %s"),
                            ("DELETE", f"DELETE FROM {guard.table} WHERE id = %s")):
         message = attempt(sql, (row.pk,))
         if operation in guard.operations:
@@ -243,6 +264,15 @@ ADDED_AFTER_PUBLICATION: dict[str, str] = {
     "audits_app_arenashowing": "which pair a voter was shown",
     "audits_app_releaseimport": "a record of importing a published release's archive",
     "audits_app_importedtext": "texts of an imported archive",
+    # A reading study runs on a published release and gathers people's answers afterwards,
+    # as the arena does; none of it is part of the frozen snapshot.
+    "audits_app_readingstudy": "a reading study of a published release: opened and closed "
+                               "after publication",
+    "audits_app_studystimulus": "the stimuli a study drew from the published texts",
+    "audits_app_studyquota": "a study's places per reading position and arm, taken and given "
+                             "back as people read",
+    "audits_app_studyparticipant": "a study's participants, added as they come",
+    "audits_app_studyreading": "a participant's answers on one stimulus",
 }
 
 
@@ -283,3 +313,73 @@ def test_the_test_runners_flush_empties_a_published_release_and_keeps_the_guards
                                      publish=True)
     assert refused(lambda: Generation.objects.filter(release=published.release).update(
         text="edited"))
+
+
+def test_a_vote_on_a_published_release_may_only_become_a_shadow_vote(world):
+    vote = world["published"].rows["audits_app_arenavote"]
+    table = "audits_app_arenavote"
+    refusal = ("UPDATE of audits_app_arenavote refused: what a published release used does "
+               "not change (a vote may only become a shadow vote)")
+
+    assert attempt(f"UPDATE {table} SET shadow = %s, shadow_reasons = %s WHERE id = %s",
+                   (True, '["rate"]', vote.pk)) is None
+    assert attempt(f"UPDATE {table} SET shadow = %s WHERE id = %s", (False, vote.pk)) == refusal
+    for change in ("favourable = 'b'", "a_on_left = NOT a_on_left", "voter_id = voter_id + 1"):
+        assert attempt(f"UPDATE {table} SET {change} WHERE id = %s", (vote.pk,)) == refusal
+
+
+def test_a_model_a_published_release_used_keeps_its_id_family_and_name(world):
+    model = world["published"].rows["runs_app_llmmodel"]
+    refusal = ("UPDATE of runs_app_llmmodel refused: what a published release used does not "
+               "change (a vote may only become a shadow vote)")
+    for change in ("openrouter_id = 'someone/else'", "family = 'other'",
+                   "display_name = 'Renamed'"):
+        assert attempt(f"UPDATE runs_app_llmmodel SET {change} WHERE id = %s",
+                       (model.pk,)) == refusal
+    # A later release may still give it a role; a model no published release names changes.
+    assert attempt("UPDATE runs_app_llmmodel SET can_judge = %s WHERE id = %s",
+                   (True, model.pk)) is None
+    unused = LlmModel.objects.create(openrouter_id="fixture/unused", family="u",
+                                     display_name="Unused")
+    assert attempt("UPDATE runs_app_llmmodel SET display_name = 'Renamed' WHERE id = %s",
+                   (unused.pk,)) is None
+    assert attempt("DELETE FROM runs_app_llmmodel WHERE id = %s", (model.pk,)) == (
+        refusal.replace("UPDATE", "DELETE"))
+
+
+def test_a_task_brief_a_release_ran_with_never_changes_and_an_edit_is_the_next_version(
+    world, client
+):
+    """The world's releases are frozen with T1 in English, task_version 1 (the default)."""
+    pinned = Task.objects.get(code="T1", language="en", version=1)
+    words = pinned.brief
+    refusal = ("UPDATE of scenarios_app_task refused: a release ran with this version, word "
+               "for word: a change is a new version (and a release takes it by naming it)")
+    assert attempt("UPDATE scenarios_app_task SET brief = 'Other words' WHERE id = %s",
+                   (pinned.pk,)) == refusal
+    assert attempt("DELETE FROM scenarios_app_task WHERE id = %s", (pinned.pk,)) == (
+        refusal.replace("UPDATE", "DELETE"))
+    unpinned = Task.objects.get(code="T3", language="en", version=1)
+    assert attempt("UPDATE scenarios_app_task SET name = 'Post' WHERE id = %s",
+                   (unpinned.pk,)) is None
+
+    client.force_login(user_create("cora", "curator"))
+    response = client.post(reverse("admin:scenarios_app_task_change", args=[pinned.pk]), {
+        "code": "T1", "language": "en", "version": 1, "name": pinned.name,
+        "brief": words + " Keep it short."}, follow=True)
+
+    assert response.status_code == 200
+    assert Task.objects.get(pk=pinned.pk).brief == words
+    edited = Task.objects.get(code="T1", language="en", version=2)
+    assert edited.brief == words + " Keep it short."
+    assert any("your edit is version 2" in str(message) and "task_version: 2" in str(message)
+               for message in response.context["messages"])
+
+
+def test_an_overlay_a_release_ran_with_never_changes(world):
+    pinned = Condition.objects.get(code="C2", language="en", version=1)
+    assert "refused" in attempt("UPDATE scenarios_app_condition SET overlay = 'x' "
+                                "WHERE id = %s", (pinned.pk,))
+    unused = Condition.objects.get(code="C1", language="en", version=1)  # not in the world's
+    assert attempt("UPDATE scenarios_app_condition SET name = 'Advocacy' WHERE id = %s",
+                   (unused.pk,)) is None

@@ -37,3 +37,11 @@ def test_make_test_asks_for_the_tools_first():
                    "BIN=/nonexistent-venv/bin")
     assert "/bin/sh" in dry_run.stdout and "pytest" in dry_run.stdout
     assert dry_run.stdout.index('[ ! -x "/bin/sh" ]') < dry_run.stdout.index("pytest")
+
+
+def test_make_demo_serves_on_the_port_asked_for_and_prints_its_links_for_it():
+    dry_run = make("-n", "demo", "PORT=8001", "BIN=/nonexistent-venv/bin")
+    assert "manage.py demo --port 8001" in dry_run.stdout
+    assert "runserver 127.0.0.1:8001" in dry_run.stdout
+    default = make("-n", "demo", "BIN=/nonexistent-venv/bin")
+    assert "runserver 127.0.0.1:8000" in default.stdout

@@ -17,11 +17,12 @@ import pytest
 import yaml
 from django.conf import settings
 from django.core.management import call_command
+from django.db import transaction
 from django.test import Client
 
-from audits_app.demo import demo_spotchecks
-from audits_app.services import release_publish
-from runs_app.models import LlmModel, Release
+from audits_app.publication.services import release_publish
+from audits_app.spotchecks.demo import demo_spotchecks
+from runs_app.models import ImmutableError, LlmModel, Release
 from runs_app.services import release_get_or_load
 from scenarios_app.models import Scenario
 from tests.world import user_create
@@ -108,15 +109,6 @@ def renamed_release_file(folder: Path, release: Release) -> None:
     (folder / "renamed.0.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def admin_rename(client: Client, model: LlmModel, name: str) -> None:
-    """An operator renames a model through the admin's change view."""
-    response = client.post(f"/admin/runs_app/llmmodel/{model.pk}/change/", {
-        "family": f"{model.family}-renamed", "display_name": name,
-        "can_write": "on" if model.can_write else "", "can_judge": "on" if model.can_judge else "",
-        "can_read": "on" if model.can_read else ""})
-    assert response.status_code == 302, response.content.decode()[:2000]
-
-
 def changed_scenario_file(folder: Path) -> Path:
     raw = yaml.safe_load((settings.SCENARIOS_DIR / f"{EDITED_SLUG}.yaml").read_text())
     raw["title"] = "Greenvale, a changed title"
@@ -136,24 +128,29 @@ def test_no_byte_of_a_published_release_changes_when_the_world_moves_on(publishe
     juror = LlmModel.objects.get(openrouter_id="fixture/juror-a")
     assert juror.display_name in json.dumps(published.publication.snapshot["jurors"])
 
-    # 1. A new release file renames every model of the release in the registry.
+    # 1-2. Renaming a model the release names is refused by the database, whether a new
+    # release file or an operator in the admin tries it: the names it published stay its own.
     renamed_release_file(tmp_path, published)
-    release_get_or_load(code="renamed.0", releases_dir=tmp_path)
-    # 2. An operator renames a juror and a writer in the admin.
-    operator = Client()
+    with pytest.raises(ImmutableError), transaction.atomic():
+        release_get_or_load(code="renamed.0", releases_dir=tmp_path)
+    operator = Client(raise_request_exception=False)
     operator.force_login(user_create("olga", "operator"))
-    admin_rename(operator, LlmModel.objects.get(openrouter_id="fixture/juror-a"),
-                 "Juror A, renamed again")
-    admin_rename(operator, LlmModel.objects.get(openrouter_id="fixture/spinner"),
-                 "Spinner, renamed")
+    for model_id, name in (("fixture/juror-a", "Juror A, renamed"),
+                           ("fixture/spinner", "Spinner, renamed")):
+        model = LlmModel.objects.get(openrouter_id=model_id)
+        operator.post(f"/admin/runs_app/llmmodel/{model.pk}/change/", {
+            "family": f"{model.family}-renamed", "display_name": name,
+            "can_write": "on" if model.can_write else "",
+            "can_judge": "on" if model.can_judge else "",
+            "can_read": "on" if model.can_read else ""})
+        assert LlmModel.objects.get(pk=model.pk).display_name == model.display_name
     # 3. A changed version of a scenario the release used is imported.
     out = io.StringIO()
     call_command("import_scenarios", str(changed_scenario_file(tmp_path)), stdout=out)
     assert "1 updated" in out.getvalue()
 
-    assert LlmModel.objects.get(openrouter_id="fixture/candid").display_name.startswith("Renamed")
     assert LlmModel.objects.get(openrouter_id="fixture/juror-a").display_name == (
-        "Juror A, renamed again")
+        juror.display_name)
     scenario = Scenario.objects.select_related("current_version").get(slug=EDITED_SLUG)
     assert scenario.title == "Greenvale, a changed title"
     assert scenario.current_version.content_hash not in json.dumps(published.config)

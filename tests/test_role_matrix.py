@@ -18,6 +18,7 @@ from django.contrib.auth.models import Group
 from django.db import models, transaction
 from django.test import Client
 from django.urls import reverse
+from django_q.models import Schedule
 
 from baitbench_site.role_matrix import OWN, PAGES, ROLES, UNPUBLISHED, Page, matrix_markdown
 from runs_app.models import LlmModel, Release
@@ -62,8 +63,10 @@ def world(db, prompt_texts) -> dict[str, list[Target]]:
     return {
         "scenarios_app.scenario": [Target(version.scenario)],
         "scenarios_app.scenarioversion": [Target(version)],
-        "scenarios_app.task": [Target(Task.objects.filter(language="en").first())],
-        "scenarios_app.condition": [Target(Condition.objects.filter(language="en").first())],
+        # T3: no release of the world pins it (a pinned version is never changed).
+        "scenarios_app.task": [Target(Task.objects.get(language="en", code="T3", version=1))],
+        "scenarios_app.condition": [Target(Condition.objects.get(language="en", code="C1",
+                                                                 version=1))],
         "runs_app.llmmodel": [Target(LlmModel.objects.create(
             openrouter_id="fixture/unused", family="unused", display_name="Unused"))],
         "runs_app.release": [Target(pub.release, published=True), Target(empty)],
@@ -80,6 +83,8 @@ def world(db, prompt_texts) -> dict[str, list[Target]]:
         "audits_app.humanreaderresult": evidence("audits_app_humanreaderresult"),
         "auth.user": [Target(bob)],
         "auth.group": [Target(Group.objects.get(name="auditor"))],
+        "django_q.schedule": [Target(Schedule.objects.create(
+            name="stalled work", func="runs_app.tasks.reenqueue_stalled"))],
     }
 
 

@@ -50,7 +50,7 @@ from runs_app.models import (
     TextScore,
 )
 from runs_app.schemas import ModelSpec, ReleaseConfig
-from scenarios_app.models import Scenario, ScenarioVersion
+from scenarios_app.models import Condition, Scenario, ScenarioVersion, Task
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
 
@@ -120,11 +120,19 @@ def release_rows_create(*, code: str, version: ScenarioVersion, ann: User, bob: 
     for spec, condition in ((OPEN_WRITER, "C0"), (BLIND_WRITER, "C2")):
         texts.append(Generation.objects.create(
             release=release, model=llm_model(spec), scenario_version=version, task="T1",
-            condition=condition, status="done", text=f"A press text by {spec[1]}."))
+            # Texts that do not name their writer: a test that finds the writer on a page
+            # then finds it because the page told, not because the text did.
+            condition=condition, status="done", text=f"A press text for the {condition} brief."))
     open_text, blind_text = texts
     verdict = JurorVerdict.objects.create(release=release, generation=open_text, juror=juror,
                                           seat=0, status="done", outcome="scored")
+    # The seeded brief and overlay the release runs with (a flush may have removed them).
+    pinned = {"scenarios_app_task": Task.objects.filter(code="T1", language="en", version=1),
+              "scenarios_app_condition": Condition.objects.filter(code="C0", language="en",
+                                                                  version=1)}
+    rows |= {table: found.first() for table, found in pinned.items() if found.exists()}
     rows |= {
+        "runs_app_llmmodel": open_text.model,
         "runs_app_generation": open_text,
         "runs_app_generationattempt": GenerationAttempt.objects.create(
             generation=open_text, number=1, outcome="ok", text=open_text.text),
@@ -172,7 +180,8 @@ def _after_publication_create(world: ReleaseRows, *, ann: User) -> None:
         RecognisabilityRun,
         SimulatedPairVote,
     )
-    from runs_app.check_models import ContaminationCheck, ContaminationProbe
+    from audits_app.models import ReleaseArchive
+    from runs_app.models import ContaminationCheck, ContaminationProbe
 
     release, rows = world.release, world.rows
     check = ContaminationCheck.objects.create(release=release)
@@ -201,6 +210,8 @@ def _after_publication_create(world: ReleaseRows, *, ann: User) -> None:
         "audits_app_arenaresult": ArenaResult.objects.create(
             release=release, votes_counted=1, votes_shadow=0, data={}),
         "audits_app_arenapair": pair,
+        "audits_app_releasearchive": ReleaseArchive.objects.create(
+            release=release, kind="public", sha256="0" * 64, data=b"PK"),
         "audits_app_arenavote": ArenaVote.objects.create(
             pair=pair, voter=voter, favourable="a", a_on_left=True),
         "audits_app_simulatedpairvote": SimulatedPairVote.objects.create(

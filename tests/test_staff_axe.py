@@ -1,0 +1,140 @@
+"""axe-core finds nothing on any staff page, as each role, in Debian's Chromium.
+
+Each role's pages are found the way a person finds them: from the admin's index and the
+role's own screens, following every link the role is shown (tests/world.py gives every table
+a row, published and not). Pages of one kind (the same path with other ids) are checked once
+per role, each with the rows the link led to. The admin's add pages count too.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import deque
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from audits_app.tests.test_browser_pages import NO_SIDEWAYS_SCROLL, chromium  # noqa: F401
+from tests.world import release_rows_create, scenario_version, user_create
+
+pytestmark = pytest.mark.browser
+
+LINK = re.compile(r'href="([^"]+)"')
+STAFF_AREAS = ("/admin/", "/review/", "/runs/", "/publish/")
+SKIP = ("/admin/logout/", "/admin/password_change/", "/admin/jsi18n/", "/admin/r/")
+# Downloads and exports are files, not pages.
+NOT_PAGES = re.compile(r"(\.csv|\.zip|\.yaml|/download/|/export/|/worksheet/|/template/)")
+ROLES = {"curator": "cora", "operator": "olga", "auditor": "ann", "publisher": "pat",
+         "superuser": "root"}
+START = ["/admin/", "/review/", "/runs/", "/publish/"]
+MAX_PAGES = 400
+
+
+def page_kind(path: str) -> str:
+    """/admin/runs_app/release/12/change/ and .../13/change/ are one kind of page; a query
+    string (a filter, a sort) makes a page of another kind only by its keys."""
+    parts = urlsplit(path)
+    keys = ",".join(sorted(key.split("=")[0] for key in parts.query.split("&") if key))
+    return re.sub(r"/\d+/", "/N/", re.sub(r"/[a-z]+\.\d+/", "/CODE/", parts.path)) + "?" + keys
+
+
+def staff_pages(client: Client) -> list[str]:
+    """One URL per kind of staff page this client can open (GET 200, HTML)."""
+    seen: set[str] = set()
+    kinds: dict[str, str] = {}
+    queue = deque(START)
+    while queue and len(seen) < MAX_PAGES:
+        path = queue.popleft()
+        if path in seen or page_kind(path) in kinds:
+            continue
+        seen.add(path)
+        response = client.get(path)
+        if response.status_code != 200 or "text/html" not in response.get("Content-Type", ""):
+            continue
+        kinds[page_kind(path)] = path
+        for link in LINK.findall(response.content.decode()):
+            parts = urlsplit(html.unescape(link))
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            if (not parts.netloc and target.startswith(STAFF_AREAS)
+                    and not target.startswith(SKIP) and not NOT_PAGES.search(target)
+                    and "_popup" not in target):
+                queue.append(target)
+    assert len(seen) < MAX_PAGES, "the crawl did not finish"
+    return sorted(kinds.values())
+
+
+@pytest.fixture
+def role_pages(transactional_db, prompt_texts) -> dict[str, tuple[str, list[str]]]:
+    """Per role: a session cookie and the pages to check. Written before Playwright starts:
+    its event loop makes the ORM refuse to run."""
+    ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
+    for role in ("curator", "operator", "publisher"):
+        user_create(ROLES[role], role)
+    user_create("root", None, superuser=True)
+    version = scenario_version()
+    release_rows_create(code="pub.0", version=version, ann=ann, bob=bob, publish=True)
+    release_rows_create(code="draft.0", version=version, ann=ann, bob=bob, publish=False)
+    found = {}
+    from django.contrib.auth.models import User
+
+    for role, username in ROLES.items():
+        client = Client()
+        client.force_login(User.objects.get(username=username))
+        found[role] = (client.cookies[settings.SESSION_COOKIE_NAME].value, staff_pages(client))
+    return found
+
+
+def axe_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    result = Axe().run(page)
+    return [f"{violation['id']} ({violation['impact']}): "
+            + "; ".join(node["target"][0] for node in violation["nodes"][:5])
+            for violation in result.response["violations"]]
+
+
+@pytest.mark.parametrize("role", list(ROLES))
+def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):  # noqa: F811
+    session, paths = role_pages[role]
+    assert len(paths) >= 3, paths  # the crawl found the role's pages
+    page = chromium(1280, 900)
+    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                               "url": live_server.url}])
+    problems = {}
+    for path in paths:
+        response = page.goto(live_server.url + path)
+        assert response is not None and response.status == 200, path
+        if found := axe_violations(page):
+            problems[path] = found
+    assert not problems, "\n".join(f"{path}: {found}" for path, found in problems.items())
+
+
+WIDEST = """() => {
+  const wide = [...document.querySelectorAll('#content *')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+    .map(e => e.tagName + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''));
+  const boxes = [...document.querySelectorAll('.inline-group .tabular')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.closest('.inline-group').id);
+  return {page: document.documentElement.scrollWidth, wide: wide.slice(0, 8), boxes};
+}"""
+
+
+def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):  # noqa: F811
+    session, paths = role_pages["curator"]
+    change = next(path for path in paths
+                  if re.fullmatch(r"/admin/scenarios_app/scenario/\d+/change/", path))
+    page = chromium(1280, 900)
+    page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
+                               "url": live_server.url}])
+    page.goto(live_server.url + change)
+    measured = page.evaluate(WIDEST)
+    assert measured == {"page": 1280, "wide": [], "boxes": []}, measured
+    # Each knowledge question: a radio button per option, one of them checked.
+    for index in range(4):
+        radios = page.locator(f"input[name='knowledge_questions-{index}-options_correct']")
+        assert radios.count() >= 4
+        assert page.locator(
+            f"input[name='knowledge_questions-{index}-options_correct']:checked").count() == 1
