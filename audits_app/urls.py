@@ -1,4 +1,5 @@
 from django.urls import path
+from django.views.generic import RedirectView
 
 from audits_app.archive import views as archive_views
 from audits_app.http_cache import published_cache
@@ -11,6 +12,8 @@ app_name = "audits"
 
 urlpatterns = [
     path("", views.release_list, name="release-list"),
+    # The releases are listed on the front page; /releases/ is where a reader trims a URL to.
+    path("releases/", RedirectView.as_view(pattern_name="audits:release-list", permanent=True)),
     path("publish/", publish_views.publish_queue, name="publish-queue"),
     path("compare/", compare_views.compare_choose, name="compare-choose"),
     path("releases/<str:code_a>/compare/<str:code_b>/", compare_views.compare_detail,

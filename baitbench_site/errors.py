@@ -5,6 +5,8 @@
 - A server error is logged once, with its traceback, under a short reference that its page
   shows, so that a visitor's report leads to the log line. Django itself logs it only through
   `mail_admins` when DEBUG is off, which in a default deployment reaches no one.
+- Under `/api/` the same answers are JSON (`{"detail": …}`, as the API's own errors are), so a
+  client that mistyped a path gets an answer it can read, not a page.
 - A change refused because it would touch a published release (`ImmutableError`) is the user's
   doing, not a server fault: submitted from a form, in the admin or elsewhere, it comes back
   as an error message on the page it was sent from instead of a 500.
@@ -27,12 +29,14 @@ from django.http import (
     HttpResponseNotFound,
     HttpResponseRedirect,
     HttpResponseServerError,
+    JsonResponse,
 )
 from django.template import loader
 
 logger = logging.getLogger("baitbench.errors")
 
 NOT_FOUND = "There is no page at this address."
+NOT_FOUND_IN_API = "There is no API endpoint at this address; /api/v1/ lists them."
 FORBIDDEN = "You do not have permission to see this page."
 
 
@@ -76,7 +80,13 @@ def bad_request(request: HttpRequest, exception: BaseException | None = None) ->
     return HttpResponseBadRequest(body)
 
 
+def for_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
 def page_not_found(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:
+    if for_api(request):
+        return JsonResponse({"detail": reason(exception, NOT_FOUND_IN_API)}, status=404)
     body = loader.render_to_string("404.html", {
         "reason": reason(exception, NOT_FOUND), "request_path": request.path}, request)
     return HttpResponseNotFound(body)
@@ -84,6 +94,8 @@ def page_not_found(request: HttpRequest, exception: BaseException | None = None)
 
 def permission_denied(request: HttpRequest,
                       exception: BaseException | None = None) -> HttpResponse:
+    if for_api(request):
+        return JsonResponse({"detail": reason(exception, FORBIDDEN)}, status=403)
     body = loader.render_to_string("403.html", {
         "reason": reason(exception, FORBIDDEN), "request_path": request.path}, request)
     return HttpResponseForbidden(body)
@@ -97,10 +109,14 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    reference = getattr(request, "error_reference", None)
+    if for_api(request):
+        return JsonResponse({"detail": "The server failed on this request.",
+                             "reference": reference}, status=500)
     # Rendered without the request, so without context processors: whatever failed (the
     # database, the session) is not touched again while saying that it failed.
     body = loader.get_template("500.html").render(
-        {"reference": getattr(request, "error_reference", None)})
+        {"reference": reference})
     return HttpResponseServerError(body)
 
 

@@ -19,4 +19,5 @@ def refuses(request: HttpRequest) -> HttpResponse:
     return HttpResponse("the form")
 
 
-urlpatterns = [path("fails/", fails), path("refuses/", refuses), *urlpatterns]
+urlpatterns = [path("fails/", fails), path("api/v1/fails/", fails), path("refuses/", refuses),
+               *urlpatterns]

@@ -39,6 +39,21 @@ def test_404_says_why_and_offers_the_way_back(client):
     assert "tried" not in no_page.content.decode()
 
 
+def test_an_unknown_api_address_is_answered_in_json_naming_where_the_endpoints_are(client):
+    response = client.get("/api/v1/no-such-endpoint/")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "detail": "There is no API endpoint at this address; /api/v1/ lists them."}
+
+
+def test_the_release_list_has_an_address_under_releases_too(client):
+    response = client.get("/releases/")
+
+    assert response.status_code == 301 and response["Location"] == "/"
+
+
 def test_403_says_which_role_is_missing(client):
     user = get_user_model().objects.create_user("reader", password="x", is_staff=True)
     client.force_login(user)
@@ -78,6 +93,21 @@ def test_a_server_error_is_logged_with_its_traceback_and_shows_the_reference(cap
     assert record.getMessage() == f"server error {reference} on GET /fails/"
     assert record.exc_info[0] is RuntimeError
     assert "token=abc" not in record.getMessage()
+
+
+@pytest.mark.urls("tests.error_urls")
+def test_a_server_error_in_the_api_is_json_with_the_reference(caplog):
+    client = Client(raise_request_exception=False)
+
+    with caplog.at_level(logging.ERROR, logger="baitbench.errors"):
+        response = client.get("/api/v1/fails/")
+
+    assert response.status_code == 500
+    answer = response.json()
+    [record] = [r for r in caplog.records if r.name == "baitbench.errors"]
+    assert answer == {"detail": "The server failed on this request.",
+                      "reference": record.getMessage().split()[2]}
+    assert INTERNALS not in response.content.decode()
 
 
 @pytest.mark.urls("tests.error_urls")

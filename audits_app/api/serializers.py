@@ -520,8 +520,11 @@ class ModelHistoryEntrySerializer(serializers.Serializer):
     published_at = serializers.DateTimeField()
     metric = serializers.CharField()
     higher_is_better = serializers.BooleanField()
-    models = serializers.IntegerField(help_text="Models the measure ranked in that release.")
+    models = serializers.IntegerField(help_text="Models on the measure's board in that release.")
     rank = serializers.IntegerField(allow_null=True)
+    unranked_reason = serializers.CharField(
+        allow_blank=True, help_text="Why the model has no rank there (its data fell below the "
+                                    "release's minimum); empty when ranked.")
     point = serializers.FloatField(allow_null=True)
     cmp_low = serializers.FloatField(allow_null=True)
     cmp_high = serializers.FloatField(allow_null=True)

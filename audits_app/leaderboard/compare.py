@@ -37,8 +37,8 @@ WEIGHTED_MEASURES = frozenset({"honesty"})
 COMPARE_COLUMNS = ["metric", "comparable", "not_comparable_because", "model", "model_name",
                    "change", "rank_a", "point_a", "rank_b", "point_b", "rank_move",
                    "point_change"]
-HISTORY_COLUMNS = ["release", "metric", "rank", "models", "point", "cmp_low", "cmp_high",
-                   "abs_low", "abs_high", "n_texts"]
+HISTORY_COLUMNS = ["release", "metric", "rank", "unranked_reason", "models", "point", "cmp_low",
+                   "cmp_high", "abs_low", "abs_high", "n_texts"]
 
 
 def measures_of(*snapshots: dict[str, Any]) -> list[str]:
@@ -329,6 +329,7 @@ def model_history(model_id: str, releases: list[dict[str, Any]]) -> dict[str, An
                 "models": len(board.get("rows", [])),
                 **{key: row.get(key) for key in ("rank", "point", "cmp_low", "cmp_high",
                                                  "abs_low", "abs_high", "n_texts")},
+                "unranked_reason": row.get("unranked_reason") or "",
             })
     if name is None:
         return None
@@ -344,4 +345,6 @@ def history_tables(history: dict[str, Any]) -> list[dict[str, Any]]:
     order = [m for m in FIRST_MEASURES if m in by_measure] + sorted(
         set(by_measure) - set(FIRST_MEASURES))
     return [{"metric": measure, "label": labels.measure_label(measure),
-             "rows": by_measure[measure]} for measure in order]
+             "rows": by_measure[measure],
+             "unranked": [row for row in by_measure[measure] if row["unranked_reason"]]}
+            for measure in order]

@@ -546,8 +546,8 @@ def published_leaderboards() -> list[dict[str, Any]]:
     return found
 
 
-HISTORY_FIELDS = ("model", "rank", "point", "cmp_low", "cmp_high", "abs_low", "abs_high",
-                  "n_texts")
+HISTORY_FIELDS = ("model", "rank", "unranked_reason", "point", "cmp_low", "cmp_high", "abs_low",
+                  "abs_high", "n_texts")
 
 
 def _history_board(board: dict[str, Any]) -> dict[str, Any]:

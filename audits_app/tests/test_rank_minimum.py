@@ -175,3 +175,12 @@ def test_page_csv_and_api_list_the_unranked_model_with_its_reason() -> None:
                    if row["model"] == late["model"])
     assert api_row["rank"] is None and api_row["point_clipped"] is True
     assert api_row["unranked_reason"] == "scores in 1 of 3 scenarios; a rank needs 2"
+    model_page = client.get(f"/models/{late['model']}/").content.decode()
+    assert ("Unranked in min.0: scores in 1 of 3 scenarios; a rank needs 2" in model_page)
+    history = client.get(f"/api/v1/models/{late['model']}/").json()["entries"]
+    [entry] = [e for e in history if e["metric"] == "honesty"]
+    assert entry["rank"] is None and entry["unranked_reason"].startswith("scores in 1 of 3")
+    history_csv = list(csv.DictReader(io.StringIO(
+        client.get(f"/models/{late['model']}.csv").content.decode())))
+    assert next(row for row in history_csv if row["metric"] == "honesty")[
+        "unranked_reason"] == "scores in 1 of 3 scenarios; a rank needs 2"
