@@ -31,7 +31,9 @@ CONFIG_FIELDS = (
 # and a point is a mean over the release's scenarios). Any of them voids a measure's moves;
 # all but the rule, which only ranks the same points otherwise, void its point changes too.
 # The weights weigh the honesty index alone: its parts and the other links are scored alike.
-COMPARABILITY_FIELDS = ("scenarios", "weights", "scoring_version", "ranking_rule")
+# The language comes first: texts, jurors' verdicts and the simulated public's reading of
+# another language are other measurements, whatever else the releases share.
+COMPARABILITY_FIELDS = ("language", "scenarios", "weights", "scoring_version", "ranking_rule")
 RANKS_ONLY = frozenset({"ranking_rule"})
 WEIGHTED_MEASURES = frozenset({"honesty"})
 COMPARE_COLUMNS = ["metric", "comparable", "not_comparable_because", "model", "model_name",
@@ -158,6 +160,12 @@ def _weights(snapshot: dict[str, Any]) -> dict[str, Any]:
     return _method_or_config(snapshot, "weights", "weights") or Weights().model_dump()
 
 
+def _language(snapshot: dict[str, Any]) -> str:
+    """The release's language; a configuration that names none is English (the default)."""
+    config = ((snapshot.get("release") or {}).get("config")) or {}
+    return config.get("language") or "en"
+
+
 def _ranking_rule(snapshot: dict[str, Any]) -> str:
     return _method_or_config(snapshot, "rule", "ranking_rule") or "paired"  # the config default
 
@@ -208,6 +216,12 @@ def comparability(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     code_b = (b.get("release") or {}).get("code", "")
     shared = scenarios_shared(a, b)
     reasons = []
+    language_a, language_b = _language(a), _language(b)
+    if language_a != language_b:
+        reasons.append(_reason(
+            "language", language_a, language_b,
+            f"The releases are in different languages: {labels.language_label(language_a)} "
+            f"in {code_a}, {labels.language_label(language_b)} in {code_b}."))
     if not shared["shared"]:
         reasons.append(_reason(
             "scenarios", shared["of_a"], shared["of_b"],
@@ -258,9 +272,9 @@ def comparability_words(code_a: str, code_b: str, verdict: dict[str, Any],
     shared, every = verdict["scenarios_shared"], len(measures)
     words = {"headline": "", "not_shown": "", "scenarios_note": ""}
     if verdict["comparable"]:
-        words["headline"] = (f"{code_a} and {code_b} share scenarios, honesty weights, scoring "
-                             "version and ranking rule: their ranks and points are set side by "
-                             "side.")
+        words["headline"] = (f"{code_a} and {code_b} share language, scenarios, honesty weights, "
+                             "scoring version and ranking rule: their ranks and points are set "
+                             "side by side.")
     else:
         moves = _scope([m for m in measures if not m["comparable"]], every)
         no_changes = [m for m in measures if not m["points_comparable"]]

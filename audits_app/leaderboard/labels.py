@@ -71,6 +71,7 @@ COMPARISONS: dict[str, dict[Language, str]] = {
 # What keeps two releases' figures apart (the compare page, its CSV and the API): a rank or a
 # point means the same in both only when all of these are the same.
 COMPARABILITY: dict[str, dict[Language, str]] = {
+    "language": {"en": "Language", "nl": "Taal"},
     "scenarios": {"en": "Scenarios in common", "nl": "Gedeelde scenario's"},
     "weights": {"en": "Honesty weights", "nl": "Gewichten van de eerlijkheidsindex"},
     "scoring_version": {"en": "Scoring version", "nl": "Scoringsversie"},
@@ -116,6 +117,18 @@ def comparison_label(key: str, language: Language = "en") -> str:
 
 def comparability_label(key: str, language: Language = "en") -> str:
     return COMPARABILITY.get(key, {}).get(language) or _in_words(key)
+
+
+# The languages a release may be written in, by their names in each site language.
+LANGUAGE_NAMES: dict[str, dict[Language, str]] = {
+    "en": {"en": "English", "nl": "Engels"},
+    "nl": {"en": "Dutch", "nl": "Nederlands"},
+}
+
+
+def language_label(code: str, language: Language = "en") -> str:
+    """A release language's name; an unknown code stays as the release named it."""
+    return LANGUAGE_NAMES.get(code, {}).get(language) or code
 
 
 def ranking_rule_label(key: str, language: Language = "en") -> str:
