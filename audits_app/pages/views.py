@@ -12,7 +12,7 @@ from statistics import fmean
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -217,7 +217,8 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
     snapshot = published.snapshot
     order = request.GET.get("order", "")
     texts = public.order_texts(public.filter_texts(snapshot.get("texts", []), request.GET), order)
-    page = Paginator(texts, TEXTS_PER_PAGE).get_page(request.GET.get("page"))
+    asked = request.GET.get("page")
+    page = Paginator(texts, TEXTS_PER_PAGE).get_page(asked)
     names = public.model_names(snapshot)
     query = request.GET.copy()
     query.pop("page", None)
@@ -231,10 +232,21 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
         "filter_query": filters_only.urlencode(),
         "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
-        "filter_problems": list(public.unknown_filter_values(snapshot.get("texts", []),
-                                                             request.GET).values()),
+        "filter_problems": [
+            *public.unknown_filter_values(snapshot.get("texts", []), request.GET).values(),
+            *_page_problem(asked, page)],
     }
     return render(request, "audits_app/text_list.html", context)
+
+
+def _page_problem(asked: str | None, page: Page) -> list[str]:
+    """What to say when the `page` asked for is not one of the list's pages (Django shows
+    the first page for words, the last for numbers past it, and would say nothing)."""
+    if asked is None or (asked.strip().isdigit() and int(asked) == page.number):
+        return []
+    pages = page.paginator.num_pages
+    return [f"there is no page {asked!r} of this list (it has {pages} "
+            f"page{'s' * (pages != 1)}): page {page.number} is shown"]
 
 
 TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),

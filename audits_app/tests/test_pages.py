@@ -138,6 +138,16 @@ def test_text_browser_filters_and_paginates(client, world):
     assert "0 texts." in mistyped
     assert "No text of this release has model &#x27;fixture/spiner&#x27;" in mistyped
     assert "No text of this release" not in html
+    assert "no page" not in first
+
+
+@pytest.mark.parametrize(("asked", "shown"), [("abc", 1), ("7", 2), ("0", 2)])
+def test_a_page_the_text_list_does_not_have_is_named_with_the_page_shown(client, world, asked,
+                                                                           shown):
+    html = client.get(f"/releases/pub.0/texts/?page={asked}").content.decode()
+    assert (f"There is no page &#x27;{asked}&#x27; of this list (it has 2 pages): page {shown} "
+            "is shown.") in html
+    assert f"page {shown} of 2" in html
 
 
 def test_downloads(client, world):
