@@ -67,8 +67,8 @@ class AdditiveDesign:
     laplacian[S, M * M]: L_s; anchored: the upper triangle of L_s + J / M (J all ones), as row
     slabs (first row, last row + 1, [S, rows * columns from the first row on]); residual[S, M]: r_s;
     share[S, M]: q; share_sum[S, M]: p; present[S, M]: the model has a cell of the grid in the
-    scenario; hub_links[S, M]: the row of L_s of the model with the most scores, which decides
-    cheaply that a resample is linked.
+    scenario; hub_links[S, M]: the row of L_s of the model with the most scores, its own entry
+    0, which decides cheaply that a resample is linked.
     """
 
     laplacian: FloatArray
@@ -101,6 +101,11 @@ class AdditiveDesign:
         flat = laplacian.reshape(scenarios, models * models)
         flat[:, ::models + 1] += own  # L_s = diag(own) - shared
         hub = int(observed.sum(axis=(1, 2)).argmax()) if models else 0
+        # The hub's row without its own entry: a diagonal that should be 0 (a model alone in
+        # its cells) comes out of the product as -1e-16 and would count as a link.
+        hub_links = laplacian[:, hub, :].copy() if models else own
+        if models:
+            hub_links[:, hub] = 0.0
         return cls(
             laplacian=flat,
             anchored=_upper_slabs(laplacian, 1.0 / max(1, models)),  # weights sum to 1: + J / M
@@ -108,7 +113,7 @@ class AdditiveDesign:
             share=(weighted * inverse_n).sum(axis=2).T,
             share_sum=(weighted * inverse_n * filled).sum(axis=2).T,
             present=(own > 0).astype(np.float64),
-            hub_links=laplacian[:, hub, :] if models else own,
+            hub_links=hub_links,
         )
 
     def fit_all(self, counts: npt.NDArray[np.integer]) -> FloatArray:

@@ -426,6 +426,18 @@ def test_random_inputs_match_the_references(
         np.testing.assert_allclose(getattr(estimates, name), expected[key], atol=1e-9)
 
 
+def test_models_that_never_share_a_cell_are_not_fitted_as_one_group() -> None:
+    """Each model alone in its cell: the hub's diagonal of L comes out of the BLAS product as
+    -1e-16, not 0, and once counted as a link, which fitted both models to one value
+    (found by the random test above on CI: seed 3, 2 models, 1 scenario, 2 cells)."""
+    scores = np.array([[[np.nan, -2.55566503]], [[0.41809885, np.nan]]])
+    counts = resample_counts(1, 25, 3)
+    estimates = model_estimates(scores, counts, LEVEL)
+    expected = loop_model_estimates(scores, counts, LEVEL)
+    np.testing.assert_allclose(estimates.point, expected["point"], atol=1e-9)
+    np.testing.assert_allclose(estimates.point, [-2.55566503, 0.41809885], atol=1e-9)
+
+
 # ---------------------------------------------------------------------------------------------
 # Points that missing cells neither help nor hurt (DESIGN section 6)
 # ---------------------------------------------------------------------------------------------
