@@ -373,12 +373,12 @@ def test_it_keeps_at_most_concurrency_requests_in_flight(server: FakeOpenRouter)
 
 def test_the_fake_serves_slow_requests_side_by_side(server: FakeOpenRouter) -> None:
     server.latency = 0.3
-    started = time.monotonic()
 
     run_concurrently(make_provider(server, concurrency=50), calls=20)
 
+    # All 20 were in flight at once (serialised, at most one would be): a count, not a
+    # timing, so a loaded CI machine cannot fail it (bench/calls.py measures the speed).
     assert server.max_in_flight == 20
-    assert time.monotonic() - started < 2.0  # 20 x 0.3 s would be 6 s if serialised
 
 
 def test_it_works_in_a_new_event_loop_without_being_closed_in_the_old(
