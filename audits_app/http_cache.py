@@ -35,11 +35,11 @@ from django.conf import settings
 from django.core.handlers.exception import response_for_exception
 from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
-from django.utils.cache import patch_cache_control
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.http import parse_etags
 
 from audits_app.arena.selectors import public_arena_codes
-from audits_app.models import ReadingStudy, StudyParticipant
+from audits_app.models import Publication, ReadingStudy, StudyParticipant
 from audits_app.pages import viewer as public
 from runs_app.models import ContaminationCheck, ReaderTrial, Release
 
@@ -217,26 +217,67 @@ def published_cache(view: View, *, evidence: bool = False, page: bool = False) -
         stamp = (evidence_stamp(publication.release) if evidence else
                  f"arena-texts:{public.arena_texts_revealed(publication.release.pk)}")
         stamp += navigation_stamp() if page else ""
-        etag = published_etag(publication.snapshot_hash, stamp)
-        # If-None-Match compares weakly (RFC 9110 13.1.2): W/"x" matches "x", as a proxy
-        # that compresses an answer may have weakened its tag.
-        wanted = {tag.removeprefix("W/")
-                  for tag in parse_etags(request.headers.get("If-None-Match", ""))}
-        if etag in wanted or "*" in wanted:
-            return _published(HttpResponseNotModified(), etag)
-        key = (request.get_full_path(), request.method, request.headers.get("Accept", ""), etag)
-        kept = _rendered.get(key)
-        if kept is not None:
-            return _published(kept.response(), etag)
-        response = _answer(view, request, *args, **kwargs)
-        if hasattr(response, "render") and not response.is_rendered:
-            response.render()  # now, so that a CSRF token used while rendering is seen
-        if response.status_code != 200 or _personal(request, response):
-            return _never_cached(response)
-        _rendered.put(key, response)
-        return _published(response, etag)
+        return _conditional(view, request, args, kwargs,
+                            published_etag(publication.snapshot_hash, stamp + _shape(request)))
 
     return cached
+
+
+def catalogue_digest() -> str:
+    """A hash of every publication (id and snapshot hash): what the pages made of all
+    published releases (the front page, compare, a model's history, the scenario list) are
+    fixed by, since a publication never changes. One query."""
+    rows = Publication.objects.order_by("pk").values_list("pk", "snapshot_hash")
+    return hashlib.sha256(repr(list(rows)).encode()).hexdigest()
+
+
+def catalogue_cache(view: View, *, page: bool = False) -> View:
+    """Wrap a view built from the published releases as a whole, not one named by the URL:
+    the same ETag, Cache-Control and 304 as `published_cache`, tagged by `catalogue_digest`.
+    Nothing a draft holds reaches an anonymous reader of these views, and nothing added to
+    a release after publication is shown on them."""
+
+    @functools.wraps(view)
+    def cached(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method not in ("GET", "HEAD") or request.user.is_authenticated:
+            return _never_cached(_answer(view, request, *args, **kwargs))
+        stamp = "catalogue" + (navigation_stamp() if page else "") + _shape(request)
+        return _conditional(view, request, args, kwargs, published_etag(catalogue_digest(), stamp))
+
+    return cached
+
+
+def _shape(request: HttpRequest) -> str:
+    """The API answers the same address as JSON or as the browsable HTML page, by the Accept
+    header: each gets its own tag, so a 304 never confirms one with the other's tag."""
+    if not request.path.startswith("/api/"):
+        return ""
+    return "|html" if "text/html" in request.headers.get("Accept", "") else "|json"
+
+
+def _conditional(view: View, request: HttpRequest, args: tuple, kwargs: dict,
+                 etag: str) -> HttpResponse:
+    """304 when the reader holds `etag`; else the kept answer, else the view's, kept."""
+    # If-None-Match compares weakly (RFC 9110 13.1.2): W/"x" matches "x", as a proxy
+    # that compresses an answer may have weakened its tag.
+    wanted = {tag.removeprefix("W/")
+              for tag in parse_etags(request.headers.get("If-None-Match", ""))}
+    if etag in wanted or "*" in wanted:
+        not_modified = _published(HttpResponseNotModified(), etag)
+        if _shape(request):  # a 304 names what it varies on as its 200 does
+            patch_vary_headers(not_modified, ("Accept",))
+        return not_modified
+    key = (request.get_full_path(), request.method, request.headers.get("Accept", ""), etag)
+    kept = _rendered.get(key)
+    if kept is not None:
+        return _published(kept.response(), etag)
+    response = _answer(view, request, *args, **kwargs)
+    if hasattr(response, "render") and not response.is_rendered:
+        response.render()  # now, so that a CSRF token used while rendering is seen
+    if response.status_code != 200 or _personal(request, response):
+        return _never_cached(response)
+    _rendered.put(key, response)
+    return _published(response, etag)
 
 
 def _personal(request: HttpRequest, response: HttpResponse) -> bool:

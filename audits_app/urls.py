@@ -2,7 +2,7 @@ from django.urls import path
 from django.views.generic import RedirectView
 
 from audits_app.archive import views as archive_views
-from audits_app.http_cache import published_cache
+from audits_app.http_cache import catalogue_cache, published_cache
 from audits_app.pages import compare as compare_views
 from audits_app.pages import method as method_views
 from audits_app.pages import views
@@ -11,18 +11,20 @@ from audits_app.publication import views as publish_views
 app_name = "audits"
 
 urlpatterns = [
-    path("", views.release_list, name="release-list"),
+    path("", catalogue_cache(views.release_list, page=True), name="release-list"),
     # The releases are listed on the front page; /releases/ is where a reader trims a URL to.
     path("releases/", RedirectView.as_view(pattern_name="audits:release-list", permanent=True)),
     path("publish/", publish_views.publish_queue, name="publish-queue"),
     path("compare/", compare_views.compare_choose, name="compare-choose"),
-    path("releases/<str:code_a>/compare/<str:code_b>/", compare_views.compare_detail,
-         name="compare"),
-    path("releases/<str:code_a>/compare/<str:code_b>.csv", compare_views.compare_csv,
-         name="compare-csv"),
+    path("releases/<str:code_a>/compare/<str:code_b>/",
+         catalogue_cache(compare_views.compare_detail, page=True), name="compare"),
+    path("releases/<str:code_a>/compare/<str:code_b>.csv",
+         catalogue_cache(compare_views.compare_csv), name="compare-csv"),
     # Model ids hold a slash (`openai/gpt-4.1`): the path converter keeps it.
-    path("models/<path:model_id>.csv", compare_views.model_csv, name="model-csv"),
-    path("models/<path:model_id>/", compare_views.model_detail, name="model-detail"),
+    path("models/<path:model_id>.csv", catalogue_cache(compare_views.model_csv),
+         name="model-csv"),
+    path("models/<path:model_id>/", catalogue_cache(compare_views.model_detail, page=True),
+         name="model-detail"),
     path("releases/<str:code>/", published_cache(views.release_detail, evidence=True, page=True),
          name="release-detail"),
     path("releases/<str:code>/publish/", publish_views.release_publish_view,

@@ -3,13 +3,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from audits_app.api import method, views
 from audits_app.arena.api import ArenaView
-from audits_app.http_cache import published_cache
+from audits_app.http_cache import catalogue_cache, published_cache
 
 app_name = "api"
 
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
-    path("releases/", views.ReleaseListView.as_view(), name="release-list"),
+    path("releases/", catalogue_cache(views.ReleaseListView.as_view()), name="release-list"),
     path("releases/<str:code>/", published_cache(views.ReleaseDetailView.as_view(), evidence=True),
          name="release-detail"),
     path("releases/<str:code>/leaderboard/", published_cache(views.LeaderboardView.as_view()),
@@ -25,10 +25,11 @@ urlpatterns = [
          published_cache(method.ContaminationView.as_view(), evidence=True),
          name="release-contamination"),
     path("reader-trials/", method.ReaderTrialListView.as_view(), name="reader-trials"),
-    path("releases/<str:code>/compare/<str:other>/", views.CompareView.as_view(),
+    path("releases/<str:code>/compare/<str:other>/", catalogue_cache(views.CompareView.as_view()),
          name="release-compare"),
-    path("scenarios/", views.ScenarioListView.as_view(), name="scenario-list"),
-    path("models/<path:model_id>/", views.ModelHistoryView.as_view(), name="model-history"),
+    path("scenarios/", catalogue_cache(views.ScenarioListView.as_view()), name="scenario-list"),
+    path("models/<path:model_id>/", catalogue_cache(views.ModelHistoryView.as_view()),
+         name="model-history"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

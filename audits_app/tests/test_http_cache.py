@@ -36,7 +36,17 @@ def published_urls(world) -> list[str]:
             f"/releases/{code}/texts/{world.public_text_ids[0]}/",
             f"/releases/{code}/archive.zip",
             f"/api/v1/releases/{code}/", f"/api/v1/releases/{code}/leaderboard/",
-            f"/api/v1/releases/{code}/texts/", f"/api/v1/releases/{code}/texts.csv"]
+            f"/api/v1/releases/{code}/texts/", f"/api/v1/releases/{code}/texts.csv",
+            *catalogue_urls(world)]
+
+
+def catalogue_urls(world) -> list[str]:
+    """Answers made of every publication, not of the one release a URL names."""
+    code, model = world.release.code, "fixture/candid"
+    return ["/", f"/releases/{code}/compare/{code}/", f"/releases/{code}/compare/{code}.csv",
+            f"/models/{model}/", f"/models/{model}.csv", "/api/v1/releases/",
+            "/api/v1/scenarios/", f"/api/v1/releases/{code}/compare/{code}/",
+            f"/api/v1/models/{model}/"]
 
 
 def cache_directives(response) -> set[str]:
@@ -154,3 +164,39 @@ def test_an_answer_with_the_visitors_csrf_token_is_never_cached_or_kept(world, r
         assert "ETag" not in response
         assert {"private", "no-store"} <= cache_directives(response)
     assert len(built) == 2
+
+
+def test_answers_made_of_every_release_change_their_tag_when_one_more_is_published(
+        client, world):
+    before = {url: client.get(url)["ETag"] for url in catalogue_urls(world)}
+    for url, etag in before.items():
+        assert client.get(url, HTTP_IF_NONE_MATCH=etag).status_code == 304, url
+
+    published_release_create(code="pub.1")
+
+    for url, etag in before.items():
+        response = client.get(url, HTTP_IF_NONE_MATCH=etag)
+        assert response.status_code == 200 and response["ETag"] != etag, url
+    assert "pub.1" in client.get("/").content.decode()
+
+
+def test_staff_get_the_catalogue_pages_uncached(staff_client, world):
+    for url in catalogue_urls(world):
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+        assert "ETag" not in response and "no-store" in cache_directives(response), url
+
+
+def test_the_json_tag_never_confirms_the_browsable_api_page(client, world):
+    url = "/api/v1/releases/"
+    as_json = client.get(url, HTTP_ACCEPT="application/json")
+    as_page = client.get(url, HTTP_ACCEPT="text/html")
+    assert as_json["Content-Type"].startswith("application/json")
+    assert as_page["Content-Type"].startswith("text/html")
+    # The browsable page carries the visitor's CSRF token: never kept, and no tag.
+    assert "ETag" not in as_page and "no-store" in cache_directives(as_page)
+    refused = client.get(url, HTTP_ACCEPT="text/html", HTTP_IF_NONE_MATCH=as_json["ETag"])
+    assert refused.status_code == 200 and refused["Content-Type"].startswith("text/html")
+    matched = client.get(url, HTTP_ACCEPT="application/json",
+                         HTTP_IF_NONE_MATCH=as_json["ETag"])
+    assert matched.status_code == 304 and "Accept" in matched["Vary"]
