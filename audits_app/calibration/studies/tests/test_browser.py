@@ -1,6 +1,7 @@
 """The reader's path in a real browser (Debian's Chromium, headless) on a 390 px screen with
 JavaScript off: consent, profile, baseline, text, answers, completion code, and no page
-wider than the screen. Screenshots: /tmp/shots/h-study/ (BAITBENCH_SHOTS names another)."""
+wider than the screen; and nothing axe-core finds on any page of the path (with JavaScript
+on, which axe needs). Screenshots: /tmp/shots/h-study/ (BAITBENCH_SHOTS names another)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from audits_app.calibration.studies import services
 from audits_app.calibration.studies.tests.conftest import plan, study_approve
 from audits_app.models import StudyParticipant
 from audits_app.tests.test_browser import CHROMIUM, CHROMIUM_ARGS, watch
+from audits_app.tests.test_browser_answer import axe_violations
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
@@ -86,3 +88,46 @@ def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
     assert participant.readings.filter(answered_at__isnull=False).count() == 2
     assert "BROWSER123" not in str(list(StudyParticipant.objects.values()))
     assert hosts <= {"127.0.0.1", "localhost"} and not errors, errors
+
+
+@pytest.fixture
+def publisher_session(live_study, publisher) -> str:
+    from django.conf import settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(publisher)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def test_axe_finds_nothing_on_any_page_of_the_readers_path_or_its_progress_page(
+        live_study, live_server, publisher_session):
+    from django.conf import settings
+    from playwright.sync_api import sync_playwright
+
+    found, steps = {}, 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=AXE1&STUDY_ID=S1"
+                  f"&SESSION_ID=X1")
+        found["consent"] = axe_violations(page)
+        page.locator("#id_agree").check()
+        page.locator("button[type=submit]").click()
+        page.wait_for_url("**/go/")
+        while "/done/" not in page.url and steps < 12:
+            steps += 1
+            found[f"{steps}: {page.locator('h1').inner_text()}"] = axe_violations(page)
+            choose_first_of_each_group(page)
+            page.locator("button[type=submit]").click()
+            page.wait_for_load_state()
+        found["done"] = axe_violations(page)
+        staff = browser.new_page(viewport={"width": 1280, "height": 900})
+        staff.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
+                                    "value": publisher_session, "url": live_server.url}])
+        progress = staff.goto(f"{live_server.url}/studies/{live_study.pk}/progress/")
+        found["progress"] = axe_violations(staff)
+        browser.close()
+    assert progress is not None and progress.status == 200
+    assert "/done/" in page.url and steps >= 4, steps
+    assert {step: problems for step, problems in found.items() if problems} == {}
