@@ -11,6 +11,13 @@ The arena runs on a release the size of en.0: 10 writers, 8 scenarios, 12 cells 
 ARENA_ROUNDS rounds of "show a pair" and "record a vote" by one voter (median and 95th
 percentile, with queries), and one recomputation of the results.
 
+A reading study (`--study`, or with the rest unless `--skip-study`) opens on the studies'
+tests' release (four writers, two public scenarios, T1 under C0-C3) and lets STUDY_READERS
+simulated readers walk the reader's path through the test client; it times each answer
+page a reader sends (baseline, then the attitude and knowledge questions after each text:
+recording one reader's answers), median and 95th percentile, with queries, and the whole
+path per reader.
+
 A release of 200 models joins them (4,800 texts), and each page of a published release is also
 timed as a conditional request with its ETag (the 304 a CDN's revalidation gets).
 
@@ -19,7 +26,8 @@ settings, loopback only) and sends LOAD_REQUESTS requests over the public pages 
 200-model release at 8 and at 64 connections, first whole, then conditional: p50 and p99 of
 the latency, requests per second, and every answer that was neither 200 nor 304 as an error.
 
-    .venv/bin/python bench/pages.py [--load] [--skip-arena]
+    .venv/bin/python bench/pages.py [--load] [--skip-arena] [--skip-study]
+    .venv/bin/python bench/pages.py --study      (the reading study alone, about a minute)
 """
 
 from __future__ import annotations
@@ -87,6 +95,9 @@ def main() -> None:
     arguments = set(sys.argv[1:])
     with tempfile.TemporaryDirectory() as workdir:
         setup(workdir)
+        if "--study" in arguments:
+            study(workdir)
+            return
         from django.test import Client
 
         from audits_app.tests.factories import published_release_create
@@ -108,6 +119,107 @@ def main() -> None:
             load(workdir, RELEASES[-1][0])
         if "--skip-arena" not in arguments:
             arena(workdir)
+        if "--skip-study" not in arguments:
+            study(workdir)
+
+
+# ---------------------------------------------------------------------------------------------
+# A reading study: recording one reader's answers
+# ---------------------------------------------------------------------------------------------
+
+STUDY_READERS = 24
+
+
+def study(workdir: str) -> None:
+    import numpy as np
+    from django.conf import settings
+    from django.test import Client
+
+    from audits_app.arena.tests.conftest import staff_user
+    from audits_app.calibration.studies import services
+    from audits_app.calibration.studies.simulation import _panel_answers, walk
+    from audits_app.calibration.studies.tests.conftest import plan, study_approve
+    from audits_app.models import StudyParticipant
+    from runs_app.readers import load_panel
+
+    settings.MEDIA_ROOT = Path(workdir) / "media"
+    release = study_release()
+    publisher = staff_user("pat", "publisher")
+    reading = services.study_create(release=release, user=publisher, plan=plan(
+        readers_per_position=STUDY_READERS))
+    study_approve(reading, publisher)
+    reading = services.study_open(study=reading, user=publisher)
+    config = release.parsed_config()
+    positions = load_panel(config.panel, config.language).positions
+    panel, rng = _panel_answers(reading), np.random.default_rng(1)
+    answers, paths = [], []
+
+    class TimedClient(Client):
+        """Times each POST that carries a reader's answers (fields A1..., K1..., attention)."""
+
+        def post(self, path, data=None, *args, **kwargs):
+            from django.db import connection
+            from django.test.utils import CaptureQueriesContext
+
+            if not (path.endswith("/go/") and any(key[:1] in "AK" for key in data or {})):
+                return super().post(path, data, *args, **kwargs)
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                response = super().post(path, data, *args, **kwargs)
+                answers.append(((time.perf_counter() - started) * 1000, len(captured)))
+            assert response.status_code == 302, response.status_code
+            return response
+
+    for index in range(STUDY_READERS):
+        position = positions[index % len(positions)]
+        address = f"198.18.7.{index + 1}"
+        client = TimedClient(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR=address)
+        started = time.perf_counter()
+        walked = walk(reading, position.traits.model_dump(), rng, panel, index,
+                      platform_id=f"BENCH-{index}", client=client, simulated=True)
+        paths.append((time.perf_counter() - started) * 1000)
+        assert walked.completed, index
+    completed = StudyParticipant.objects.filter(study=reading,
+                                                completed_at__isnull=False).count()
+    times = sorted(ms for ms, _ in answers)
+    queries = sorted({count for _, count in answers})
+    print(f"\nreading study on {release.code}: {completed} of {STUDY_READERS} simulated readers "
+          f"completed, {len(times)} answer pages sent")
+    print(f"  {statistics.median(times):7.1f} ms median, {times[int(0.95 * len(times))]:.1f} ms "
+          f"p95, queries {queries[0]}-{queries[-1]}  record one page of a reader's answers")
+    print(f"  {statistics.median(paths):7.1f} ms median  a reader's whole path (consent to "
+          f"completion code, every GET and POST)")
+
+
+def study_release():
+    """The studies' tests' release (`audits_app.calibration.studies.tests.conftest`): the
+    arena's scenarios, the demo's configuration, the simulated public's answers, published."""
+    from django.conf import settings
+
+    from audits_app.arena.tests.conftest import HELD_OUT, PUBLIC
+    from audits_app.calibration.studies.tests.conftest import panel_answers
+    from audits_app.publication.services import release_publish
+    from audits_app.tests.factories import scenario_document
+    from audits_app.tests.test_selectors import build_world
+    from runs_app.models import Release, ReleaseStatus
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+    from scenarios_app.services import scenario_apply, scenarios_import
+
+    imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
+                                       for slug in [*PUBLIC, HELD_OUT]])
+    assert imported.ok, imported.problems
+    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    data.update(code="study.0", scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
+                conditions=["C0", "C1", "C2", "C3"],
+                bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+    release = release_create(config=ReleaseConfig.model_validate(data))
+    build_world(release)
+    panel_answers(release)
+    Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
+    release_publish(release=Release.objects.get(pk=release.pk))
+    return Release.objects.get(pk=release.pk)
 
 
 # ---------------------------------------------------------------------------------------------
