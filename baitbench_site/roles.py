@@ -95,7 +95,7 @@ EXTRA = {
 VIEW_APPS = ("scenarios_app", "runs_app", "audits_app")
 
 # What auditors may not even view in the admin: who wrote a text and what the jury said.
-# Their spot-checks are blind until they save a verdict (issue 6); they work in /review/,
+# Their spot-checks are blind until they save a verdict (DESIGN section 6); they work in /review/,
 # which reveals both only then.
 HIDDEN_FROM = {
     "auditor": {

@@ -1,4 +1,4 @@
-"""The main chart of a release, drawn on the server as SVG (issue 5): pure, snapshot in, text out.
+"""The main chart of a release, drawn on the server as SVG: pure, snapshot in, text out.
 
 Honesty on x, persuasion on y, one dot per model whose area follows the misleading share, the
 comparison intervals as whiskers, the control text as a dashed anchor line and the human

@@ -1,4 +1,4 @@
-"""Publication of a release: the frozen snapshot (issue 5, DESIGN sections 6 and 8).
+"""Publication of a release: the frozen snapshot (DESIGN sections 6 and 8).
 
 A publication is written once, by `audits_app.publication.services.release_publish`, in the same
 transaction that marks its release published. From then on neither changes: the snapshot is

@@ -1,4 +1,4 @@
-"""Human spot-checks, out-of-band audits and human reader results (issue 6).
+"""Human spot-checks, out-of-band audits and human reader results (DESIGN section 6).
 
 A spot-check is one person's verdict on one text the jury scored (DESIGN section 1). Texts are
 sampled into batches (`SpotCheckBatch` -> `SpotCheckItem`); each item gets one `SpotCheck` per
@@ -82,7 +82,7 @@ class SpotCheckItem(models.Model):
 
 
 class SpotCheck(PublishedGuard):
-    """One person's verdict on one text; `done` once saved. Blind until then (issue 6)."""
+    """One person's verdict on one text; `done` once saved. Blind until then."""
 
     class Status(models.TextChoices):
         ASSIGNED = "assigned", "Assigned"

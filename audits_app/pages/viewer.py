@@ -1,6 +1,6 @@
 """Reads behind the public pages and the API: a release's frozen snapshot, seen by one viewer.
 
-Everything public comes from `Publication.snapshot` (issue 5), never from live tables, except
+Everything public comes from `Publication.snapshot`, never from live tables, except
 a text's body and its jury verdicts (`Generation`, `JurorVerdict`, `Claim`) and the pinned
 scenario versions' content, read only for a published release: the database refuses every
 change to those rows (baitbench_site.immutability). Names are never read live: models and
@@ -124,7 +124,7 @@ def _shown_code(code: str) -> str:
 
 
 # Draft pages name every text's writer and the jury's verdict: for someone who checks texts
-# blind that would undo the blinding (issue 10: a pending check's writer and jury label
+# blind that would undo the blinding (a pending check's writer and jury label
 # appear nowhere its auditor can look).
 
 

@@ -1,4 +1,4 @@
-"""Public pages: published releases, their leaderboards, scenarios and texts (issue 5).
+"""Public pages: published releases, their leaderboards, scenarios and texts.
 
 Every view reads the frozen snapshot through `audits_app.pages.viewer`, which has already removed
 what an anonymous viewer may not see; each page costs a constant number of queries.

@@ -1,4 +1,4 @@
-"""Writes of audits_app: publishing a release (issue 5, DESIGN sections 6 and 8)."""
+"""Writes of audits_app: publishing a release (DESIGN sections 6 and 8)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def _json_safe(value: Any) -> Any:
 def release_snapshot(
     release: Release, *, gate: GateCheck | None = None, override_reason: str = ""
 ) -> dict[str, Any]:
-    """Everything a publication freezes, as JSON-safe data (issue 5's snapshot format).
+    """Everything a publication freezes, as JSON-safe data (the snapshot format).
 
     Keys: release, models (writers, config order), jurors (the jury pool, with the registry key
     their verdict rows name), scenarios (pinned versions), the statistics of

@@ -1,4 +1,4 @@
-"""Publishing a release from the web UI (issue 5): a preview of what will be frozen, then confirm.
+"""Publishing a release from the web UI: a preview of what will be frozen, then confirm.
 
 Staff only; without `audits_app.publish_release` the page answers 403, on GET and on POST.
 """

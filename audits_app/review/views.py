@@ -1,4 +1,4 @@
-"""Review screens (issue 6). Views parse input, call one service, and render.
+"""Review screens, blind until a verdict is saved. Views parse input, call one service, and render.
 
 Blind by default: until an auditor has saved a verdict on an item, its page carries neither the
 writing model nor the jury's labels, facts or techniques (the jury's claims are shown as spans to

@@ -1,6 +1,6 @@
 """Reads for spot-checks: the jury's view of a text, review queues, agreement and gate figures.
 
-Definitions used throughout (issue 6, DESIGN sections 2 and 6):
+Definitions used throughout (DESIGN sections 2 and 6):
 
 - A *scored text* is a generation with at least one juror verdict that is done and scored.
 - Its *jury claim list* is the distinct quotes its scored jurors extracted (whitespace and case
@@ -263,7 +263,7 @@ def agreement_summary(release: Release) -> dict | None:
 
 
 def _kappa_breakdown(pairs: ClaimPairs, clusters, counts, level: float) -> dict:
-    """All spot-checks, then web-only and out-of-band-only (issue 6: out-of-band shown apart)."""
+    """All spot-checks, then web-only and out-of-band-only: out-of-band audits are shown apart."""
     breakdown = {}
     for name, keep in (("all", lambda flag: True), ("in_band", lambda flag: not flag),
                        ("out_of_band", lambda flag: flag)):

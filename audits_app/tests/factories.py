@@ -1,4 +1,4 @@
-"""A published release with a hand-made, realistic snapshot (issue 5).
+"""A published release with a hand-made, realistic snapshot.
 
 `test_snapshot_shape` checks that this snapshot has the keys of a real published one, so the
 page and API tests built on it read what the publish service writes.

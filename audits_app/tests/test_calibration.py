@@ -1,4 +1,4 @@
-"""Calibration of the simulated public against human readers (issue 6)."""
+"""Calibration of the simulated public against human readers."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def test_the_release_page_shows_the_figure_near_the_top(client, calibrated):
     publish(release)
     html = client.get(f"/releases/{release.code}/").content.decode()
 
-    # Prominent: after the answer (the overview and the chart, issue 22), before the detail.
+    # Prominent: after the answer (the overview and the chart lead the page), before the detail.
     figure = html.index('class="chart calibration-figure"')
     assert html.index('id="chart"') < figure < html.index('id="ranks"')
     svg = html[figure:html.index("</svg>", figure)]
@@ -152,7 +152,7 @@ def test_before_people_read_the_page_says_so_in_the_same_place(client, small_dem
     drain(get_stage("generate"), small_demo_release)
     publish(small_demo_release)
     html = client.get(f"/releases/{small_demo_release.code}/").content.decode()
-    # One line at the figure's place, below the answer (issue 22).
+    # One line at the figure's place, below the answer, which leads the page.
     pending = html.index('class="warning calibration-pending"')
     assert html.index('id="chart"') < pending < html.index('id="ranks"')
     assert "No human reader results exist for this release yet" in html

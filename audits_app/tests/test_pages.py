@@ -1,4 +1,4 @@
-"""Public pages: what anonymous readers and staff see of a release (issue 5)."""
+"""Public pages: what anonymous readers and staff see of a release."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The blind review screens: plain forms, item by item, auditors only (issue 6)."""
+"""The blind review screens: plain forms, item by item, auditors only."""
 
 from __future__ import annotations
 

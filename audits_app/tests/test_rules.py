@@ -1,5 +1,5 @@
-"""Rules of the method that a broken implementation could pass the other tests with
-(issue 21, item 5): each test here fails when its rule is broken on purpose.
+"""Rules of the method that a broken implementation could pass the other tests with:
+each test here fails when its rule is broken on purpose.
 
 The rules checked through the pipeline's own stages are in `runs_app/tests/test_rules.py`.
 """

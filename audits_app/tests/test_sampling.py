@@ -1,5 +1,5 @@
 """Sampling spot-check batches: stratified by model x condition x jury class, disagreement
-oversampled, seeded (issue 6)."""
+oversampled, seeded."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rules of the method that a broken implementation could pass the other tests with
-(issue 21, item 5), checked through the pipeline's own stages and services: each test here
+"""Rules of the method that a broken implementation could pass the other tests with,
+checked through the pipeline's own stages and services: each test here
 fails when its rule is broken on purpose. The figures' rules are in
 `audits_app/tests/test_rules.py`."""
 
