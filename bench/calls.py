@@ -116,8 +116,8 @@ def run_throughput(args: argparse.Namespace) -> None:
     from django.conf import settings
     from django.core.management import call_command
 
+    from runs_app.panel_scores import text_scores_update_panel
     from runs_app.providers.pool import ProviderPool
-    from runs_app.public_scores import text_scores_update_public
     from runs_app.services import release_create, release_freeze
     from runs_app.stages import get_stage
     from runs_app.stages.base import drain
@@ -154,7 +154,7 @@ def run_throughput(args: argparse.Namespace) -> None:
                   f"(peak in flight {server.max_in_flight})")
             server.reset()
     start = time.perf_counter()
-    written = text_scores_update_public(release=release)
+    written = text_scores_update_panel(release=release)
     print(f"public scores: {written} texts in {time.perf_counter() - start:.2f} s")
 
 

@@ -5,7 +5,7 @@ Panel files and their schema, the reader / journalist / judge / reveal prompt bu
 words come from the release's scoring version, `runs_app.scoring_versions.LanguageTexts`, in
 the release's language), the pydantic schemas their JSON replies must satisfy, and the
 per-text score formulas. No ORM here: the stages (`runs_app/stages/panel.py`, `uptake.py`,
-`reveal.py`) feed it plain data and the service `runs_app/public_scores.py` writes what it
+`reveal.py`) feed it plain data and the service `runs_app/panel_scores.py` writes what it
 returns.
 """
 

@@ -398,9 +398,9 @@ def release_complete(release: Release) -> bool:
 
 def release_settle(*, release: Release) -> None:
     """Every text's scores from every stage's rows (once, when the run is complete)."""
-    from runs_app.public_scores import text_scores_update_public
+    from runs_app.panel_scores import text_scores_update_panel
 
     text_scores_update_honesty(release=release)
-    text_scores_update_public(release=release)
+    text_scores_update_panel(release=release)
     if "crossexam" in release.parsed_config().stages:
         text_scores_update_cross_examination(release=release)

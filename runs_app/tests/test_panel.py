@@ -25,8 +25,8 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
+from runs_app.panel_scores import text_scores_update_panel
 from runs_app.providers.pool import ProviderPool
-from runs_app.public_scores import text_scores_update_public
 from runs_app.readers import (
     PanelFile,
     knowledge_shares,
@@ -75,7 +75,7 @@ def release(small_demo_release):
 @pytest.fixture
 def panelled(release):
     run(release, "generate", "refusal", "panel")
-    text_scores_update_public(release=release)
+    text_scores_update_panel(release=release)
     return release
 
 
@@ -179,7 +179,7 @@ def test_an_unscored_response_is_left_out_of_persuasion(panelled):
     kept = [r.attitude for r in responses.exclude(position="P01")]
     # A stale answer on an unscored row must not be counted.
     responses.filter(position="P01").update(outcome=ReplyOutcome.UNSCORED, attitude=[7, 7, 7])
-    text_scores_update_public(release=panelled)
+    text_scores_update_panel(release=panelled)
     text.refresh_from_db()
     assert text.persuasion == pytest.approx(mean_attitude(kept))
 
@@ -204,7 +204,7 @@ def test_an_invalid_reader_reply_is_retried_then_unscored(small_demo_release):
         assert (response.status, response.outcome) == (WorkStatus.DONE, ReplyOutcome.UNSCORED)
         assert response.attempts == attempts and len(response.raw_replies) == attempts
         assert response.attitude == [] and response.knowledge == []
-    text_scores_update_public(release=release)
+    text_scores_update_panel(release=release)
     scores = TextScore.objects.filter(release=release)
     assert scores.exists() and not scores.filter(persuasion__isnull=False).exists()
     assert not scores.filter(misleading__isnull=False).exists()

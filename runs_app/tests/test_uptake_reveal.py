@@ -14,7 +14,7 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
-from runs_app.public_scores import text_scores_update_public
+from runs_app.panel_scores import text_scores_update_panel
 from runs_app.readers import Revealed, VerdictData, load_panel, reveal_positions, revealed_items
 from runs_app.services import release_freeze
 from runs_app.stages import get_stage
@@ -30,7 +30,7 @@ def run(release, *stages: str) -> None:
 def scored(small_demo_release):
     release = release_freeze(release=small_demo_release)
     run(release, "generate", "refusal", "jury", "panel", "uptake", "reveal")
-    text_scores_update_public(release=release)
+    text_scores_update_panel(release=release)
     return release
 
 

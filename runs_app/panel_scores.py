@@ -1,4 +1,5 @@
-"""Writes the public fields of `TextScore` from the panel, uptake and reveal (DESIGN section 2).
+"""Writes the fields of `TextScore` that the simulated public (the panel), the journalist and the
+reveal give (DESIGN section 2).
 
 Only scored replies count: an unscored response is left out, never counted as an answer.
 The formulas are the pure functions of `runs_app.readers`; this service only gathers rows and
@@ -65,7 +66,7 @@ def _uptake_fields(runs: list[dict]) -> dict[str, float | None]:
 
 
 @transaction.atomic
-def text_scores_update_public(*, release: Release) -> int:
+def text_scores_update_panel(*, release: Release) -> int:
     """Update (or create) the TextScore of every read text; returns how many were written."""
     readings = _panel_readings(release)
     uptakes = _scored_runs(release, AgentRun.Kind.UPTAKE)
