@@ -35,7 +35,7 @@ from runs_app.scoring_versions import LanguageTexts
 __all__ = ["PAIR_PURPOSE", "PairReply", "load_panel", "pair_request", "parse_pair_reply",
            "reader_brief"]
 
-# The fixture provider answers this purpose offline (runs_app.providers.fixture_readers).
+# The fixture provider answers this purpose offline (runs_app.providers.fixture.readers).
 PAIR_PURPOSE = "pair_reader"
 PAIR_MAX_TOKENS = 200
 

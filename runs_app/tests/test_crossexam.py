@@ -36,7 +36,7 @@ from runs_app.models import (
 )
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.fixture import ROLES
-from runs_app.providers.fixture_crossexam import answer_judge_role
+from runs_app.providers.fixture.crossexam import answer_judge_role
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import load_scoring_file

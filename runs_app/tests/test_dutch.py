@@ -21,7 +21,7 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
-from runs_app.providers.fixture_readers import _trust
+from runs_app.providers.fixture.readers import _trust
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import load_panel
 from runs_app.schemas import ReleaseConfig
