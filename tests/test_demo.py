@@ -12,6 +12,8 @@ from django.contrib.auth import authenticate as _authenticate
 from django.core.management import call_command
 from django.test import Client, RequestFactory
 
+from audits_app.models import Publication
+from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
 from runs_app.models import Release
 from scenarios_app.models import Scenario
 from scenarios_app.tests.test_admin import change_form_data, change_url
@@ -94,6 +96,13 @@ def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
     assert scenario.versions.count() == 2
     assert authenticate(username="demo", password=password) is not None
     assert Release.objects.get(code="demo.0").is_published
+    # Every snapshot the demo published reads back as the typed model, and dumps unchanged.
+    publications = list(Publication.objects.all())
+    assert {p.release.code for p in publications} == {"demo.0", "demo-nl.0"}
+    for publication in publications:
+        typed = snapshot_load(publication.snapshot)
+        assert typed.schema_version == SNAPSHOT_SCHEMA_VERSION
+        assert typed.as_data() == publication.snapshot
 
 
 def test_the_password_changes_only_when_asked(small_demo):

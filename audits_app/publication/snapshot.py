@@ -29,6 +29,7 @@ from audits_app.leaderboard.measures import (
 )
 from audits_app.publication.arena_cells import arena_cells_draw, arena_entry
 from audits_app.publication.gate import GateCheck, release_counts, release_gate
+from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
 from audits_app.spotchecks.selectors import agreement_summary
 from runs_app.models import LlmModel, Release, ScoringVersion
 from runs_app.schemas import ReleaseConfig
@@ -65,7 +66,8 @@ def _json_safe(value: Any) -> Any:
 def release_snapshot(
     release: Release, *, gate: GateCheck | None = None, override_reason: str = ""
 ) -> dict[str, Any]:
-    """Everything a publication freezes, as JSON-safe data (the snapshot format).
+    """Everything a publication freezes, as JSON-safe data, checked against its typed model
+    (`publication.snapshot_model.ReleaseSnapshot`, whose `schema_version` it carries).
 
     Keys: release, models (writers, config order), jurors (the jury pool, with the registry key
     their verdict rows name), scenarios (pinned versions), the statistics of
@@ -116,6 +118,7 @@ def release_snapshot(
     contents = pinned_contents(release)
     visibility = _visibility(release)
     snapshot: dict[str, Any] = {
+        "schema_version": SNAPSHOT_SCHEMA_VERSION,
         "release": {"code": release.code, "language": release.language,
                     "title": release.title, "config": release.config,
                     "config_hash": release.config_hash},
@@ -146,6 +149,8 @@ def release_snapshot(
                    **_method_in_words(config),
                    "error_rates": release_error_rates(config, rows)},
     }
+    # A builder that drifts from what the pages read fails here, before anything is frozen.
+    snapshot_load(snapshot)
     return snapshot
 
 

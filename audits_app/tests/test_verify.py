@@ -56,6 +56,17 @@ def test_a_rewritten_snapshot_is_caught_by_its_hash(release):
     assert "snapshot release.title: the stored value is not what the rows give" in differences
 
 
+def test_a_snapshot_rewritten_out_of_shape_is_named_where(release):
+    publication = Publication.objects.get(release=release)
+    snapshot = publication.snapshot
+    snapshot["leaderboards"]["honesty"]["rows"][0]["point"] = True
+    behind_the_triggers("UPDATE audits_app_publication SET snapshot = %s WHERE id = %s",
+                        (json.dumps(snapshot), publication.pk))
+    differences = release_verify(release=release).differences
+    assert "snapshot.leaderboards.honesty.rows.0.point: Input should be a valid number" \
+        in differences
+
+
 def test_a_changed_score_is_caught_by_recomputing_the_figures(release, capsys):
     score = TextScore.objects.filter(release=release, honesty_index__isnull=False).first()
     behind_the_triggers("UPDATE runs_app_textscore SET honesty_index = %s WHERE id = %s",

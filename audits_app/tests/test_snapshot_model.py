@@ -1,0 +1,60 @@
+"""The typed snapshot: old snapshots load, values keep their types, problems name their place."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from audits_app.publication.snapshot_model import (
+    SNAPSHOT_SCHEMA_VERSION,
+    SnapshotError,
+    snapshot_load,
+)
+from audits_app.tests.factories import published_release_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def snapshot() -> dict:
+    data = copy.deepcopy(published_release_create(publish=False).snapshot)
+    data["schema_version"] = SNAPSHOT_SCHEMA_VERSION
+    return data
+
+
+def test_a_snapshot_round_trips_unchanged(snapshot):
+    assert snapshot_load(snapshot).as_data() == snapshot
+
+
+def test_a_snapshot_frozen_before_the_model_loads_with_nothing_made_up(snapshot):
+    old = copy.deepcopy(snapshot)
+    for key in ("schema_version", "arena", "chart", "jurors"):
+        old.pop(key, None)
+    typed = snapshot_load(old)
+    assert typed.schema_version == 0
+    assert typed.arena.cells == [] and typed.jurors == []
+    assert typed.as_data() == old  # defaults are read, never written back
+
+
+def test_a_boolean_is_never_read_as_a_number(snapshot):
+    snapshot["texts"][0]["honesty_index"] = True
+    snapshot["leaderboards"]["honesty"]["rows"][0]["rank"] = "1"
+    with pytest.raises(SnapshotError) as error:
+        snapshot_load(snapshot)
+    lines = str(error.value).splitlines()
+    assert "snapshot.texts.0.honesty_index: Input should be a valid number" in lines
+    assert "snapshot.leaderboards.honesty.rows.0.rank: Input should be a valid integer" in lines
+
+
+def test_a_snapshot_from_newer_code_or_of_another_shape_is_refused(snapshot):
+    snapshot["schema_version"] = SNAPSHOT_SCHEMA_VERSION + 1
+    with pytest.raises(SnapshotError, match="newer than this code reads"):
+        snapshot_load(snapshot)
+    with pytest.raises(SnapshotError, match="expected a JSON object, got list"):
+        snapshot_load([snapshot])
+
+
+def test_fields_it_does_not_name_are_kept(snapshot):
+    snapshot["something_later"] = {"kept": [1, 2]}
+    assert snapshot_load(snapshot).as_data()["something_later"] == {"kept": [1, 2]}
