@@ -83,4 +83,4 @@ def call_request(purpose: str, *, config: ReleaseConfig, model: str,
     return CompletionRequest(
         model=model, messages=tuple(messages), max_tokens=budget,
         seed=seed if kind.seeded else None, temperature=kind.temperature,
-        json_mode=kind.json_mode, purpose=purpose, reasoning_tokens=cap or None)
+        json_mode=kind.json_mode, purpose=purpose, reasoning_cap=cap or None)

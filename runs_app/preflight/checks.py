@@ -85,8 +85,8 @@ def _with_call(need: Need, profile: CallProfile, label: str,
     if budget > need.output:
         need = dataclasses.replace(need, output=budget, output_call=label, output_writes=writes,
                                    reasoning=profile.reasoning_tokens
-                                   + (request.reasoning_tokens or 0))
-    if not writes and not request.reasoning_tokens and not need.roomless_call:
+                                   + (request.reasoning_cap or 0))
+    if not writes and not request.reasoning_cap and not need.roomless_call:
         need = dataclasses.replace(need, roomless_call=label,
                                    roomless_role=CALL_KINDS[request.purpose].role)
     sent = dict(need.parameters)

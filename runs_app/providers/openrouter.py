@@ -257,9 +257,9 @@ def request_body(request: CompletionRequest) -> dict[str, Any]:
         body["temperature"] = request.temperature
     if request.json_mode:
         body["response_format"] = {"type": "json_object"}
-    if request.reasoning_tokens:
+    if request.reasoning_cap:
         # Reasoning stays in the reply (`exclude` left at its default), stored apart.
-        body["reasoning"] = {"max_tokens": request.reasoning_tokens}
+        body["reasoning"] = {"max_tokens": request.reasoning_cap}
     return body
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from runs_app.models import OpenRouterModelsList, Release
 from runs_app.preflight import prompt_inputs, release_preflight
+from runs_app.preflight.estimate import call_cost
 from runs_app.preflight.profiles import call_profiles
 from runs_app.providers.models_list import (
     ModelListing,
@@ -203,6 +204,10 @@ def test_a_model_declared_reasoning_or_not_passes_and_preflight_checks_what_is_s
     juror = next(p for p in call_profiles(prompt_inputs(release)) if p.purpose == "juror T1")
     assert juror.budget("delta/judge") == 4000 + (2048 if reasons else 0)
     assert juror.budget("epsilon/judge") == 4000
+    # The high estimate pays for the reasoning cap too (at the completion price).
+    (_, delta), (_, epsilon) = (call_cost(juror, 1, listing(model_id))
+                                for model_id in ("delta/judge", "epsilon/judge"))
+    assert delta - epsilon == pytest.approx(juror.attempts * (2048 if reasons else 0) * 2e-6)
 
 
 @pytest.mark.django_db
