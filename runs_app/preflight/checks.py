@@ -106,8 +106,8 @@ def _per_million(price: float) -> str:
 def model_checks(model_id: str, roles: list[str], listing: ModelListing | None,
                  need: Need | None, models: ModelsList,
                  declared: bool | None = None) -> list[Check]:
-    """`declared`: what the release says of the model's reasoning (`ModelSpec.reasons`)."""
-    """Every check of one model: one failed line per problem, else one line saying so."""
+    """Every check of one model: one failed line per problem, else one line saying so.
+    `declared` is what the release says of the model's reasoning (`ModelSpec.reasons`)."""
     who = f"{model_id} ({', '.join(roles)})"
     if model_id.startswith(FIXTURE_PREFIX):
         return [Check(True, model_id, f"{who}: fixture model, offline: free, no context or "
@@ -164,17 +164,19 @@ REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
 
 def _reasoning_problems(who: str, listing: ModelListing, need: Need,
                         declared: bool | None) -> list[str]:
-    """One line when a model that can reason has a structured reply with no reasoning room
-    and the release has not said that it reasons only when asked: its reasoning would be
-    spent out of the reply budget and replies cut at the limit, unscored after paid calls
-    (`runs_app.call_kinds`). A list that states no parameters is not read as "none"."""
+    """One line when a model that reasons (declared so, or able to by the list and not said
+    to reason only when asked) has a structured reply with no reasoning room: its reasoning
+    would be spent out of the reply budget and replies cut at the limit, unscored after paid
+    calls (`runs_app.call_kinds`). A list that states no parameters is not read as "none"."""
     supported = set(listing.supported_parameters or ())
-    if not need.roomless_call or declared is False or not supported & REASONING_PARAMETERS:
+    if not need.roomless_call or declared is False:
         return []
     if declared:
         return [f"{who}: reasons (declared `reasons: true`), but {need.roomless_call} gives "
                 f"it no reasoning room (reply_reasoning.{need.roomless_role} is 0): its "
                 f"reasoning would use up the reply budget and cut replies at the limit"]
+    if not supported & REASONING_PARAMETERS:
+        return []
     return [f"{who}: can reason (the models list's supported_parameters name "
             f"{', '.join(sorted(supported & REASONING_PARAMETERS))}) and the release does not "
             f"say whether it does: its reasoning would come out of the reply budget of "

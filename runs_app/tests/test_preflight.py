@@ -223,11 +223,13 @@ def test_a_declared_reasoning_model_lacking_the_parameter_or_the_room_fails_in_o
         gamma_judge={"supported_parameters": REASONING_PARAMETERS})
     code, output = preflight("or.0")
     assert code == 1
-    # With no room given, nothing is sent for delta's reasoning: only the room is missing.
+    # With no room given, no reasoning setting is sent, so delta's list lacks nothing sent:
+    # a model declared reasoning still needs room, whatever its list says.
+    no_room = ("(juror): reasons (declared `reasons: true`), but jury juror T1 gives it no "
+               "reasoning room (reply_reasoning.juror is 0): its reasoning would use up the "
+               "reply budget and cut replies at the limit")
     assert sorted(failed(output)) == [
-        "FAIL  epsilon/judge (juror): reasons (declared `reasons: true`), but jury juror T1 "
-        "gives it no reasoning room (reply_reasoning.juror is 0): its reasoning would use up "
-        "the reply budget and cut replies at the limit",
+        f"FAIL  delta/judge {no_room}", f"FAIL  epsilon/judge {no_room}",
         "FAIL  gamma/judge (juror, reader, journalist): can reason (the models list's "
         "supported_parameters name include_reasoning, reasoning) and the release does not "
         "say whether it does: its reasoning would come out of the reply budget of refusal "
