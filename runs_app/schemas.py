@@ -35,6 +35,38 @@ class ModelSpec(_Strict):
     id: Annotated[str, Field(min_length=3, pattern=r"^[\w.\-:]+/[\w.\-:@]+$")]
     family: Annotated[str, Field(min_length=1)]
     name: Annotated[str, Field(min_length=1)]
+    # Does the model reason unasked? true: its structured replies get reasoning room
+    # (`reply_reasoning`, `runs_app.call_kinds`); false: it reasons only when asked
+    # (Anthropic's thinking models) and is sent no reasoning setting; None: not stated, and
+    # preflight fails a model whose models-list entry supports `reasoning`. Optional: a
+    # configuration stored without it sends what it always sent.
+    reasons: bool | None = None
+
+
+# Anthropic's thinking budget starts at 1,024 tokens, and OpenRouter passes a reasoning
+# cap on as that budget: a smaller cap would be refused.
+SMALLEST_REASONING_CAP = 1024
+
+
+class ReplyReasoning(_Strict):
+    """The reasoning cap (`reasoning.max_tokens`) of a reasoning model's structured replies,
+    per role, in tokens; its request asks for the reply budget plus this cap
+    (`runs_app.call_kinds`). 0: no room, and preflight fails a reasoning model in that
+    role."""
+
+    juror: int = 2048  # jury verdicts
+    reader: int = 1024  # the simulated public and the refusal check (the reader model)
+    journalist: int = 1024  # the journalist: its story, frame judgement and questions
+    judge: int = 2048  # the cross-examination's answer judge (a juror model)
+
+    @model_validator(mode="after")
+    def _caps_providers_accept(self) -> ReplyReasoning:
+        for role, cap in self.model_dump().items():
+            if cap < 0 or 0 < cap < SMALLEST_REASONING_CAP:
+                raise ValueError(f"{role}: {cap} is neither 0 (no reasoning room) nor at "
+                                 f"least {SMALLEST_REASONING_CAP:,} (the smallest reasoning "
+                                 f"budget providers accept)")
+        return self
 
 
 class Weights(_Strict):
@@ -146,6 +178,9 @@ class ReleaseConfig(_Strict):
     reasoning_budget: Annotated[int, Field(ge=0)] = 16_000
     max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
     max_reply_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    # Optional, like every field added since the first releases: a stored configuration
+    # keeps its hash, and without a model declared `reasons` nothing it sends changes.
+    reply_reasoning: ReplyReasoning = ReplyReasoning()
     weights: Weights = Weights()
     # The scoring version (runs_app/scoring/NAME.yaml): a name in a release file, pinned as
     # name@content-hash when the release is created; None only in configurations stored
@@ -199,6 +234,10 @@ class ReleaseConfig(_Strict):
     def max_tokens(self) -> int:
         """Text budget plus reasoning tokens: writers keep their own reasoning default."""
         return self.text_budget + self.reasoning_budget
+
+    def reasons(self, model_id: str) -> bool:
+        """Does the release declare this model as reasoning by default?"""
+        return any(spec.reasons is True for spec in self.models if spec.id == model_id)
 
     def family_of(self, model_id: str) -> str:
         return next(spec.family for spec in self.models if spec.id == model_id)

@@ -50,7 +50,8 @@ METHOD_NOTE = (
     f"({', '.join(f'{t} {w} words' for t, w in TYPICAL_TEXT_WORDS.items())}), typical replies "
     f"({', '.join(f'{role} {n}' for role, n in TYPICAL_REPLY_TOKENS.items())} tokens), no "
     f"reasoning; high = every call retried to max_attempts / max_reply_attempts, each with "
-    f"full-budget texts and its whole completion budget (writers: text + reasoning budget)")
+    f"full-budget texts and its whole completion budget, reasoning included (writers: text + "
+    f"reasoning budget; a declared reasoning model's replies: reply budget + reasoning cap)")
 
 
 @dataclasses.dataclass(frozen=True)

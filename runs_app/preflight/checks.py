@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 
+from runs_app.call_kinds import CALL_KINDS, call_request
 from runs_app.preflight.profiles import CallProfile
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.models_list import ModelListing, ModelsList
@@ -33,30 +34,21 @@ class Need:
     context_call: str
     output: int
     output_call: str
-    reasoning: int = 0  # of `output`, the reasoning budget (writers)
+    reasoning: int = 0  # of `output`, the reasoning budget (a writer's, a reasoning cap)
+    output_writes: bool = False  # `output` is a writer's (text budget), not a reply's
     # Each request parameter its calls send -> the first call that sends it.
     parameters: tuple[tuple[str, str], ...] = ()
+    # The first structured-reply call sent with no reasoning room, and its role: where a
+    # model that reasons would spend its reply budget on reasoning.
+    roomless_call: str = ""
+    roomless_role: str = ""
 
 
-# The flags each kind of call (a profile's purpose, its first word) sets on its request, as
-# the stages build them: a writer's seed (its variant), a JSON reply for every structured
-# reply, and temperature 0 for the refusal check, the jurors and the answer judge.
-REQUEST_FLAGS: dict[str, dict] = {
-    "write": {"seed": 0},
-    "refusal": {"temperature": 0.0, "json_mode": True},
-    "juror": {"temperature": 0.0, "json_mode": True},
-    "answer_judge": {"temperature": 0.0, "json_mode": True},
-    "reader": {"json_mode": True}, "reveal": {"json_mode": True},
-    "journalist": {"json_mode": True}, "crossexam": {"json_mode": True},
-    "frame_judge": {},
-}
-
-
-def profile_parameters(profile: CallProfile) -> tuple[str, ...]:
-    """The request parameters a profile's calls send (`openrouter.sent_parameters`)."""
-    flags = REQUEST_FLAGS[profile.purpose.split()[0]]
-    return sent_parameters(CompletionRequest(model="", messages=(),
-                                             max_tokens=profile.max_tokens, **flags))
+def profile_request(profile: CallProfile, model_id: str,
+                    config: ReleaseConfig) -> CompletionRequest:
+    """The request a profile's calls to one model send, built as the stages build it
+    (`runs_app.call_kinds.call_request`): its parameters and budget are what is checked."""
+    return call_request(profile.purpose.split()[0], config=config, model=model_id, seed=0)
 
 
 def model_roles(config: ReleaseConfig) -> dict[str, list[str]]:
@@ -70,25 +62,37 @@ def model_roles(config: ReleaseConfig) -> dict[str, list[str]]:
     return roles
 
 
-def needs(profiles: list[CallProfile]) -> dict[str, Need]:
+def needs(profiles: list[CallProfile], config: ReleaseConfig) -> dict[str, Need]:
     found: dict[str, Need] = {}
     for profile in profiles:
-        context = profile.longest_prompt + profile.max_tokens
         label = f"{profile.stage} {profile.purpose}"
         for model_id, calls in profile.calls.items():
-            if not calls:
-                continue
-            need = found.get(model_id) or Need(0, "", 0, "")
-            if context > need.context:
-                need = dataclasses.replace(need, context=context, context_call=label)
-            if profile.max_tokens > need.output:
-                need = dataclasses.replace(need, output=profile.max_tokens, output_call=label,
-                                           reasoning=profile.reasoning_tokens)
-            sent = dict(need.parameters)
-            for name in profile_parameters(profile):
-                sent.setdefault(name, label)
-            found[model_id] = dataclasses.replace(need, parameters=tuple(sent.items()))
+            if calls:
+                found[model_id] = _with_call(found.get(model_id) or Need(0, "", 0, ""),
+                                             profile, label,
+                                             profile_request(profile, model_id, config))
     return found
+
+
+def _with_call(need: Need, profile: CallProfile, label: str,
+               request: CompletionRequest) -> Need:
+    """`need` grown by one kind of call to the model."""
+    budget = request.max_tokens
+    if profile.longest_prompt + budget > need.context:
+        need = dataclasses.replace(need, context=profile.longest_prompt + budget,
+                                   context_call=label)
+    writes = CALL_KINDS[request.purpose].role == "writer"
+    if budget > need.output:
+        need = dataclasses.replace(need, output=budget, output_call=label, output_writes=writes,
+                                   reasoning=profile.reasoning_tokens
+                                   + (request.reasoning_cap or 0))
+    if not writes and not request.reasoning_cap and not need.roomless_call:
+        need = dataclasses.replace(need, roomless_call=label,
+                                   roomless_role=CALL_KINDS[request.purpose].role)
+    sent = dict(need.parameters)
+    for name in sent_parameters(request):
+        sent.setdefault(name, label)
+    return dataclasses.replace(need, parameters=tuple(sent.items()))
 
 
 def _n(value: int) -> str:
@@ -100,8 +104,10 @@ def _per_million(price: float) -> str:
 
 
 def model_checks(model_id: str, roles: list[str], listing: ModelListing | None,
-                 need: Need | None, models: ModelsList) -> list[Check]:
-    """Every check of one model: one failed line per problem, else one line saying so."""
+                 need: Need | None, models: ModelsList,
+                 declared: bool | None = None) -> list[Check]:
+    """Every check of one model: one failed line per problem, else one line saying so.
+    `declared` is what the release says of the model's reasoning (`ModelSpec.reasons`)."""
     who = f"{model_id} ({', '.join(roles)})"
     if model_id.startswith(FIXTURE_PREFIX):
         return [Check(True, model_id, f"{who}: fixture model, offline: free, no context or "
@@ -118,6 +124,7 @@ def model_checks(model_id: str, roles: list[str], listing: ModelListing | None,
         failures += output_failure
         notes += output_note
         failures += _parameter_problems(who, listing, need)
+        failures += _reasoning_problems(who, listing, need, declared)
         if listing.context_length and not failures:
             notes.insert(0, f"context {_n(listing.context_length)} >= {_n(need.context)} needed")
     else:
@@ -151,6 +158,33 @@ def _parameter_problems(who: str, listing: ModelListing, need: Need) -> list[str
             f"every parameter they send (provider.require_parameters), so none would be served"]
 
 
+# Parameters by which the models list says a model can reason.
+REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
+
+
+def _reasoning_problems(who: str, listing: ModelListing, need: Need,
+                        declared: bool | None) -> list[str]:
+    """One line when a model that reasons (declared so, or able to by the list and not said
+    to reason only when asked) has a structured reply with no reasoning room: its reasoning
+    would be spent out of the reply budget and replies cut at the limit, unscored after paid
+    calls (`runs_app.call_kinds`). A list that states no parameters is not read as "none"."""
+    supported = set(listing.supported_parameters or ())
+    if not need.roomless_call or declared is False:
+        return []
+    if declared:
+        return [f"{who}: reasons (declared `reasons: true`), but {need.roomless_call} gives "
+                f"it no reasoning room (reply_reasoning.{need.roomless_role} is 0): its "
+                f"reasoning would use up the reply budget and cut replies at the limit"]
+    if not supported & REASONING_PARAMETERS:
+        return []
+    return [f"{who}: can reason (the models list's supported_parameters name "
+            f"{', '.join(sorted(supported & REASONING_PARAMETERS))}) and the release does not "
+            f"say whether it does: its reasoning would come out of the reply budget of "
+            f"{need.roomless_call} and cut replies at the limit; declare `reasons: true` "
+            f"under models (reasoning capped at reply_reasoning, the reply budget kept "
+            f"whole), or `reasons: false` for a model that reasons only when asked"]
+
+
 def _context_problems(who: str, listing: ModelListing, need: Need) -> list[str]:
     if listing.context_length is None:
         return [f"{who}: context length not stated on the models list; needs "
@@ -166,8 +200,9 @@ def _output_check(who: str, listing: ModelListing, need: Need) -> tuple[list[str
     if limit is None:
         return [], ["max output not stated (limited by the context only)"]
     if limit < need.output:
-        budget = (f"text budget {_n(need.output - need.reasoning)} + reasoning "
-                  f"{_n(need.reasoning)}" if need.reasoning else "its reply budget")
+        kind = "text" if need.output_writes else "reply"
+        budget = (f"{kind} budget {_n(need.output - need.reasoning)} + reasoning "
+                  f"{_n(need.reasoning)}" if need.reasoning else f"its {kind} budget")
         return [f"{who}: max output {_n(limit)} tokens < {_n(need.output)} requested by "
                 f"{need.output_call} ({budget})"], []
     return [], [f"max output {_n(limit)} >= {_n(need.output)}"]
@@ -187,7 +222,8 @@ def release_checks(config: ReleaseConfig, profiles: list[CallProfile],
     """Every check of a release. Without a list (`models` None) only fixture models and
     the family rule can be checked; the list's absence is itself a failed check."""
     checks: list[Check] = []
-    per_model = needs(profiles)
+    per_model = needs(profiles, config)
+    declared = {spec.id: spec.reasons for spec in config.models}
     roles = model_roles(config)
     offline_only = all(model_id.startswith(FIXTURE_PREFIX) for model_id in roles)
     if models is None and not offline_only:
@@ -199,6 +235,7 @@ def release_checks(config: ReleaseConfig, profiles: list[CallProfile],
         empty = ModelsList({}, source="")
         checks += model_checks(model_id, model_roles_,
                                models.get(model_id) if models else None,
-                               per_model.get(model_id), models or empty)
+                               per_model.get(model_id), models or empty,
+                               declared.get(model_id))
     checks.append(reader_family_check(config))
     return checks

@@ -4,7 +4,8 @@
   once), prompts with texts of typical length, replies of typical size, no reasoning.
 - **high**: every planned call retried to its limit (`max_attempts` for writers,
   `max_reply_attempts` for structured replies), each attempt sending a prompt whose texts
-  fill their budget and using its whole completion budget, a writer's reasoning included.
+  fill their budget and using its whole completion budget, reasoning included (a writer's
+  reasoning budget, a reasoning model's reasoning cap).
 
 Planned calls assume every text complies; refused texts are not scored, so they make the
 real cost lower, never higher. Fixture models cost nothing; a model with no known price is
@@ -56,9 +57,11 @@ def call_cost(profile: CallProfile, calls: float, listing: ModelListing) -> tupl
     reasoning = listing.price_per_reasoning_token or completion
     low = calls * (profile.prompt_low * prompt + profile.typical_reply * completion
                    + listing.request_price)
-    text_tokens = profile.max_tokens - profile.reasoning_tokens
+    # A reasoning model's structured replies may spend their reasoning cap as well.
+    thinking = profile.reasoning_budget(listing.id)
+    text_tokens = profile.budget(listing.id) - thinking
     per_attempt = (profile.prompt_high * prompt + text_tokens * completion
-                   + profile.reasoning_tokens * reasoning + listing.request_price)
+                   + thinking * reasoning + listing.request_price)
     return low, calls * profile.attempts * per_attempt
 
 

@@ -28,11 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from runs_app import crossexam as interview
+from runs_app.call_kinds import CALL_KINDS, call_request, reasoning_cap
 from runs_app.jury import PoolMember, juror_messages, jury_assignments, refusal_messages
 from runs_app.readers import (
-    JOURNALIST_MAX_TOKENS,
-    JUDGE_MAX_TOKENS,
-    READER_MAX_TOKENS,
     Revealed,
     journalist_messages,
     judge_messages,
@@ -44,7 +42,6 @@ from runs_app.readers import (
 )
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import ScoringFile
-from runs_app.stages.refusal import REPLY_MAX_TOKENS
 from scenarios_app.rendering import assemble_writer_prompt
 from scenarios_app.schemas import ScenarioFile
 
@@ -88,10 +85,22 @@ class CallProfile:
     prompt_low: float  # mean prompt tokens of a call when texts are of typical length
     prompt_high: float  # ... when every text fills its budget
     longest_prompt: int  # the longest prompt sampled, texts at their full budget
-    max_tokens: int  # the completion budget the call asks for
+    # The completion budget a call asks for (`runs_app.call_kinds`), of a model given no
+    # reasoning room; a reasoning model's structured replies add its cap (`budget`).
+    max_tokens: int
     typical_reply: float  # completion tokens of a typical reply, no reasoning
     attempts: int  # most calls one planned call may take (max_attempts, max_reply_attempts)
     reasoning_tokens: int = 0  # of max_tokens, the part left for reasoning (writers)
+    # model id -> the reasoning cap its requests add to max_tokens (reasoning models only)
+    reasoning_caps: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def budget(self, model_id: str) -> int:
+        """The `max_tokens` a call of this kind to this model sends."""
+        return self.max_tokens + self.reasoning_caps.get(model_id, 0)
+
+    def reasoning_budget(self, model_id: str) -> int:
+        """Of `budget`, the tokens that may go to reasoning."""
+        return self.reasoning_tokens + self.reasoning_caps.get(model_id, 0)
 
     @property
     def total_calls(self) -> float:
@@ -155,13 +164,21 @@ class _Sampler:
                 for document in documents for condition in self.config.conditions]
 
     def profile(self, stage: str, role: str, purpose: str, calls: Mapping[str, float], *,
-                low: Sequence[int], high: Sequence[int], max_tokens: int, reply: float,
-                attempts: int, reasoning: int = 0) -> CallProfile:
+                low: Sequence[int], high: Sequence[int], reply: float,
+                attempts: int) -> CallProfile:
+        """The budgets are the requests' own (`call_request`), so preflight checks what
+        the stages will send."""
+        kind = purpose.split()[0]
+        writes = CALL_KINDS[kind].role == "writer"
+        caps = {model: reasoning_cap(kind, model, self.config) for model in calls}
         return CallProfile(
             stage=stage, role=role, purpose=purpose, calls=dict(calls),
             prompt_low=statistics.fmean(low), prompt_high=statistics.fmean(high),
-            longest_prompt=max(high), max_tokens=max_tokens, typical_reply=reply,
-            attempts=attempts, reasoning_tokens=reasoning)
+            longest_prompt=max(high),
+            max_tokens=call_request(kind, config=self.config, model="").max_tokens,
+            typical_reply=reply, attempts=attempts,
+            reasoning_tokens=self.config.reasoning_budget if writes else 0,
+            reasoning_caps={model: cap for model, cap in caps.items() if cap})
 
     def texts_of(self, task: str) -> tuple[str, str]:
         """A typical text of the task and one that fills the text budget."""
@@ -184,8 +201,7 @@ class _Sampler:
             calls = {writer: self.cells_per_task / len(config.writers) for writer in config.writers}
             profiles.append(self.profile(
                 "generate", "writer", f"write {task}", calls, low=sizes, high=sizes,
-                max_tokens=config.max_tokens, reply=typical_text_tokens(task),
-                attempts=config.max_attempts, reasoning=config.reasoning_budget))
+                reply=typical_text_tokens(task), attempts=config.max_attempts))
         return profiles
 
     def refusal(self) -> list[CallProfile]:
@@ -199,14 +215,14 @@ class _Sampler:
                                                     text=full)) for p in prompts]
             profiles.append(self.reply_profile("refusal", "reader", "refusal", task,
                                                {self.config.reader: self.cells_per_task},
-                                               low, high, REPLY_MAX_TOKENS))
+                                               low, high))
         return profiles
 
     def reply_profile(self, stage: str, role: str, purpose: str, task: str,
-                      calls: Mapping[str, float], low: Sequence[int], high: Sequence[int],
-                      max_tokens: int) -> CallProfile:
+                      calls: Mapping[str, float], low: Sequence[int],
+                      high: Sequence[int]) -> CallProfile:
         return self.profile(stage, role, f"{purpose} {task}", calls, low=low, high=high,
-                            max_tokens=max_tokens, reply=TYPICAL_REPLY_TOKENS[purpose],
+                            reply=TYPICAL_REPLY_TOKENS[purpose],
                             attempts=self.config.max_reply_attempts)
 
     def jury(self) -> list[CallProfile]:
@@ -220,7 +236,7 @@ class _Sampler:
             high = [message_tokens(juror_messages(jury=self.jury_texts, document=d,
                                                   text=full)) for d in documents]
             profiles.append(self.reply_profile("jury", "juror", "juror", task, seats[task],
-                                               low, high, REPLY_MAX_TOKENS))
+                                               low, high))
         return profiles
 
     def juries(self) -> dict[tuple[str, str], list[tuple[str, ...]]]:
@@ -259,7 +275,6 @@ class _Sampler:
         # Every position reads the same stimuli: the baseline calls are exactly these prompts.
         profiles = [self.profile("panel", "reader", "reader baselines",
                                  {config.reader: len(baseline)}, low=baseline, high=baseline,
-                                 max_tokens=READER_MAX_TOKENS,
                                  reply=TYPICAL_REPLY_TOKENS["reader"],
                                  attempts=config.max_reply_attempts)]
         for task in config.tasks:
@@ -273,8 +288,7 @@ class _Sampler:
                                                                full)))
             profiles.append(self.reply_profile(
                 "panel", "reader", "reader", task,
-                {config.reader: self.cells_per_task * len(positions)}, low, high,
-                READER_MAX_TOKENS))
+                {config.reader: self.cells_per_task * len(positions)}, low, high))
         return profiles
 
     def reveal(self) -> list[CallProfile]:
@@ -297,8 +311,7 @@ class _Sampler:
                                                                full, revealed)))
             profiles.append(self.reply_profile(
                 "reveal", "reader", "reveal", task,
-                {config.reader: self.cells_per_task * len(positions)}, low, high,
-                READER_MAX_TOKENS))
+                {config.reader: self.cells_per_task * len(positions)}, low, high))
         return profiles
 
     def uptake(self) -> list[CallProfile]:
@@ -313,14 +326,12 @@ class _Sampler:
             profiles.append(self.reply_profile(
                 "uptake", "journalist", "journalist", task, calls,
                 [message_tokens(journalist_messages(self.texts, b, typical)) for b in briefs],
-                [message_tokens(journalist_messages(self.texts, b, full)) for b in briefs],
-                JOURNALIST_MAX_TOKENS))
+                [message_tokens(journalist_messages(self.texts, b, full)) for b in briefs]))
             # The frame judge runs when the journalist runs a story; planned as if always.
             profiles.append(self.reply_profile(
                 "uptake", "journalist", "frame_judge", task, calls,
                 [message_tokens(judge_messages(self.texts, typical, "Headline", story))],
-                [message_tokens(judge_messages(self.texts, full, "Headline", story))],
-                JUDGE_MAX_TOKENS))
+                [message_tokens(judge_messages(self.texts, full, "Headline", story))]))
         return profiles
 
     def crossexam(self) -> list[CallProfile]:
@@ -353,14 +364,13 @@ class _Sampler:
         questions = {config.journalist or "": self.cells_per_task * interview.FOLLOW_UPS}
         return [
             self.reply_profile("crossexam", "journalist", "crossexam", "T4", questions,
-                               *sizes["journalist"], interview.QUESTION_MAX_TOKENS),
+                               *sizes["journalist"]),
             self.profile("crossexam", "writer", "write T4 answers",
                          self.per_writer(interview.FOLLOW_UPS, ["T4"]), low=sizes["writer"][0],
-                         high=sizes["writer"][1], max_tokens=config.max_tokens,
-                         reply=typical_text_tokens("T4"), attempts=config.max_attempts,
-                         reasoning=config.reasoning_budget),
+                         high=sizes["writer"][1], reply=typical_text_tokens("T4"),
+                         attempts=config.max_attempts),
             self.reply_profile("crossexam", "judge", "answer_judge", "T4", judges,
-                               *sizes["judge"], interview.JUDGE_MAX_TOKENS),
+                               *sizes["judge"]),
         ]
 
 

@@ -26,6 +26,9 @@ class CompletionRequest:
     temperature: float | None = None
     # Ask for a JSON object (structured replies of jurors, readers, agents).
     json_mode: bool = False
+    # A cap on the model's reasoning tokens (OpenRouter's `reasoning.max_tokens`), which
+    # `max_tokens` includes; None sends no `reasoning` key (`runs_app.call_kinds`).
+    reasoning_cap: int | None = None
     # What the call is for: "write", "refusal", "juror", "reader", "journalist",
     # "frame_judge", "reveal", "crossexam" (the interviewing journalist), "answer_judge",
     # "pair_reader" (the arena's simulated voters).

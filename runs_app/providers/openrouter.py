@@ -236,8 +236,9 @@ def with_estimated_tokens(result: CompletionResult, body: dict[str, Any]) -> Com
 
 
 def request_body(request: CompletionRequest) -> dict[str, Any]:
-    """The JSON body of a chat completion. Never a `reasoning` key: writers keep their
-    own reasoning default (DESIGN section 5), paid for by the caller's max_tokens."""
+    """The JSON body of a chat completion. A `reasoning` key only with a reasoning cap
+    (a reasoning model's structured reply, `runs_app.call_kinds`): writers keep their own
+    reasoning default (DESIGN section 5), paid for by the caller's max_tokens."""
     body: dict[str, Any] = {
         "model": request.model,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -256,11 +257,14 @@ def request_body(request: CompletionRequest) -> dict[str, Any]:
         body["temperature"] = request.temperature
     if request.json_mode:
         body["response_format"] = {"type": "json_object"}
+    if request.reasoning_cap:
+        # Reasoning stays in the reply (`exclude` left at its default), stored apart.
+        body["reasoning"] = {"max_tokens": request.reasoning_cap}
     return body
 
 
 # The request parameters a provider must honour (`provider.require_parameters`).
-MODEL_PARAMETERS = ("max_tokens", "seed", "temperature", "response_format")
+MODEL_PARAMETERS = ("max_tokens", "seed", "temperature", "response_format", "reasoning")
 
 
 def sent_parameters(request: CompletionRequest) -> tuple[str, ...]:

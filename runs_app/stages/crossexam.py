@@ -32,12 +32,11 @@ from typing import Any
 
 from django.db import transaction
 
+from runs_app.call_kinds import call_request
 from runs_app.crossexam import (
     FIRST_FOLLOW_UP,
     JOURNALIST,
-    JUDGE_MAX_TOKENS,
     LABELS_TURN,
-    QUESTION_MAX_TOKENS,
     AnswerLabel,
     Turn,
     honesty_under_pressure,
@@ -79,10 +78,11 @@ class TurnJob:
     turns: tuple[Turn, ...]  # the interview so far, answer 1 first
     question: str  # asked before, its answer failed: not asked again
     journalist: CompletionRequest
-    writer: str
+    # The writer's request without its messages (the question comes first); the same
+    # budget rule and seed as the generation (section 5: writers keep their own reasoning
+    # default).
+    writer: CompletionRequest
     writer_prompt: str
-    seed: int
-    writer_max_tokens: int
     writer_attempts: int
     reply_attempts: int
 
@@ -220,22 +220,20 @@ class CrossExamStage(PublicStage):
         turns = tuple(interview(generation.text, self._follow_ups(item)))
         texts = self._texts(item.release_id)
         if item.kind == Kind.LABELS:
-            request = CompletionRequest(
-                model=item.judge.openrouter_id,
-                messages=label_messages(texts, document, turns),
-                max_tokens=JUDGE_MAX_TOKENS, temperature=0.0, json_mode=True,
-                purpose="answer_judge")
+            request = call_request("answer_judge", config=config,
+                                   model=item.judge.openrouter_id,
+                                   messages=label_messages(texts, document, turns))
             return LabelsJob(request, answers=len(turns) // 2 + 1,
                              attempts_left=max(0, config.max_reply_attempts - item.attempts))
-        journalist = CompletionRequest(
-            model=config.journalist,
-            messages=journalist_messages(texts, journalist_picture(document), turns),
-            max_tokens=QUESTION_MAX_TOKENS, json_mode=True, purpose="crossexam")
+        journalist = call_request(
+            "crossexam", config=config, model=config.journalist,
+            messages=journalist_messages(texts, journalist_picture(document), turns))
+        writer = call_request("write", config=config, model=generation.model.openrouter_id,
+                              seed=generation.variant)
         return TurnJob(
             number=item.number, turns=turns, question=item.question, journalist=journalist,
             # The T4 prompt is one user message, stored whole as the generation's prompt.
-            writer=generation.model.openrouter_id, writer_prompt=generation.prompt,
-            seed=generation.variant, writer_max_tokens=config.max_tokens,
+            writer=writer, writer_prompt=generation.prompt,
             writer_attempts=config.max_attempts, reply_attempts=config.max_reply_attempts)
 
     async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool
@@ -251,13 +249,8 @@ class CrossExamStage(PublicStage):
             if outcome.journalist.reply is None:
                 return outcome
             outcome.question = outcome.journalist.reply
-        # The same budget rule and seed as the generation (section 5: writers keep their
-        # own reasoning default).
-        request = CompletionRequest(
-            model=job.writer,
-            messages=writer_messages(job.writer_prompt,
-                                     [*job.turns, Turn(JOURNALIST, outcome.question)]),
-            max_tokens=job.writer_max_tokens, seed=job.seed, purpose="write")
+        request = dataclasses.replace(job.writer, messages=writer_messages(
+            job.writer_prompt, [*job.turns, Turn(JOURNALIST, outcome.question)]))
         outcome.writer = await ask_writer(request, job.writer_attempts, providers)
         return outcome
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
+from runs_app.call_kinds import call_request
 from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
@@ -128,11 +129,9 @@ class GenerateStage(Stage):
     def build(self, item: Generation) -> GenerationJob:
         config = self.config(item.release_id)
         prompt = self._prompt(item, config)
-        request = CompletionRequest(
-            model=item.model.openrouter_id,
-            messages=tuple(Message(role, content) for role, content in prompt.messages),
-            max_tokens=config.max_tokens, seed=item.variant, purpose="write",
-        )
+        request = call_request(
+            "write", config=config, model=item.model.openrouter_id, seed=item.variant,
+            messages=(Message(role, content) for role, content in prompt.messages))
         return GenerationJob(request, prompt.text, prompt.sha256,
                              attempts_left=max(0, config.max_attempts - item.attempts),
                              language=config.language)

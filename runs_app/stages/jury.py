@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
+from runs_app.call_kinds import call_request
 from runs_app.honesty import text_scores_update_honesty
 from runs_app.jury import (
     JurorReply,
@@ -33,12 +34,12 @@ from runs_app.models import (
     ScoringVersion,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest, Message
+from runs_app.providers.base import Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import JuryTexts
 from runs_app.stages.base import Stage
-from runs_app.stages.refusal import REPLY_MAX_TOKENS, ReplyJob
+from runs_app.stages.refusal import ReplyJob
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
 from scenarios_app.models import ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
@@ -115,10 +116,8 @@ class JuryStage(Stage):
         document = self._document(generation.scenario_version_id)
         jury = ScoringVersion.texts_for_pin(config.scoring_version).jury
         messages = juror_messages(jury=jury, document=document, text=generation.text)
-        request = CompletionRequest(
-            model=item.juror.openrouter_id, messages=tuple(Message(*pair) for pair in messages),
-            max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="juror",
-        )
+        request = call_request("juror", config=config, model=item.juror.openrouter_id,
+                               messages=(Message(*pair) for pair in messages))
         reply = ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
                          lambda raw: parse_juror_reply(raw, document, jury.technique_names))
         return JurorJob(reply, document, jury)

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
+from runs_app.call_kinds import call_request
 from runs_app.models import (
     AgentRun,
     Generation,
@@ -28,7 +29,6 @@ from runs_app.models import (
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
-    READER_MAX_TOKENS,
     ReaderAnswers,
     ReaderBrief,
     load_panel,
@@ -135,8 +135,8 @@ class PanelStage(PublicStage):
         position = load_panel(config.panel, language).position(item.position)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(language)
         messages = reader_messages(texts, brief, position, _stimulus(item, document))
-        request = CompletionRequest(model=config.reader, messages=messages,
-                                    max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reader")
+        request = call_request("reader", config=config, model=config.reader,
+                               messages=messages)
         return PanelJob(request, brief, max(0, config.max_reply_attempts - item.attempts))
 
     async def execute(self, job: PanelJob, providers: ProviderPool) -> Asked:

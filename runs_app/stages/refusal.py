@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from runs_app.call_kinds import call_request
 from runs_app.honesty import text_scores_update_honesty
 from runs_app.jury import RefusalReply, parse_refusal_reply, refusal_messages
 from runs_app.models import (
@@ -30,9 +31,6 @@ from runs_app.providers.base import CompletionRequest, Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage
 from runs_app.stages.replies import Asked, ask_structured, reply_fields
-
-# Replies are short JSON objects; a generous budget leaves room for reasoning models.
-REPLY_MAX_TOKENS = 4000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,10 +77,8 @@ class RefusalStage(Stage):
         jury = ScoringVersion.texts_for_pin(config.scoring_version).jury
         messages = refusal_messages(jury=jury, assignment=generation.prompt,
                                     text=generation.text)
-        request = CompletionRequest(
-            model=config.reader, messages=tuple(Message(*pair) for pair in messages),
-            max_tokens=REPLY_MAX_TOKENS, temperature=0.0, json_mode=True, purpose="refusal",
-        )
+        request = call_request("refusal", config=config, model=config.reader,
+                               messages=(Message(*pair) for pair in messages))
         known = None
         if generation.writer_refusal:
             # The refusal field or a content filter: the writer refused, in its own words.

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
+from runs_app.call_kinds import call_request
 from runs_app.models import (
     AgentRun,
     JurorVerdict,
@@ -27,7 +28,6 @@ from runs_app.models import (
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
-    READER_MAX_TOKENS,
     ReaderBrief,
     Revealed,
     VerdictData,
@@ -121,10 +121,9 @@ class RevealStage(AgentRunStage):
             before = ReaderResponse.objects.values_list("attitude", flat=True).get(
                 release_id=item.release_id, generation_id=generation.pk, position=item.position)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
-        request = CompletionRequest(
-            model=config.reader, max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reveal",
-            messages=reveal_messages(texts, brief, position, generation.text, revealed),
-        )
+        request = call_request(
+            "reveal", config=config, model=config.reader,
+            messages=reveal_messages(texts, brief, position, generation.text, revealed))
         return RevealJob(request, brief, revealed, list(before),
                          max(0, config.max_reply_attempts - item.attempts))
 

@@ -13,12 +13,11 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
+from runs_app.call_kinds import call_request
 from runs_app.models import AgentRun, Release, ReplyOutcome, ScoringVersion, WorkStatus
 from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
-    JOURNALIST_MAX_TOKENS,
-    JUDGE_MAX_TOKENS,
     JournalistReply,
     JudgeReply,
     frame_adoption,
@@ -34,6 +33,7 @@ from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_f
 @dataclasses.dataclass(frozen=True)
 class UptakeJob:
     request: CompletionRequest
+    judge_request: CompletionRequest  # without its messages: they need the story
     texts: LanguageTexts  # the release's scoring version, in the release's language
     text: str
     attempts_left: int
@@ -69,11 +69,10 @@ class UptakeStage(AgentRunStage):
         generation = item.generation
         _, brief = self.scenario(generation.scenario_version_id, config.language)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
-        request = CompletionRequest(
-            model=config.journalist, messages=journalist_messages(texts, brief, generation.text),
-            max_tokens=JOURNALIST_MAX_TOKENS, json_mode=True, purpose="journalist",
-        )
-        return UptakeJob(request, texts, generation.text,
+        request = call_request("journalist", config=config, model=config.journalist,
+                               messages=journalist_messages(texts, brief, generation.text))
+        judge = call_request("frame_judge", config=config, model=config.journalist)
+        return UptakeJob(request, judge, texts, generation.text,
                          attempts_left=max(0, config.max_reply_attempts - item.attempts),
                          judge_attempts=config.max_reply_attempts)
 
@@ -86,10 +85,8 @@ class UptakeStage(AgentRunStage):
         if story is None or not story.runs_story:
             return outcome
         outcome.judge_request = dataclasses.replace(
-            job.request, messages=judge_messages(job.texts, job.text, story.headline,
-                                                 story.opening),
-            max_tokens=JUDGE_MAX_TOKENS, purpose="frame_judge",
-        )
+            job.judge_request, messages=judge_messages(job.texts, job.text, story.headline,
+                                                       story.opening))
         outcome.judge = await ask_structured(
             outcome.judge_request, lambda text: parse_json_reply(text, JudgeReply),
             job.judge_attempts, providers)

@@ -26,6 +26,10 @@ Shapes (structured replies, writers, and every call):
 - `reasoning_only`: `content: null`, the whole answer in `message.reasoning`
 - `byok`: `cost: 0` and the real cost in `cost_details.upstream_inference_cost`
 - `no_usage`: no `usage` block at all
+- `reasons_unasked`: a model that reasons by default (Gemini 2.5 Flash, Grok 3 mini): it
+  thinks `UNASKED_REASONING` tokens, or the request's `reasoning.max_tokens` when it has one,
+  out of `max_tokens`, and answers in what is left: cut at the limit
+  (`finish_reason: length`, no content when nothing is left) when the budget is too small
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ STRUCTURED_SHAPES = ("prose_fence", "prose_json", "think_json", "bool_values", "
 WRITER_SHAPES = ("think_text", "native_length", "chat_wrapper", "other_language",
                  "refusal_field", "reasoning_only")
 COST_SHAPES = ("byok", "no_usage")
-SHAPES = STRUCTURED_SHAPES + WRITER_SHAPES + COST_SHAPES
+# Shapes of every call, writers' and structured replies alike.
+BUDGET_SHAPES = ("reasons_unasked",)
+SHAPES = STRUCTURED_SHAPES + WRITER_SHAPES + COST_SHAPES + BUDGET_SHAPES
 # Shapes a lenient reader can read at once: they must cost no extra call.
 READABLE = frozenset({"prose_fence", "prose_json", "think_json", "think_text", "chat_wrapper",
                       "refusal_field", "byok", "no_usage"})
@@ -65,6 +71,11 @@ GERMAN = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschu
           "feststehen. Die Sicherheit der Kunden hat für das Unternehmen oberste Priorität.")
 REFUSAL = "I can't help write material meant to play down what happened."
 REPAIR_MARK = "could not be used"
+# What a model that reasons unasked thinks when nothing caps it: more than a juror's whole
+# budget, reply and reasoning room together (Gemini 2.5 Flash used up 4,000): only a cap
+# leaves the reply its room.
+UNASKED_REASONING = 8000
+CHARS_PER_TOKEN = 4
 
 
 class MessyReplies:
@@ -135,7 +146,7 @@ class MessyReplies:
 
 
 def _applies(shape: str, writer: bool) -> bool:
-    if shape in COST_SHAPES:
+    if shape in COST_SHAPES or shape in BUDGET_SHAPES:
         return True
     return (shape in WRITER_SHAPES) == writer
 
@@ -176,7 +187,26 @@ def _shaped(content: str, shape: str, payload: dict[str, Any]) -> dict[str, Any]
         choice["finish_reason"], choice["native_finish_reason"] = "content_filter", "refusal"
     elif shape == "reasoning_only":
         message["content"], message["reasoning"] = None, content
+    elif shape == "reasons_unasked":
+        _reason_first(body, content, payload)
     return body
+
+
+def _reason_first(body: dict[str, Any], content: str, payload: dict[str, Any]) -> None:
+    """Reasoning spent out of `max_tokens` first, the reply in what is left (OpenRouter:
+    reasoning tokens are output tokens)."""
+    budget = int(payload.get("max_tokens") or 0)
+    cap = (payload.get("reasoning") or {}).get("max_tokens")
+    thought = min(budget, int(cap) if cap else UNASKED_REASONING)
+    room = budget - thought
+    needed = -(-len(content) // CHARS_PER_TOKEN)
+    choice = body["choices"][0]
+    choice["message"]["reasoning"] = "Weighing the text against the facts, one by one."
+    if needed > room:
+        choice["message"]["content"] = content[: room * CHARS_PER_TOKEN] or None
+        choice["finish_reason"] = choice["native_finish_reason"] = "length"
+    body["usage"].update(completion_tokens=thought + min(needed, room),
+                         completion_tokens_details={"reasoning_tokens": thought})
 
 
 def _booleans(content: str) -> str:
@@ -191,12 +221,14 @@ def _booleans(content: str) -> str:
     return json.dumps(changed)
 
 
-def models_payload(model_ids: list[str]) -> dict[str, Any]:
-    """The fake models list for these ids, with the prices the messy server charges."""
+def models_payload(model_ids: list[str], reasoning: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fake models list for these ids, with the prices the messy server charges; the
+    `reasoning` ones list the parameters of a model that can reason, as OpenRouter does."""
+    parameters = ["max_tokens", "temperature", "seed", "response_format", "structured_outputs"]
     return {"data": [{"id": model_id, "name": model_id, "context_length": 200_000,
                       "top_provider": {"max_completion_tokens": 32_000},
                       "pricing": {"prompt": f"{PROMPT_PRICE:.10f}",
                                   "completion": f"{COMPLETION_PRICE:.10f}"},
-                      "supported_parameters": ["max_tokens", "temperature", "seed",
-                                               "response_format", "structured_outputs"]}
+                      "supported_parameters": parameters + (
+                          ["reasoning", "include_reasoning"] if model_id in reasoning else [])}
                      for model_id in model_ids]}

@@ -31,9 +31,11 @@ CELLS = 2 * 2  # writers x conditions (one scenario, T1)
 STAGES = ["generate", "refusal", "jury"]
 
 
-def messy_release(code: str = "messy.0"):
+def messy_release(code: str = "messy.0", reasons: dict[str, bool | None] | None = None):
+    """`reasons`: what the release declares of some models' reasoning (`models[].reasons`)."""
+    models = [model | {"reasons": (reasons or {}).get(model["id"])} for model in MODELS]
     config = ReleaseConfig.model_validate({
-        "code": code, "language": "en", "models": MODELS, "writers": WRITERS,
+        "code": code, "language": "en", "models": models, "writers": WRITERS,
         "jurors": JURORS, "reader": "gamma/judge", "journalist": "gamma/judge",
         "scenarios": ["greenvale-listeria"], "tasks": ["T1"], "conditions": ["C0", "C2"],
         "stages": STAGES, "text_budget": 900, "max_attempts": 3, "max_reply_attempts": 3,
@@ -41,12 +43,14 @@ def messy_release(code: str = "messy.0"):
     return release_freeze(release=release_create(config=config))
 
 
-def run(responder: MessyReplies, monkeypatch) -> tuple:
-    with FakeOpenRouter(responder=responder, models=models_payload(WRITERS + JURORS)) as server:
+def run(responder: MessyReplies, monkeypatch,
+        reasons: dict[str, bool | None] | None = None) -> tuple:
+    listed = models_payload(WRITERS + JURORS, reasoning=tuple(reasons or ()))
+    with FakeOpenRouter(responder=responder, models=listed) as server:
         monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
         models_list(refresh=True)  # the prices an unknown cost is estimated from
         forget_prices()
-        release = messy_release()
+        release = messy_release(reasons=reasons)
         RunControl.objects.get_or_create(release=release)
         pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="test-key",
                             backoff_base=0.01, backoff_cap=0.05, max_retries=2)
@@ -160,6 +164,40 @@ def test_a_juror_that_never_answers_validly_is_unscored_after_repair_turns(
     others = JurorVerdict.objects.filter(release=release).exclude(
         juror__openrouter_id="delta/judge")
     assert set(others.values_list("outcome", flat=True)) == {ReplyOutcome.SCORED}
+
+
+@pytest.mark.django_db
+def test_a_juror_that_reasons_unasked_is_scored_when_declared_its_reasoning_capped(
+        imported_scenarios, monkeypatch):
+    release, requests = run(MessyReplies(sticky={"delta/judge": "reasons_unasked"}),
+                            monkeypatch, reasons={"delta/judge": True})
+    verdicts = JurorVerdict.objects.filter(release=release, juror__openrouter_id="delta/judge")
+    assert verdicts.count() == CELLS
+    assert set(verdicts.values_list("outcome", flat=True)) == {ReplyOutcome.SCORED}
+    assert all(verdict.attempts == 1 for verdict in verdicts)
+    asked = [request.body for request in requests if request.model == "delta/judge"]
+    # The reply budget stays whole: 4,000 for the verdict, plus the juror's reasoning cap.
+    assert {(body["max_tokens"], str(body.get("reasoning"))) for body in asked} == {
+        (4000 + 2048, str({"max_tokens": 2048}))}
+    # Models not declared reasoning are sent no reasoning setting, and their usual budget.
+    others = [request.body for request in requests if request.model == "gamma/judge"]
+    assert others and all("reasoning" not in body for body in others)
+    assert {body["max_tokens"] for body in others} == {4000}
+
+
+@pytest.mark.django_db
+def test_a_juror_that_reasons_unasked_with_no_room_is_cut_at_the_limit_and_unscored(
+        imported_scenarios, monkeypatch):
+    release, requests = run(MessyReplies(sticky={"delta/judge": "reasons_unasked"}),
+                            monkeypatch, reasons={"delta/judge": None})
+    stuck = JurorVerdict.objects.filter(release=release, juror__openrouter_id="delta/judge")
+    assert stuck.count() == CELLS
+    for verdict in stuck:
+        assert verdict.outcome == ReplyOutcome.UNSCORED and verdict.attempts == 3
+        assert "token budget" in verdict.error
+    asked = [request.body for request in requests if request.model == "delta/judge"]
+    assert {body["max_tokens"] for body in asked} == {4000}
+    assert not any("reasoning" in body for body in asked)
 
 
 @pytest.mark.django_db

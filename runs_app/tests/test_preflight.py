@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from runs_app.models import OpenRouterModelsList, Release
 from runs_app.preflight import prompt_inputs, release_preflight
+from runs_app.preflight.estimate import call_cost
 from runs_app.preflight.profiles import call_profiles
 from runs_app.providers.models_list import (
     ModelListing,
@@ -152,6 +153,118 @@ def test_a_model_lacking_a_parameter_the_release_sends_fails_in_one_line(
         "(sent by jury juror T1), response_format (sent by jury juror T1)" + tail]
     assert "beta/writer-b (writer): on the list" in output
     assert "epsilon/judge (juror): on the list" in output
+
+
+REASONING_PARAMETERS = ("max_tokens", "temperature", "seed", "response_format", "reasoning",
+                        "include_reasoning")
+SAYS_NOTHING = ("; declare `reasons: true` under models (reasoning capped at reply_reasoning, "
+                "the reply budget kept whole), or `reasons: false` for a model that reasons "
+                "only when asked")
+
+
+def declaring(reasons: dict[str, bool | None]) -> list[dict]:
+    """The test models, some declaring their reasoning (`models[].reasons`)."""
+    return [model | ({"reasons": reasons[model["id"]]} if model["id"] in reasons else {})
+            for model in MODELS]
+
+
+@pytest.mark.django_db
+def test_a_model_that_can_reason_and_is_not_declared_fails_until_the_release_says(
+    imported_scenarios, models_server
+):
+    openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"])
+    models_server.models = models_payload(
+        delta_judge={"supported_parameters": REASONING_PARAMETERS},
+        # A writer that can reason keeps its own default: writers are not asked to say.
+        acme_writer_a={"supported_parameters": REASONING_PARAMETERS})
+
+    code, output = preflight("or.0")
+
+    assert code == 1
+    assert failed(output) == [
+        "FAIL  delta/judge (juror): can reason (the models list's supported_parameters name "
+        "include_reasoning, reasoning) and the release does not say whether it does: its "
+        "reasoning would come out of the reply budget of jury juror T1 and cut replies at "
+        "the limit" + SAYS_NOTHING]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("reasons", [True, False])
+def test_a_model_declared_reasoning_or_not_passes_and_preflight_checks_what_is_sent(
+    imported_scenarios, models_server, reasons
+):
+    release = openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"],
+                                 models=declaring({"delta/judge": reasons}))
+    models_server.models = models_payload(
+        delta_judge={"supported_parameters": REASONING_PARAMETERS})
+
+    code, output = preflight("or.0")
+
+    assert code == 0, output
+    juror = next(p for p in call_profiles(prompt_inputs(release)) if p.purpose == "juror T1")
+    assert juror.budget("delta/judge") == 4000 + (2048 if reasons else 0)
+    assert juror.budget("epsilon/judge") == 4000
+    # The high estimate pays for the reasoning cap too (at the completion price).
+    (_, delta), (_, epsilon) = (call_cost(juror, 1, listing(model_id))
+                                for model_id in ("delta/judge", "epsilon/judge"))
+    assert delta - epsilon == pytest.approx(juror.attempts * (2048 if reasons else 0) * 2e-6)
+
+
+@pytest.mark.django_db
+def test_a_declared_reasoning_model_lacking_the_parameter_or_the_room_fails_in_one_line(
+    imported_scenarios, models_server
+):
+    openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"],
+                       models=declaring({"delta/judge": True, "epsilon/judge": True}),
+                       reply_reasoning={"juror": 0})
+    models_server.models = models_payload(
+        delta_judge={"supported_parameters": ("max_tokens", "temperature", "response_format")},
+        epsilon_judge={"supported_parameters": REASONING_PARAMETERS},
+        gamma_judge={"supported_parameters": REASONING_PARAMETERS})
+    code, output = preflight("or.0")
+    assert code == 1
+    # With no room given, no reasoning setting is sent, so delta's list lacks nothing sent:
+    # a model declared reasoning still needs room, whatever its list says.
+    no_room = ("(juror): reasons (declared `reasons: true`), but jury juror T1 gives it no "
+               "reasoning room (reply_reasoning.juror is 0): its reasoning would use up the "
+               "reply budget and cut replies at the limit")
+    assert sorted(failed(output)) == [
+        f"FAIL  delta/judge {no_room}", f"FAIL  epsilon/judge {no_room}",
+        "FAIL  gamma/judge (juror, reader, journalist): can reason (the models list's "
+        "supported_parameters name include_reasoning, reasoning) and the release does not "
+        "say whether it does: its reasoning would come out of the reply budget of refusal "
+        "refusal T1 and cut replies at the limit" + SAYS_NOTHING]
+
+    Release.objects.filter(code="or.0").delete()
+    openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"],
+                       models=declaring({"delta/judge": True}))
+    code, output = preflight("or.0")
+    assert code == 1 and (
+        "FAIL  delta/judge (juror): the models list's supported_parameters lack reasoning "
+        "(sent by jury juror T1); requests require every parameter they send "
+        "(provider.require_parameters), so none would be served") in failed(output)
+
+
+@pytest.mark.django_db
+def test_a_budget_with_reasoning_room_that_the_output_limit_or_context_cannot_hold_fails(
+    imported_scenarios, models_server
+):
+    openrouter_release(stages=["generate", "refusal", "jury"], tasks=["T1"],
+                       models=declaring({"delta/judge": True, "epsilon/judge": True}))
+    models_server.models = models_payload(
+        # Room for the verdict alone, not for the verdict and the reasoning cap.
+        delta_judge={"supported_parameters": REASONING_PARAMETERS,
+                     "max_completion_tokens": 5_000},
+        epsilon_judge={"supported_parameters": REASONING_PARAMETERS, "context_length": 6_000})
+
+    code, output = preflight("or.0")
+
+    assert code == 1
+    delta, epsilon = sorted(failed(output))
+    assert delta == ("FAIL  delta/judge (juror): max output 5,000 tokens < 6,048 requested by "
+                     "jury juror T1 (reply budget 4,000 + reasoning 2,048)")
+    assert epsilon.startswith("FAIL  epsilon/judge (juror): context 6,000 tokens < ")
+    assert epsilon.endswith("needed by jury juror T1 (longest prompt + completion budget)")
 
 
 @pytest.mark.django_db
