@@ -67,9 +67,12 @@ def staff_pages(client: Client) -> list[str]:
 
 
 @pytest.fixture
-def role_pages(transactional_db, prompt_texts) -> dict[str, tuple[str, list[str]]]:
-    """Per role: a session cookie and the pages to check. Written before Playwright starts:
+def role_pages(request, transactional_db, prompt_texts) -> tuple[str, list[str]]:
+    """The test's role (its `role` parameter; the curator otherwise): a session cookie and
+    the pages to check. Only that role's pages are crawled, and before Playwright starts:
     its event loop makes the ORM refuse to run."""
+    from django.contrib.auth.models import User
+
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
     for role in ("curator", "operator", "publisher"):
         user_create(ROLES[role], role)
@@ -77,14 +80,11 @@ def role_pages(transactional_db, prompt_texts) -> dict[str, tuple[str, list[str]
     version = scenario_version()
     release_rows_create(code="pub.0", version=version, ann=ann, bob=bob, publish=True)
     release_rows_create(code="draft.0", version=version, ann=ann, bob=bob, publish=False)
-    found = {}
-    from django.contrib.auth.models import User
-
-    for role, username in ROLES.items():
-        client = Client()
-        client.force_login(User.objects.get(username=username))
-        found[role] = (client.cookies[settings.SESSION_COOKIE_NAME].value, staff_pages(client))
-    return found
+    callspec = getattr(request.node, "callspec", None)
+    role = callspec.params["role"] if callspec is not None else "curator"
+    client = Client()
+    client.force_login(User.objects.get(username=ROLES[role]))
+    return client.cookies[settings.SESSION_COOKIE_NAME].value, staff_pages(client)
 
 
 def axe_violations(page) -> list[str]:
@@ -98,7 +98,7 @@ def axe_violations(page) -> list[str]:
 
 @pytest.mark.parametrize("role", list(ROLES))
 def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):  # noqa: F811
-    session, paths = role_pages[role]
+    session, paths = role_pages
     assert len(paths) >= 3, paths  # the crawl found the role's pages
     page = chromium(1280, 900)
     page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
@@ -123,7 +123,7 @@ WIDEST = """() => {
 
 
 def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):  # noqa: F811
-    session, paths = role_pages["curator"]
+    session, paths = role_pages
     change = next(path for path in paths
                   if re.fullmatch(r"/admin/scenarios_app/scenario/\d+/change/", path))
     page = chromium(1280, 900)
