@@ -24,7 +24,12 @@ import audits_app.archive as archive_format
 from audits_app import csv_files
 from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
 from audits_app.models import Publication
-from audits_app.models.archive import ArchiveKind, ReleaseArchive, release_provenance
+from audits_app.models.archive import (
+    ArchiveKind,
+    ImportedText,
+    ReleaseArchive,
+    release_provenance,
+)
 from audits_app.pages.viewer import (
     arena_texts_revealed,
     publication_get,
@@ -111,25 +116,46 @@ def release_archive(release: Release, *, staff: bool,
     scenarios = _scenario_files(release, builder, public_slugs)
     texts = _rows(tables.TEXTS, _generations(release, public_slugs, held), staff)
     text_ids = {row["id"] for row in texts}
-    builder.add_lines("texts.jsonl", texts)
-    builder.add_lines("refusals.jsonl", _rows(tables.REFUSALS, RefusalCheck.objects.filter(
+    named = _snapshot_ids(release)
+    builder.add_lines("texts.jsonl", _renamed(texts, named, "id"))
+    builder.add_lines("refusals.jsonl", _renamed(_rows(tables.REFUSALS, RefusalCheck.objects.filter(
         release=release, generation_id__in=text_ids).annotate(
-        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
+        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
     verdicts = JurorVerdict.objects.filter(release=release, generation_id__in=text_ids).annotate(
         text=F("generation_id"), juror_model=F("juror__openrouter_id"))
     verdict_rows = _rows(tables.VERDICTS, verdicts, staff)
-    builder.add_lines("verdicts.jsonl", verdict_rows)
+    builder.add_lines("verdicts.jsonl", _renamed(verdict_rows, named))
     builder.add_csv("claims.csv", _claims({row["id"] for row in verdict_rows}),
                     tables.CLAIM_COLUMNS)
-    builder.add_lines("reader_responses.jsonl", _rows(tables.READERS, _responses(
-        release, public_slugs, text_ids), staff))
-    builder.add_lines("transcripts.jsonl", _transcripts(release, text_ids, staff))
-    builder.add_lines("crossexam.jsonl", _rows(tables.CROSSEXAM, CrossExamTurn.objects.filter(
-        release=release, generation_id__in=text_ids).annotate(
-        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
-    builder.add_csv("scores.csv", _scores(release, text_ids), tables.SCORE_COLUMNS)
+    builder.add_lines("reader_responses.jsonl", _renamed(_rows(tables.READERS, _responses(
+        release, public_slugs, text_ids), staff), named))
+    builder.add_lines("transcripts.jsonl", _renamed(_transcripts(release, text_ids, staff),
+                                                    named))
+    builder.add_lines("crossexam.jsonl", _renamed(_rows(
+        tables.CROSSEXAM, CrossExamTurn.objects.filter(
+            release=release, generation_id__in=text_ids).annotate(
+            text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
+    builder.add_csv("scores.csv", _renamed(_scores(release, text_ids), named),
+                    tables.SCORE_COLUMNS)
     manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
     return _zip(manifest, builder, publication, signed_by)
+
+
+def _snapshot_ids(release: Release) -> dict[int, int]:
+    """The ids a release imported here gives its texts in its snapshot (`ImportedText`), by
+    the rows they became here; none for a release produced here, whose ids are its own."""
+    return dict(ImportedText.objects.filter(release=release).values_list(
+        "generation_id", "snapshot_id"))
+
+
+def _renamed(rows: list[dict[str, Any]], named: dict[int, int],
+             key: str = "text") -> list[dict[str, Any]]:
+    """Rows naming texts by the ids the snapshot uses, so that the archive's files and its
+    snapshot name each text alike."""
+    if not named:
+        return rows
+    return [{**row, key: named.get(row[key], row[key])} if row.get(key) is not None else row
+            for row in rows]
 
 
 def _scoring_version(release: Release) -> dict[str, Any] | None:
