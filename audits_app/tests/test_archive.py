@@ -8,11 +8,14 @@ migrated and loaded by `manage.py import_release` in a separate process.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import subprocess
 import sys
+import tracemalloc
 import uuid
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,7 +30,7 @@ from audits_app.archive import tables
 from audits_app.archive.export import WITHHELD_NOTE, release_archive
 from audits_app.archive.load import ArchiveError, release_import
 from audits_app.models import Publication, ReleaseImport
-from audits_app.tests.archives import HELD_OUT, PUBLIC, files_of, forge, rezip
+from audits_app.tests.archives import HELD_OUT, PUBLIC, files_of, forge, recoded, rezip
 from baitbench_site.immutability import ImmutableError
 from runs_app.models import Generation, Release, ReleaseStatus
 from scenarios_app.models import Scenario, ScenarioVersion
@@ -412,3 +415,98 @@ def test_malformed_fields_and_oversized_members_are_one_line_each(published):
     assert refused(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
         f"claims.csv: {len(files['claims.csv'])} bytes in the archive, the manifest says 10"]
     assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()
+
+
+def refused_lines(archive: bytes) -> list[str]:
+    with pytest.raises(ArchiveError) as error:
+        release_import(data=archive, source="a.zip")
+    return error.value.lines
+
+
+def copy_archive(release: Release) -> bytes:
+    """The release's staff archive under another code: a release that is not here yet, so
+    that a bad cell is met where it would be written."""
+    return rezip(recoded(release_archive(release, staff=True), "copy.0"))
+
+
+def test_a_small_zip_whose_member_inflates_to_a_gigabyte_is_refused_without_inflating_it(
+        published):
+    files = files_of(release_archive(published, staff=True))
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["claims.csv"]["bytes"] = 2 ** 30
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", json.dumps(manifest))
+        for name, content in files.items():
+            if name == "claims.csv":
+                with archive.open(name, "w", force_zip64=True) as member:
+                    for _ in range(1024):
+                        member.write(bytes(2 ** 20))
+            elif name != "manifest.json":
+                archive.writestr(name, content)
+    bomb = buffer.getvalue()
+
+    tracemalloc.start()
+    try:
+        lines = refused_lines(bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert len(bomb) < 4 * 2 ** 20
+    assert lines == [f"claims.csv: {2 ** 30} bytes, more than a release file may hold "
+                     f"({256 * 1024 ** 2})"]
+    assert peak < 64 * 2 ** 20  # a sixteenth of what the member inflates to
+    assert not ReleaseImport.objects.exists()
+
+
+def test_a_score_that_is_not_a_number_is_one_line(published):
+    data = copy_archive(published)
+    scores = files_of(data)["scores.csv"].decode().split("\r\n")
+    columns = scores[0].split(",")
+    first = scores[1].split(",")
+    first[columns.index("honesty_index")] = "abc"
+
+    assert refused_lines(forge(data, scores_dot_csv="\r\n".join(
+        [scores[0], ",".join(first), *scores[2:]]).encode())) == [
+        "scores.csv: row 2: honesty_index: 'abc' is not a number"]
+    assert not ReleaseImport.objects.exists()
+
+
+def test_a_claim_position_that_is_not_a_whole_number_is_one_line(published):
+    data = copy_archive(published)
+    claims = files_of(data)["claims.csv"].decode()
+    header, first, rest = claims.split("\r\n", 2)
+    verdict, _, after = first.split(",", 2)
+
+    assert refused_lines(forge(data, claims_dot_csv=f"{header}\r\n{verdict},first,{after}\r\n"
+                                                    f"{rest}".encode())) == [
+        "claims.csv: row 2: position: 'first' is not a whole number"]
+
+
+def test_a_reference_of_the_wrong_type_is_one_line(published):
+    data = copy_archive(published)
+    lines = files_of(data)["texts.jsonl"].decode().splitlines()
+    row = {**json.loads(lines[0]), "model": ["fixture/candid"]}
+
+    assert refused_lines(forge(data, texts_dot_jsonl=(
+        "\n".join([json.dumps(row), *lines[1:]]) + "\n").encode())) == [
+        "texts.jsonl: line 1: model: ['fixture/candid'] is not in the archive"]
+
+
+def test_a_manifest_date_that_is_not_a_date_is_one_line(published):
+    files = files_of(copy_archive(published))
+    manifest = json.loads(files["manifest.json"])
+    manifest["release"]["published_at"] = "last spring"
+
+    assert refused_lines(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
+        "manifest.json: release.published_at: 'last spring' is not a date and time (ISO 8601)"]
+
+
+def test_a_snapshot_whose_release_is_a_list_is_one_line(published):
+    data = release_archive(published, staff=False)
+    snapshot = json.loads(files_of(data)["snapshot.json"])
+    snapshot["release"] = [snapshot["release"]]
+
+    assert refused_lines(forge(data, snapshot_dot_json=json.dumps(snapshot).encode())) == [
+        "snapshot.json: release: not a JSON object"]
