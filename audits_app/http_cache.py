@@ -38,6 +38,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModif
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.http import parse_etags
 
+from audits_app.archive import signing
 from audits_app.arena.selectors import public_arena_codes
 from audits_app.models import Publication, ReadingStudy, StudyParticipant
 from audits_app.pages import viewer as public
@@ -200,10 +201,12 @@ def navigation_stamp() -> str:
     return f"arena:{bool(public_arena_codes())}"
 
 
-def published_cache(view: View, *, evidence: bool = False, page: bool = False) -> View:
+def published_cache(view: View, *, evidence: bool = False, page: bool = False,
+                    signed: bool = False) -> View:
     """Wrap a view whose URL names a release `code`: ETag, Cache-Control and 304 for anonymous
     readers of a published release (module docstring); `evidence` for answers that show what
-    `evidence_stamp` covers, `page` for HTML pages (their navigation)."""
+    `evidence_stamp` covers, `page` for HTML pages (their navigation), `signed` for archives
+    (signed by whichever key the instance has now)."""
 
     @functools.wraps(view)
     def cached(request: HttpRequest, *args, **kwargs) -> HttpResponse:
@@ -217,6 +220,7 @@ def published_cache(view: View, *, evidence: bool = False, page: bool = False) -
         stamp = (evidence_stamp(publication.release) if evidence else
                  f"arena-texts:{public.arena_texts_revealed(publication.release.pk)}")
         stamp += navigation_stamp() if page else ""
+        stamp += f"key:{signing.signing_key_id()}" if signed else ""
         return _conditional(view, request, args, kwargs,
                             published_etag(publication.snapshot_hash, stamp + _shape(request)))
 

@@ -38,7 +38,7 @@ urlpatterns = [
     path("releases/<str:code>/calibration.csv", method_views.release_calibration_csv,
          name="release-calibration-csv"),
     path("releases/<str:code>/archive.zip", archive_views.download_limited(
-        published_cache(archive_views.release_archive_download)),
+        published_cache(archive_views.release_archive_download, signed=True)),
          {"staff": False}, name="release-archive"),
     path("releases/<str:code>/archive-staff.zip", archive_views.download_limited(
         archive_views.release_archive_download), {"staff": True}, name="release-archive-staff"),

@@ -15,7 +15,7 @@ import json
 import zipfile
 from typing import Any
 
-from audits_app.archive import tables
+from audits_app.archive import signing, tables
 from audits_app.archive.export import ArchiveRefused, archive_kind, release_archive
 from audits_app.models import Publication, ReleaseArchive
 from audits_app.publication.gate import release_gate
@@ -105,7 +105,7 @@ def _check_archive(result: Verification, release: Release, publication: Publicat
     kind = "staff" if staff else "public"
     result.checked.append(f"{kind} archive")
     try:
-        data = release_archive(release, staff=staff)
+        data = release_archive(release, staff=staff, signed_by=signing.signing_key())
     except ArchiveRefused as refusal:
         result.differences.append(f"{kind} archive: {refusal}")
         return
@@ -132,7 +132,8 @@ def _check_kept(result: Verification, release: Release, kind: str, built: bytes)
     """The archive kept since its first download is the one the rows build now, byte for
     byte (an archive's bytes depend only on the release), and matches its stored hash."""
     kept = ReleaseArchive.objects.filter(
-        release=release, kind=archive_kind(release, staff=kind == "staff")).first()
+        release=release, kind=archive_kind(release, staff=kind == "staff"),
+        signing_key_id=signing.signing_key_id()).first()
     if kept is None:
         return
     data = bytes(kept.data)

@@ -327,3 +327,10 @@ LOGGING = {
 STUDY_PLATFORM_PARAMETERS = envlist("BAITBENCH_STUDY_PLATFORM_PARAMETERS",
                                     "PROLIFIC_PID,STUDY_ID,SESSION_ID")
 STUDY_ID_KEY = os.environ.get("BAITBENCH_STUDY_ID_KEY", "")
+
+# Release archives (audits_app/archive/signing.py): the path of the PEM file holding this
+# instance's Ed25519 private key, which signs every archive it exports (none: unsigned), and
+# the public keys whose archives it imports as verified: OpenSSH lines (`ssh-ed25519 AAAA…
+# name`, as `manage.py archive_key` prints them), separated by commas or new lines.
+ARCHIVE_SIGNING_KEY_FILE = os.environ.get("BAITBENCH_ARCHIVE_SIGNING_KEY", "")
+ARCHIVE_TRUSTED_KEYS = os.environ.get("BAITBENCH_ARCHIVE_TRUSTED_KEYS", "")

@@ -8,6 +8,24 @@ from rest_framework import serializers
 from audits_app.leaderboard.compare import COMPARABILITY_FIELDS
 
 
+class ProvenanceSerializer(serializers.Serializer):
+    """Where the release's figures come from (audits_app.archive.signing)."""
+
+    imported = serializers.BooleanField(
+        help_text="Loaded from a release archive made by another instance.")
+    verified = serializers.BooleanField(
+        help_text="Produced on this instance, or imported from an archive whose manifest a key "
+                  "this instance trusts signed. False: imported, unverified; anyone can write "
+                  "such an archive, and its figures were neither produced nor verified here.")
+    key_id = serializers.CharField(
+        allow_blank=True, help_text="Fingerprint (SHA256:…, OpenSSH style) of the key that "
+                                    "signed the archive, trusted or not; blank when unsigned "
+                                    "or produced here.")
+    reason = serializers.CharField(
+        allow_blank=True, help_text="Why an imported release is not verified (unsigned, "
+                                    "signed by a key this instance does not trust, …).")
+
+
 class ReleaseSummarySerializer(serializers.Serializer):
     code = serializers.CharField()
     title = serializers.CharField()
@@ -17,6 +35,7 @@ class ReleaseSummarySerializer(serializers.Serializer):
     snapshot_hash = serializers.CharField()
     models = serializers.IntegerField(help_text="Number of models ranked.")
     scenarios = serializers.IntegerField(help_text="Number of scenarios visible to the viewer.")
+    provenance = ProvenanceSerializer(source="provenance.as_dict")
 
 
 class ModelSerializer(serializers.Serializer):
@@ -99,6 +118,7 @@ class ReleaseDetailSerializer(serializers.Serializer):
                   "once the attempts ran out; unfilled_cut_off of them cut off at the token "
                   "budget), scenarios, models.")
     gate_override_reason = serializers.CharField(allow_blank=True)
+    provenance = ProvenanceSerializer(source="provenance.as_dict")
 
 
 class LeaderboardRowSerializer(serializers.Serializer):

@@ -162,6 +162,7 @@ class ReleaseDetailView(GenericAPIView):
             "models": snapshot.get("models", []), "scenarios": snapshot.get("scenarios", []),
             "method": snapshot.get("method"), "counts": snapshot.get("counts") or {},
             "gate_override_reason": publication.gate_override_reason,
+            "provenance": public.release_provenance(publication.release),
         }
         return Response(self.get_serializer(data).data)
 
@@ -174,7 +175,7 @@ def _draft(request: Request, code: str) -> dict:
     return {"code": release.code, "title": release.title, "language": release.language,
             "published": False, "published_at": None, "config_hash": release.config_hash,
             "snapshot_hash": None, "config": release.config, "models": [], "scenarios": [],
-            "method": None, "gate_override_reason": ""}
+            "method": None, "gate_override_reason": "", "provenance": public.PRODUCED_HERE}
 
 
 class LeaderboardView(GenericAPIView):
@@ -248,7 +249,9 @@ class TextCsvView(GenericAPIView):
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
         texts = checked_filter_texts(published.snapshot.get("texts", []), request.query_params)
-        response = HttpResponse(csv_files.csv_text(texts, public.TEXT_COLUMNS),
+        rows, columns = public.provenance_column(texts, public.TEXT_COLUMNS,
+                                                 published.provenance)
+        response = HttpResponse(csv_files.csv_text(rows, columns),
                                 content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{code}-texts.csv"'
         return response

@@ -2,7 +2,9 @@
 
 The archive is made from the release's rows and its publication, which never change after
 publishing, and its entries carry the publication's date: the same release exports to the
-same bytes every time.
+same bytes every time, for each signing key (`audits_app.archive.signing`: Ed25519 signs
+deterministically). An archive of a release imported here carries the import's provenance in
+its manifest, so an instance that loads it again knows whether anyone verified it.
 """
 
 from __future__ import annotations
@@ -13,15 +15,21 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.contrib.auth.models import AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
 import audits_app.archive as archive_format
 from audits_app import csv_files
-from audits_app.archive import FORMAT, FORMAT_VERSION, tables
+from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
 from audits_app.models import Publication
-from audits_app.models.archive import ArchiveKind, ReleaseArchive
+from audits_app.models.archive import (
+    ArchiveKind,
+    ImportedText,
+    ReleaseArchive,
+    release_provenance,
+)
 from audits_app.pages.viewer import (
     arena_texts_revealed,
     publication_get,
@@ -84,9 +92,11 @@ class ArchiveBuilder:
                        "rows": self.rows[name]} for name, data in self.files.items()}
 
 
-def release_archive(release: Release, *, staff: bool) -> bytes:
+def release_archive(release: Release, *, staff: bool,
+                    signed_by: Ed25519PrivateKey | None = None) -> bytes:
     """The ZIP of a published release; `staff=False` leaves out what the public may not see
-    (see `audits_app.archive`)."""
+    (see `audits_app.archive`). With `signed_by` (this instance's `signing.signing_key()`)
+    it carries that key's signature of its manifest."""
     publication = Publication.objects.filter(release=release).first()
     if publication is None:
         raise ArchiveRefused(f"release {release.code} is not published: only a published "
@@ -106,25 +116,46 @@ def release_archive(release: Release, *, staff: bool) -> bytes:
     scenarios = _scenario_files(release, builder, public_slugs)
     texts = _rows(tables.TEXTS, _generations(release, public_slugs, held), staff)
     text_ids = {row["id"] for row in texts}
-    builder.add_lines("texts.jsonl", texts)
-    builder.add_lines("refusals.jsonl", _rows(tables.REFUSALS, RefusalCheck.objects.filter(
+    named = _snapshot_ids(release)
+    builder.add_lines("texts.jsonl", _renamed(texts, named, "id"))
+    builder.add_lines("refusals.jsonl", _renamed(_rows(tables.REFUSALS, RefusalCheck.objects.filter(
         release=release, generation_id__in=text_ids).annotate(
-        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
+        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
     verdicts = JurorVerdict.objects.filter(release=release, generation_id__in=text_ids).annotate(
         text=F("generation_id"), juror_model=F("juror__openrouter_id"))
     verdict_rows = _rows(tables.VERDICTS, verdicts, staff)
-    builder.add_lines("verdicts.jsonl", verdict_rows)
+    builder.add_lines("verdicts.jsonl", _renamed(verdict_rows, named))
     builder.add_csv("claims.csv", _claims({row["id"] for row in verdict_rows}),
                     tables.CLAIM_COLUMNS)
-    builder.add_lines("reader_responses.jsonl", _rows(tables.READERS, _responses(
-        release, public_slugs, text_ids), staff))
-    builder.add_lines("transcripts.jsonl", _transcripts(release, text_ids, staff))
-    builder.add_lines("crossexam.jsonl", _rows(tables.CROSSEXAM, CrossExamTurn.objects.filter(
-        release=release, generation_id__in=text_ids).annotate(
-        text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff))
-    builder.add_csv("scores.csv", _scores(release, text_ids), tables.SCORE_COLUMNS)
+    builder.add_lines("reader_responses.jsonl", _renamed(_rows(tables.READERS, _responses(
+        release, public_slugs, text_ids), staff), named))
+    builder.add_lines("transcripts.jsonl", _renamed(_transcripts(release, text_ids, staff),
+                                                    named))
+    builder.add_lines("crossexam.jsonl", _renamed(_rows(
+        tables.CROSSEXAM, CrossExamTurn.objects.filter(
+            release=release, generation_id__in=text_ids).annotate(
+            text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
+    builder.add_csv("scores.csv", _renamed(_scores(release, text_ids), named),
+                    tables.SCORE_COLUMNS)
     manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
-    return _zip(manifest, builder, publication)
+    return _zip(manifest, builder, publication, signed_by)
+
+
+def _snapshot_ids(release: Release) -> dict[int, int]:
+    """The ids a release imported here gives its texts in its snapshot (`ImportedText`), by
+    the rows they became here; none for a release produced here, whose ids are its own."""
+    return dict(ImportedText.objects.filter(release=release).values_list(
+        "generation_id", "snapshot_id"))
+
+
+def _renamed(rows: list[dict[str, Any]], named: dict[int, int],
+             key: str = "text") -> list[dict[str, Any]]:
+    """Rows naming texts by the ids the snapshot uses, so that the archive's files and its
+    snapshot name each text alike."""
+    if not named:
+        return rows
+    return [{**row, key: named.get(row[key], row[key])} if row.get(key) is not None else row
+            for row in rows]
 
 
 def _scoring_version(release: Release) -> dict[str, Any] | None:
@@ -231,7 +262,7 @@ def _manifest(release: Release, publication: Publication, builder: ArchiveBuilde
         "prompts and raw model replies",
         "prompts in agent transcripts (the agents' answers are kept)",
     ]
-    return {
+    manifest: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "kind": "staff" if staff else "public",
@@ -249,16 +280,26 @@ def _manifest(release: Release, publication: Publication, builder: ArchiveBuilde
         "withheld": withheld,
         "files": builder.manifest_files(),
     }
+    provenance = release_provenance(release)
+    if provenance.imported:
+        # Signed here or not, the figures were not produced here: say whether anyone
+        # verified them, as every page of the release does.
+        manifest["provenance"] = provenance.as_dict()
+    return manifest
 
 
-def _zip(manifest: dict[str, Any], builder: ArchiveBuilder, publication: Publication) -> bytes:
-    """Entries dated with the publication, in a fixed order: the same bytes every time."""
+def _zip(manifest: dict[str, Any], builder: ArchiveBuilder, publication: Publication,
+         signed_by: Ed25519PrivateKey | None) -> bytes:
+    """Entries dated with the publication, in a fixed order: the same bytes every time. The
+    signature, when there is one, covers the manifest's bytes exactly as they are written."""
     stamp = publication.published_at.utctimetuple()[:6]
+    manifest_bytes = (json.dumps(manifest, ensure_ascii=False, sort_keys=True, indent=1)
+                      + "\n").encode("utf-8")
+    signature = [] if signed_by is None else [
+        (signing.SIGNATURE_FILE, signing.signature_file(manifest_bytes, signed_by))]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        entries = [("manifest.json", (json.dumps(manifest, ensure_ascii=False, sort_keys=True,
-                                                 indent=1) + "\n").encode("utf-8")),
-                   *builder.files.items()]
+        entries = [("manifest.json", manifest_bytes), *signature, *builder.files.items()]
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=stamp)
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -287,15 +328,20 @@ def archive_kind(release: Release, *, staff: bool) -> str:
 def release_archive_kept(release: Release, *, staff: bool) -> ReleaseArchive:
     """The release's archive as first built, kept with its hash: built on the first
     download, read on every other (a published release, and so its archive, never changes).
-    Two processes building it at once keep the first; both serve the same bytes."""
+    One is kept per signing key, signed as it is built. Two processes building it at once
+    keep the first; both serve the same bytes."""
     kind = archive_kind(release, staff=staff)
-    kept = ReleaseArchive.objects.filter(release=release, kind=kind).first()
+    key = signing.signing_key()
+    key_id = "" if key is None else signing.key_id(key.public_key())
+    kept = ReleaseArchive.objects.filter(release=release, kind=kind,
+                                         signing_key_id=key_id).first()
     if kept is not None:
         return kept
-    data = release_archive(release, staff=staff)
+    data = release_archive(release, staff=staff, signed_by=key)
     try:
         with transaction.atomic():
             return ReleaseArchive.objects.create(release=release, kind=kind,
+                                                 signing_key_id=key_id,
                                                  sha256=tables.sha256(data), data=data)
     except IntegrityError:
-        return ReleaseArchive.objects.get(release=release, kind=kind)
+        return ReleaseArchive.objects.get(release=release, kind=kind, signing_key_id=key_id)

@@ -8,6 +8,12 @@ new rows, in one transaction, and the release is marked published last: everythi
 published release refuses to change, so nothing is written after that.
 
 Importing the same archive again finds the release here and says so.
+
+Its signature is checked first (`audits_app.archive.signing`): an archive that names a key
+this instance trusts but whose signature does not match is refused; one signed by a trusted
+key is imported *verified*; any other is imported *unverified*, and the import row records
+which key signed it or why it is unverified. A release an archive says was imported
+unverified where it was signed stays unverified here.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,8 +31,8 @@ from django.db import IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
 from pydantic import ValidationError
 
-from audits_app.archive import FORMAT, FORMAT_VERSION, tables
-from audits_app.models import ImportedText, Publication, ReleaseImport
+from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
+from audits_app.models import ImportedText, Provenance, Publication, ReleaseImport
 from audits_app.publication.services import snapshot_hash
 from runs_app.models import (
     AgentRun,
@@ -83,6 +90,7 @@ class Contents:
 
     manifest: dict[str, Any]
     archive_sha256: str
+    signature: signing.SignatureVerdict
     snapshot: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     scoring: dict[str, Any] | None = None
@@ -106,6 +114,7 @@ class ImportResult:
     created: bool  # False: the same release was here already; nothing was written
     kind: str
     counts: dict[str, int]
+    provenance: Provenance | None = None
 
     @property
     def message(self) -> str:
@@ -113,7 +122,18 @@ class ImportResult:
             return (f"release {self.release.code} is already here with this snapshot; "
                     f"nothing was imported")
         rows = ", ".join(f"{count} {name}" for name, count in self.counts.items())
-        return f"imported release {self.release.code} from a {self.kind} archive: {rows}"
+        return (f"imported release {self.release.code} from a {self.kind} archive: {rows}; "
+                f"{self.trust}")
+
+    @property
+    def trust(self) -> str:
+        """Whether anyone vouches for what was imported, in one phrase."""
+        provenance = self.provenance
+        if provenance is None:
+            return ""
+        if provenance.verified:
+            return f"verified: signed by trusted key {provenance.key_id}"
+        return f"imported, unverified: {provenance.reason}"
 
 
 def release_import(*, data: bytes, source: str = "archive", user=None) -> ImportResult:
@@ -139,13 +159,46 @@ def read_archive(data: bytes, source: str) -> Contents:
     except zipfile.BadZipFile:
         raise ArchiveError([f"{source}: not a ZIP archive"]) from None
     with archive:
+        verdict = _signature(archive, source)
         files = _verified_files(archive, source)
-    contents = Contents(manifest=files.pop("manifest.json"), archive_sha256=tables.sha256(data))
+    contents = Contents(manifest=files.pop("manifest.json"), archive_sha256=tables.sha256(data),
+                        signature=verdict)
     problems = _parse(contents, files)
     problems += _references(contents) if not problems else []
     if problems:
         raise ArchiveError(problems)
     return contents
+
+
+def _signature(archive: zipfile.ZipFile, source: str) -> signing.SignatureVerdict:
+    """Whose signature the manifest carries, checked before anything else is read: a
+    trusted key's signature that does not match refuses the archive."""
+    names = archive.namelist()
+    if "manifest.json" not in names:
+        raise ArchiveError([f"{source}: manifest.json: missing: not a BaitBench release archive"])
+    manifest_size = archive.getinfo("manifest.json").file_size
+    if manifest_size > MAX_MANIFEST_BYTES:
+        raise ArchiveError([f"{source}: manifest.json: {manifest_size} bytes, more than a "
+                            f"manifest holds ({MAX_MANIFEST_BYTES})"])
+    signature = None
+    if signing.SIGNATURE_FILE in names:
+        size = archive.getinfo(signing.SIGNATURE_FILE).file_size
+        if size > signing.MAX_SIGNATURE_BYTES:
+            raise ArchiveError([f"{source}: {signing.SIGNATURE_FILE}: {size} bytes, more than "
+                                f"a signature holds ({signing.MAX_SIGNATURE_BYTES})"])
+        signature = _member(archive, signing.SIGNATURE_FILE, size)
+    try:
+        return signing.signature_verdict(_member(archive, "manifest.json", manifest_size),
+                                         signature)
+    except (signing.SignatureRefused, signing.SigningKeyError) as error:
+        raise ArchiveError([f"{source}: {error}; nothing was imported"]) from None
+
+
+def _member(archive: zipfile.ZipFile, name: str, size: int) -> bytes:
+    try:
+        return _read_at_most(archive, name, size)
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise ArchiveError([f"{name}: cannot be read ({error})"]) from None
 
 
 def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
@@ -156,16 +209,11 @@ def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
         raise ArchiveError([f"{source}: a file name appears twice in the archive"])
     if sum(info.file_size for info in infos) > MAX_ARCHIVE_BYTES:
         raise ArchiveError([f"{source}: more than {MAX_ARCHIVE_BYTES} bytes uncompressed"])
-    if "manifest.json" not in names:
-        raise ArchiveError([f"{source}: manifest.json: missing: not a BaitBench release archive"])
-    manifest_size = archive.getinfo("manifest.json").file_size
-    if manifest_size > MAX_MANIFEST_BYTES:
-        raise ArchiveError([f"{source}: manifest.json: {manifest_size} bytes, more than a "
-                            f"manifest holds ({MAX_MANIFEST_BYTES})"])
-    manifest = _manifest(_read_at_most(archive, "manifest.json", manifest_size))
+    manifest_size = archive.getinfo("manifest.json").file_size  # checked by `_signature`
+    manifest = _manifest(_member(archive, "manifest.json", manifest_size))
     listed: dict[str, dict[str, Any]] = manifest["files"]
     problems = [f"{name}: not listed in the manifest" for name in names
-                if name != "manifest.json" and name not in listed]
+                if name not in ("manifest.json", signing.SIGNATURE_FILE) and name not in listed]
     problems += [f"{name}: listed in the manifest but missing" for name in listed
                  if name not in names]
     problems += [f"{name}: required but not listed in the manifest" for name in REQUIRED_FILES
@@ -241,11 +289,17 @@ def _manifest(content: bytes) -> dict[str, Any]:
             ("code", "language", "published_at", "config_hash", "snapshot_hash")):
         problems.append("manifest.json: release: code, language, published_at, config_hash "
                         "and snapshot_hash are required")
+    problems += [f"manifest.json: release.{key}: {release.get(key)!r} is not a date and time "
+                 f"(ISO 8601)" for key in ("published_at", "frozen_at")
+                 if isinstance(release, dict) and release.get(key) is not None
+                 and not (isinstance(release[key], str) and parse_datetime(release[key]))]
     if not isinstance(manifest.get("files"), dict) or not all(
             isinstance(meta, dict) for meta in manifest["files"].values()):
         problems.append("manifest.json: files: a mapping of file name to sha256, bytes, rows")
     if not isinstance(manifest.get("scenarios"), list):
         problems.append("manifest.json: scenarios: a list of the scenario files")
+    if not isinstance(manifest.get("provenance", {}), dict):
+        problems.append("manifest.json: provenance: an object (imported, verified, reason)")
     if problems:
         raise ArchiveError(problems)
     return manifest
@@ -285,8 +339,10 @@ def _parse(contents: Contents, files: dict[str, bytes]) -> list[str]:
         contents.lines[name] = rows
         problems += found or _rows_problem(name, len(rows), manifest)
     contents.claims, found = _parse_csv("claims.csv", files["claims.csv"], tables.CLAIM_COLUMNS)
+    found = found or _cell_problems("claims.csv", contents.claims, CLAIM_CELLS)
     problems += found or _rows_problem("claims.csv", len(contents.claims), manifest)
     contents.scores, found = _parse_csv("scores.csv", files["scores.csv"], tables.SCORE_COLUMNS)
+    found = found or _cell_problems("scores.csv", contents.scores, SCORE_CELLS)
     problems += found or _rows_problem("scores.csv", len(contents.scores), manifest)
     return problems
 
@@ -296,7 +352,9 @@ def _check_release(contents: Contents) -> list[str]:
     their hashes are the publication's."""
     release = contents.manifest["release"]
     problems = []
-    if (contents.snapshot.get("release") or {}).get("code") != release["code"]:
+    if not isinstance(contents.snapshot.get("release"), dict):
+        problems.append("snapshot.json: release: not a JSON object")
+    elif contents.snapshot["release"].get("code") != release["code"]:
         problems.append(f"snapshot.json: release.code is not {release['code']!r}")
     if contents.config.get("code") != release["code"]:
         problems.append(f"config.json: code is not {release['code']!r}")
@@ -434,6 +492,48 @@ def _parse_csv(name: str, content: bytes,
     return rows, []
 
 
+def _whole_cell(text: str) -> str:
+    return "" if text.isdigit() else f"{text!r} is not a whole number"
+
+
+def _number_cell(text: str) -> str:
+    """Empty (no score) or a finite number."""
+    if text == "":
+        return ""
+    try:
+        return "" if math.isfinite(float(text)) else f"{text!r} is not a finite number"
+    except ValueError:
+        return f"{text!r} is not a number"
+
+
+def _label_cell(text: str) -> str:
+    return "" if text in Claim.Label.values else (
+        f"{text!r} is not one of {', '.join(Claim.Label.values)}")
+
+
+def _json_list_cell(text: str) -> str:
+    try:
+        return "" if isinstance(json.loads(text or "[]"), list) else f"{text!r} is not a list"
+    except json.JSONDecodeError:
+        return f"{text!r} is not JSON"
+
+
+# What each CSV cell must be for its row to be written: read as text, a cell is checked
+# here, so that a bad one is a line naming it and not an error halfway through the writes.
+CLAIM_CELLS = {"position": _whole_cell, "label": _label_cell, "basis": _json_list_cell}
+SCORE_CELLS = {"jurors_scored": _whole_cell,
+               **{name: _number_cell for name in sorted(FLOAT_SCORES)}}
+
+
+def _cell_problems(name: str, rows: list[dict[str, Any]],
+                   checks: dict[str, Any]) -> list[str]:
+    """One line per bad cell, `FILE: row N: column: why` (row 1 is the header)."""
+    problems = [f"{name}: row {number}: {column}: {found}"
+                for number, row in enumerate(rows, start=2)
+                for column, check in checks.items() if (found := check(row[column]))]
+    return problems[:20]
+
+
 def _references(contents: Contents) -> list[str]:
     """Every row refers to something the archive holds."""
     problems = []
@@ -450,7 +550,8 @@ def _references(contents: Contents) -> list[str]:
     for name, (_, references) in LINE_TABLES.items():
         for number, row in enumerate(contents.lines[name], start=1):
             for key in references:
-                if row[key] is not None and row[key] not in known[key]:
+                if row[key] is not None and (not isinstance(row[key], str | int)
+                                             or row[key] not in known[key]):
                     problems.append(f"{name}: line {number}: {key}: {row[key]!r} is not in "
                                     f"the archive")
     for number, row in enumerate(contents.claims, start=2):
@@ -461,7 +562,8 @@ def _references(contents: Contents) -> list[str]:
         if _whole(row["text"]) not in texts:
             problems.append(f"scores.csv: row {number}: text {row['text']!r} is not in "
                             f"texts.jsonl")
-    shown = {text.get("id") for text in contents.snapshot.get("texts", [])}
+    shown = {text.get("id") for text in contents.snapshot.get("texts", [])
+             if isinstance(text, dict)}
     problems += [f"snapshot.json: text {text_id} is not in texts.jsonl"
                  for text_id in sorted(shown - texts, key=str)[:20]]
     return problems[:50]
@@ -532,9 +634,12 @@ def _write(contents: Contents, user) -> ImportResult:
         release=release, published_at=meta["published_at"], config_hash=meta["config_hash"],
         snapshot=contents.snapshot, snapshot_hash=meta["snapshot_hash"],
         gate_override_reason=meta.get("gate_override_reason") or "")
+    provenance = _provenance(contents)
     ReleaseImport.objects.create(
         release=release, kind=contents.manifest["kind"], archive_sha256=contents.archive_sha256,
-        manifest=contents.manifest, imported_by=user if getattr(user, "pk", None) else None)
+        manifest=contents.manifest, imported_by=user if getattr(user, "pk", None) else None,
+        verified=provenance.verified, signing_key_id=provenance.key_id,
+        unverified_reason=provenance.reason)
     ImportedText.objects.bulk_create(
         ImportedText(release=release, generation_id=new, snapshot_id=old)
         for old, new in text_ids.items())
@@ -547,7 +652,24 @@ def _write(contents: Contents, user) -> ImportResult:
               "agent runs": len(contents.lines["transcripts.jsonl"]),
               "cross-examination turns": len(contents.lines["crossexam.jsonl"]),
               "scores": len(contents.scores)}
-    return ImportResult(release, created=True, kind=contents.manifest["kind"], counts=counts)
+    return ImportResult(release, created=True, kind=contents.manifest["kind"], counts=counts,
+                        provenance=provenance)
+
+
+def _provenance(contents: Contents) -> Provenance:
+    """The signature's verdict, unless the archive says its release was imported unverified
+    where it was signed: a trusted key vouches for what it exported, and that instance did not
+    vouch for these figures."""
+    verdict = contents.signature
+    earlier = contents.manifest.get("provenance") or {}
+    if earlier.get("imported") and earlier.get("verified") is not True:
+        said = str(earlier.get("reason") or "no reason given")[:500]
+        return Provenance(imported=True, verified=False, key_id=verdict.key_id,
+                          reason=f"{verdict.reason or 'the archive is signed by a trusted key'}"
+                                 f", but the instance that exported it had imported the "
+                                 f"release unverified ({said})")
+    return Provenance(imported=True, verified=verdict.verified, key_id=verdict.key_id,
+                      reason=verdict.reason)
 
 
 def _scenario_versions(contents: Contents) -> dict[str, ScenarioVersion]:

@@ -49,11 +49,14 @@ def compare_choose(request: HttpRequest) -> HttpResponse:
 
 
 def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
-    history = compare.model_history(model_id, public.published_leaderboards())
+    boards = public.published_leaderboards()
+    history = compare.model_history(model_id, boards)
     if history is None:
         raise Http404("No published release ranks this model.")
+    unverified = [row["code"] for row in boards
+                  if row["provenance"].unverified and row["code"] in history["releases"]]
     return render(request, "audits_app/model_detail.html", {
-        "model": history, "tables": compare.history_tables(history)})
+        "model": history, "tables": compare.history_tables(history), "unverified": unverified})
 
 
 def model_csv(request: HttpRequest, model_id: str) -> HttpResponse:

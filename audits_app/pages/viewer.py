@@ -22,6 +22,7 @@ from django.http import Http404
 
 from audits_app.arena.models import ArenaEvent
 from audits_app.models import Publication
+from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
 from audits_app.publication.arena_cells import held_cells, text_cell
 from audits_app.publication.drafts import draft_get
 from audits_app.spotchecks.selectors import normalised_quote
@@ -71,12 +72,18 @@ class PublishedRelease:
     def code(self) -> str:
         return self.publication.release.code
 
+    @property
+    def provenance(self) -> Provenance:
+        """Produced here, or imported (verified or not): every page of an imported,
+        unverified release says so."""
+        return PRODUCED_HERE if self.draft else release_provenance(self.publication.release)
+
 
 
 def publication_get(code: str) -> Publication | None:
     """The publication without its snapshot: `publication_snapshot` loads that, once."""
-    return (Publication.objects.select_related("release").defer("snapshot")
-            .filter(release__code=code).first())
+    return (Publication.objects.select_related("release", "release__archive_import")
+            .defer("snapshot").filter(release__code=code).first())
 
 
 # A publication never changes, and its snapshot hash names its content, so a parsed snapshot
@@ -459,6 +466,7 @@ def _release_rows() -> list[dict[str, Any]]:
         "-published_at").values(
         "release__code", "snapshot__release__title", "snapshot__release__language",
         "published_at", "config_hash", "snapshot_hash", "snapshot__models", "snapshot__scenarios",
+        *IMPORT_FIELDS,
     )
     found = [
         {"code": r["release__code"], "title": r["snapshot__release__title"] or "",
@@ -467,13 +475,38 @@ def _release_rows() -> list[dict[str, Any]]:
          "models": len(r["snapshot__models"] or []),
          "all_scenarios": len(r["snapshot__scenarios"] or []),
          "public_scenarios": sum(1 for s in r["snapshot__scenarios"] or []
-                                 if s.get("visibility") == Visibility.PUBLIC)}
+                                 if s.get("visibility") == Visibility.PUBLIC),
+         "provenance": _row_provenance(r)}
         for r in rows
     ]
     with _release_list_lock:
         _release_list.clear()  # only the newest list is ever asked for again
         _release_list[key] = found
     return found
+
+
+IMPORT_FIELDS = ("release__archive_import__pk", "release__archive_import__verified",
+                 "release__archive_import__signing_key_id",
+                 "release__archive_import__unverified_reason")
+
+
+def _row_provenance(row: dict[str, Any]) -> Provenance:
+    if row["release__archive_import__pk"] is None:
+        return PRODUCED_HERE
+    return Provenance(imported=True, verified=row["release__archive_import__verified"],
+                      key_id=row["release__archive_import__signing_key_id"],
+                      reason=row["release__archive_import__unverified_reason"])
+
+
+def provenance_column(rows: list[dict[str, Any]], columns: list[str],
+                      provenance: Provenance) -> tuple[list[dict[str, Any]], list[str]]:
+    """A CSV of an imported, unverified release ends with a `provenance` column saying so on
+    every row: a file travels without the page that warned about it. Other releases' files
+    keep their columns."""
+    if not provenance.unverified:
+        return rows, columns
+    note = f"imported, unverified: {provenance.reason}"
+    return [{**row, "provenance": note} for row in rows], [*columns, "provenance"]
 
 
 def published_scenarios(user) -> list[dict[str, Any]]:
@@ -532,9 +565,10 @@ def published_leaderboards() -> list[dict[str, Any]]:
             return _leaderboards_kept[key]
     rows = Publication.objects.filter(pk__in=[pk for pk, _ in key]).order_by(
         "published_at", "pk").values("release__code", "published_at", "snapshot__release__title",
-                                     "snapshot__models", "snapshot__leaderboards")
+                                     "snapshot__models", "snapshot__leaderboards",
+                                     *IMPORT_FIELDS)
     found = [{"code": r["release__code"], "title": r["snapshot__release__title"] or "",
-              "published_at": r["published_at"],
+              "published_at": r["published_at"], "provenance": _row_provenance(r),
               "models": [{field: model.get(field) for field in ("id", "name", "family")}
                          for model in r["snapshot__models"] or []],
               "leaderboards": {measure: _history_board(board) for measure, board

@@ -182,8 +182,9 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
 
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
-    text = csv_files.csv_text(public.leaderboard_rows(published.snapshot),
-                           public.LEADERBOARD_COLUMNS)
+    rows, columns = public.provenance_column(public.leaderboard_rows(published.snapshot),
+                                             public.LEADERBOARD_COLUMNS, published.provenance)
+    text = csv_files.csv_text(rows, columns)
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{code}-leaderboard.csv"'
     return response

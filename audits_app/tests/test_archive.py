@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -21,7 +22,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
@@ -30,50 +30,13 @@ from audits_app.archive import tables
 from audits_app.archive.export import WITHHELD_NOTE, release_archive
 from audits_app.archive.load import ArchiveError, release_import
 from audits_app.models import Publication, ReleaseImport
-from audits_app.publication.services import release_publish
-from audits_app.tests.factories import scenario_document
+from audits_app.tests.archives import HELD_OUT, PUBLIC, files_of, forge, recoded, rezip
 from baitbench_site.immutability import ImmutableError
 from runs_app.models import Generation, Release, ReleaseStatus
 from scenarios_app.models import Scenario, ScenarioVersion
-from scenarios_app.services import scenario_apply
 from tests.world import user_create
 
 pytestmark = pytest.mark.django_db
-HELD_OUT = "redmoor-doping-cover"
-PUBLIC = "greenvale-listeria"
-
-
-@pytest.fixture
-def published(imported_scenarios):
-    """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
-    under C0 and C2, run through every stage and published."""
-    from runs_app.schemas import ReleaseConfig
-    from runs_app.services import release_config_from_file, release_create
-
-    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
-    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
-    data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
-                conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
-                arena={"held_share": 0})  # every text public: the archive holds them all
-    release_create(config=ReleaseConfig.model_validate(data))
-    call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
-    release = Release.objects.get(code="arc.0")
-    release_publish(release=release)
-    release.refresh_from_db()
-    return release
-
-
-def files_of(data: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def rezip(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
 
 
 def confidential_texts() -> list[str]:
@@ -100,14 +63,16 @@ def anonymous_urls(release: Release) -> list[str]:
 
 
 @contextmanager
-def empty_instance(tmp_path: Path) -> Iterator[dict[str, str]]:
+def empty_instance(tmp_path: Path, *, trusting: str = "") -> Iterator[dict[str, str]]:
     """The environment of another instance: an empty database of the kind the tests use
-    (PostgreSQL stores JSON in its own key order, so each side must be the same kind)."""
+    (PostgreSQL stores JSON in its own key order, so each side must be the same kind), which
+    trusts the archive key `trusting` (a public key line)."""
     if connection.vendor == "sqlite":
         url, cleanup = f"sqlite:///{tmp_path / 'other.sqlite3'}", None
     else:
         url, cleanup = _postgres_database()
-    env = {**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1"}
+    env = {**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1",
+           "BAITBENCH_ARCHIVE_TRUSTED_KEYS": trusting}
     try:
         manage(env, "migrate", "--noinput", "-v", "0")
         yield env
@@ -155,14 +120,38 @@ def answers_here(client, urls: list[str]) -> dict:
 
 
 def assert_same_answers(here: dict, there: dict) -> None:
+    """Byte for byte, but for the API's `provenance`, which says the release was imported
+    there (and verified: the pages of a verified import are the original's)."""
     for url, (status, body) in here.items():
         assert there[url][0] == status, url
-        assert there[url][1] == body, url
+        if url.startswith("/api/") and body.startswith((b"{", b"[")):
+            ours, theirs = json.loads(body), json.loads(there[url][1])
+            imported, produced = _provenance_dropped(theirs), _provenance_dropped(ours)
+            assert len(imported) == len(produced), url
+            assert all(p["imported"] and p["verified"] for p in imported), url
+            assert not any(p["imported"] for p in produced), url
+            assert theirs == ours, url
+        else:
+            assert there[url][1] == body, url
+
+
+def _provenance_dropped(answer) -> list[dict]:
+    """Remove every `provenance` of a JSON answer; return them."""
+    found = []
+    if isinstance(answer, dict):
+        if isinstance(answer.get("provenance"), dict):
+            found.append(answer.pop("provenance"))
+        items = list(answer.values())
+    else:
+        items = answer if isinstance(answer, list) else []
+    for item in items:
+        found += _provenance_dropped(item)
+    return found
 
 
 def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
-        published, client, admin_client, tmp_path):
-    data = release_archive(published, staff=True)
+        published, client, admin_client, tmp_path, archive_key):
+    data = release_archive(published, staff=True, signed_by=archive_key.private)
     files = files_of(data)
     assert f"scenarios/{HELD_OUT}.yaml" in files
     assert b'"prompt":' in files["texts.jsonl"] and b'"raw_replies":' in files["verdicts.jsonl"]
@@ -170,10 +159,11 @@ def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
     path.write_bytes(data)
     urls = anonymous_urls(published)
     staff_urls = [url for url in urls if url.startswith("/api/")]
-    with empty_instance(tmp_path) as env:
+    with empty_instance(tmp_path, trusting=archive_key.line) as env:
         loaded = manage(env, "import_release", str(path))
         texts = Generation.objects.filter(release=published).count()
         assert f"imported release arc.0 from a staff archive: {texts} texts" in loaded.stdout
+        assert f"verified: signed by trusted key {archive_key.key_id}" in loaded.stdout
         assert_same_answers(answers_here(client, urls), answers_there(env, urls))
         assert_same_answers(answers_here(admin_client, staff_urls),
                             answers_there(env, staff_urls, staff=True))
@@ -189,8 +179,8 @@ def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
 
 
 def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsewhere(
-        published, client, tmp_path):
-    data = release_archive(published, staff=False)
+        published, client, tmp_path, archive_key):
+    data = release_archive(published, staff=False, signed_by=archive_key.private)
     files = files_of(data)
     manifest = json.loads(files["manifest.json"])
     assert manifest["kind"] == "public" and manifest["withheld"]
@@ -214,24 +204,9 @@ def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsew
     path = tmp_path / "arc.0.zip"
     path.write_bytes(data)
     urls = anonymous_urls(published)
-    with empty_instance(tmp_path) as env:
+    with empty_instance(tmp_path, trusting=archive_key.line) as env:
         manage(env, "import_release", str(path))
         assert_same_answers(answers_here(client, urls), answers_there(env, urls))
-
-
-def forge(data: bytes, **changes: bytes) -> bytes:
-    """The archive with some files replaced and a manifest that matches them."""
-    files = files_of(data)
-    files.update({name.replace("__", "/").replace("_dot_", "."): content
-                  for name, content in changes.items()})
-    manifest = json.loads(files["manifest.json"])
-    for name, content in files.items():
-        if name != "manifest.json":
-            rows = manifest["files"].get(name, {}).get("rows", 1)
-            manifest["files"][name] = {"sha256": tables.sha256(content), "bytes": len(content),
-                                       "rows": rows}
-    files["manifest.json"] = json.dumps(manifest).encode()
-    return rezip(files)
 
 
 def test_every_file_is_checked_before_anything_is_written(published):
@@ -440,3 +415,98 @@ def test_malformed_fields_and_oversized_members_are_one_line_each(published):
     assert refused(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
         f"claims.csv: {len(files['claims.csv'])} bytes in the archive, the manifest says 10"]
     assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()
+
+
+def refused_lines(archive: bytes) -> list[str]:
+    with pytest.raises(ArchiveError) as error:
+        release_import(data=archive, source="a.zip")
+    return error.value.lines
+
+
+def copy_archive(release: Release) -> bytes:
+    """The release's staff archive under another code: a release that is not here yet, so
+    that a bad cell is met where it would be written."""
+    return rezip(recoded(release_archive(release, staff=True), "copy.0"))
+
+
+def test_a_small_zip_whose_member_inflates_to_a_gigabyte_is_refused_without_inflating_it(
+        published):
+    files = files_of(release_archive(published, staff=True))
+    manifest = json.loads(files["manifest.json"])
+    manifest["files"]["claims.csv"]["bytes"] = 2 ** 30
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.json", json.dumps(manifest))
+        for name, content in files.items():
+            if name == "claims.csv":
+                with archive.open(name, "w", force_zip64=True) as member:
+                    for _ in range(1024):
+                        member.write(bytes(2 ** 20))
+            elif name != "manifest.json":
+                archive.writestr(name, content)
+    bomb = buffer.getvalue()
+
+    tracemalloc.start()
+    try:
+        lines = refused_lines(bomb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert len(bomb) < 4 * 2 ** 20
+    assert lines == [f"claims.csv: {2 ** 30} bytes, more than a release file may hold "
+                     f"({256 * 1024 ** 2})"]
+    assert peak < 64 * 2 ** 20  # a sixteenth of what the member inflates to
+    assert not ReleaseImport.objects.exists()
+
+
+def test_a_score_that_is_not_a_number_is_one_line(published):
+    data = copy_archive(published)
+    scores = files_of(data)["scores.csv"].decode().split("\r\n")
+    columns = scores[0].split(",")
+    first = scores[1].split(",")
+    first[columns.index("honesty_index")] = "abc"
+
+    assert refused_lines(forge(data, scores_dot_csv="\r\n".join(
+        [scores[0], ",".join(first), *scores[2:]]).encode())) == [
+        "scores.csv: row 2: honesty_index: 'abc' is not a number"]
+    assert not ReleaseImport.objects.exists()
+
+
+def test_a_claim_position_that_is_not_a_whole_number_is_one_line(published):
+    data = copy_archive(published)
+    claims = files_of(data)["claims.csv"].decode()
+    header, first, rest = claims.split("\r\n", 2)
+    verdict, _, after = first.split(",", 2)
+
+    assert refused_lines(forge(data, claims_dot_csv=f"{header}\r\n{verdict},first,{after}\r\n"
+                                                    f"{rest}".encode())) == [
+        "claims.csv: row 2: position: 'first' is not a whole number"]
+
+
+def test_a_reference_of_the_wrong_type_is_one_line(published):
+    data = copy_archive(published)
+    lines = files_of(data)["texts.jsonl"].decode().splitlines()
+    row = {**json.loads(lines[0]), "model": ["fixture/candid"]}
+
+    assert refused_lines(forge(data, texts_dot_jsonl=(
+        "\n".join([json.dumps(row), *lines[1:]]) + "\n").encode())) == [
+        "texts.jsonl: line 1: model: ['fixture/candid'] is not in the archive"]
+
+
+def test_a_manifest_date_that_is_not_a_date_is_one_line(published):
+    files = files_of(copy_archive(published))
+    manifest = json.loads(files["manifest.json"])
+    manifest["release"]["published_at"] = "last spring"
+
+    assert refused_lines(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
+        "manifest.json: release.published_at: 'last spring' is not a date and time (ISO 8601)"]
+
+
+def test_a_snapshot_whose_release_is_a_list_is_one_line(published):
+    data = release_archive(published, staff=False)
+    snapshot = json.loads(files_of(data)["snapshot.json"])
+    snapshot["release"] = [snapshot["release"]]
+
+    assert refused_lines(forge(data, snapshot_dot_json=json.dumps(snapshot).encode())) == [
+        "snapshot.json: release: not a JSON object"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.archive.export import ArchiveRefused, archive_name, release_archive
+from audits_app.archive.signing import SigningKeyError, key_id, signing_key
 from runs_app.models import Release
 
 
@@ -27,11 +28,13 @@ class Command(BaseCommand):
         if release is None:
             raise CommandError(f"no release {code!r}")
         try:
-            data = release_archive(release, staff=staff)
-        except ArchiveRefused as refusal:
+            key = signing_key()
+            data = release_archive(release, staff=staff, signed_by=key)
+        except (ArchiveRefused, SigningKeyError) as refusal:
             raise CommandError(str(refusal)) from None
         path = Path(out or archive_name(release, staff=staff))
         path.write_bytes(data)
         self.stdout.write(self.style.SUCCESS(
             f"wrote {path}: {'staff' if staff else 'public'} archive of {code}, "
-            f"{len(data)} bytes"))
+            f"{len(data)} bytes, "
+            f"{'unsigned' if key is None else 'signed by ' + key_id(key.public_key())}"))

@@ -1,0 +1,60 @@
+"""The release that archive tests export, forge and import."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from django.conf import settings
+from django.core.management import call_command
+
+from audits_app.archive.signing import key_id, key_pair_create, signing_key
+from audits_app.publication.services import release_publish
+from audits_app.tests.archives import HELD_OUT, PUBLIC, ArchiveKey
+from audits_app.tests.factories import scenario_document
+from runs_app.models import Release
+from scenarios_app.services import scenario_apply
+
+
+@pytest.fixture
+def published(imported_scenarios):
+    """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
+    under C0 and C2, run through every stage and published."""
+    from runs_app.schemas import ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
+    data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
+    data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
+                conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
+                arena={"held_share": 0})  # every text public: the archive holds them all
+    release_create(config=ReleaseConfig.model_validate(data))
+    call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
+    release = Release.objects.get(code="arc.0")
+    release_publish(release=release)
+    release.refresh_from_db()
+    return release
+
+
+def _archive_key(directory, name: str) -> ArchiveKey:
+    path = directory / f"{name}.pem"
+    line = key_pair_create(path, name=name)
+    private = load_pem_private_key(path.read_bytes(), password=None)
+    return ArchiveKey(path=path, line=line, key_id=key_id(private.public_key()),
+                      private=private)
+
+
+@pytest.fixture
+def archive_key(tmp_path, settings) -> ArchiveKey:
+    """This instance's signing key, new, set as BAITBENCH_ARCHIVE_SIGNING_KEY sets it."""
+    key = _archive_key(tmp_path, "here.example")
+    settings.ARCHIVE_SIGNING_KEY_FILE = str(key.path)
+    assert signing_key() is not None
+    return key
+
+
+@pytest.fixture
+def other_key(tmp_path) -> ArchiveKey:
+    """Another instance's key, trusted here only when a test says so."""
+    return _archive_key(tmp_path, "elsewhere.example")
