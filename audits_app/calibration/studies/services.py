@@ -372,7 +372,9 @@ def reading_answer(*, reading: StudyReading, attitude: list[int], knowledge: lis
         written = StudyReading.objects.filter(pk=reading.pk, answered_at__isnull=True).update(
             attitude=attitude, knowledge=knowledge, answered_at=now,
             read_at=F("read_at") if reading.read_at else now)
-        if attention is not None:
+        # Only with the answers it came with: a replayed form changes nothing (and the
+        # database refuses any change to a completed session, baitbench_site.immutability).
+        if written and attention is not None:
             StudyParticipant.objects.filter(pk=reading.participant_id).update(
                 attention_passed=attention == ATTENTION_ANSWER)
         if written and not StudyReading.objects.filter(
