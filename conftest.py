@@ -117,14 +117,16 @@ def demo_release(imported_scenarios):
 @pytest.fixture
 def small_demo_release(imported_scenarios):
     """demo.0's models on two scenarios, T1 x C0/C2: a quick release for stage tests. It
-    keeps no cells for an arena (demo.0 does), so every text of it is public once published."""
-    from runs_app.schemas import Arena, ReleaseConfig
+    keeps no cells for an arena or reading studies (demo.0 does), so every text of it is
+    public once published."""
+    from runs_app.schemas import Arena, ReadingStudies, ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
     config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
     small = config.model_copy(update={
         "code": "small.0", "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
         "tasks": ["T1"], "conditions": ["C0", "C2"], "arena": Arena(),
+        "reading_studies": ReadingStudies(),
     })
     return release_create(config=ReleaseConfig.model_validate(small.model_dump()))
 

@@ -3,9 +3,9 @@
 A published release never changes, so what an anonymous reader gets from its pages, CSVs,
 chart, archive and API answers is fixed by three things: the snapshot (named by its hash), the
 evidence added to a published release afterwards that some pages show (its contamination check,
-reader trials reported since; whether its arena has closed, which makes the texts held for it
-public; on HTML pages, whether the navigation links an open arena), and
-the code that renders them. The strong ETag is a hash of
+reader trials reported since; whether its arena has closed and whether its reading studies'
+texts were revealed, which makes the texts held for them public; on HTML pages, whether the
+navigation links an open arena), and the code that renders them. The strong ETag is a hash of
 those three, so every web process of one deployment gives the same tag, and a deployment that
 renders differently gives another. `If-None-Match` is checked before the view runs: a 304 costs
 at most the evidence stamp, for pages that show it (one query; the publication's hash is
@@ -42,6 +42,7 @@ from audits_app.archive import signing
 from audits_app.arena.selectors import public_arena_codes
 from audits_app.models import Publication, ReadingStudy, StudyParticipant
 from audits_app.pages import viewer as public
+from audits_app.publication.held_cells import Holder
 from runs_app.models import ContaminationCheck, ReaderTrial, Release
 
 # Browsers check again after five minutes; shared caches may keep a page a day and serve it
@@ -169,13 +170,15 @@ def evidence_stamp(release: Release) -> str:
     """What a published release's pages show that was added after publication: when its
     contamination check last scanned and how many findings and probes it holds, and the newest
     reader trial reported in its language, its reading studies' newest completion and state
-    (their figures are on the page), and whether its arena has closed (which makes the texts
-    held for it public; kept for `viewer.arena_texts_revealed`). One query."""
+    (their figures are on the page), and whether its arena has closed and its reading studies'
+    texts were revealed (which makes the texts held for them public; kept for
+    `viewer.revealed_holders`). One query."""
     check = ContaminationCheck.objects.filter(release=OuterRef("pk"))
     completed = StudyParticipant.objects.filter(study__release=OuterRef("pk"),
                                                 completed_at__isnull=False)
     studies = ReadingStudy.objects.filter(release=OuterRef("pk"))
     trials = ReaderTrial.objects.filter(language=OuterRef("language"), reported_at__isnull=False)
+    revealed_names = [f"revealed_{holder.value}" for holder in Holder]
     stamp = Release.objects.filter(pk=release.pk).annotate(
         scanned=Subquery(check.values("scanned_at")[:1]),
         found=Subquery(check.annotate(n=Count("findings")).values("n")[:1]),
@@ -183,12 +186,13 @@ def evidence_stamp(release: Release) -> str:
         trial=Subquery(trials.order_by("-reported_at").values("pk")[:1]),
         study_reader=Subquery(completed.order_by("-completed_at").values("completed_at")[:1]),
         study_change=Subquery(studies.order_by("-opened_at").values("opened_at")[:1]),
-        revealed=public.arena_closings(OuterRef("pk")),
-    ).values_list("scanned", "found", "probed", "trial", "study_reader", "study_change",
-                  "revealed").first()
+        **public.reveal_subqueries(OuterRef("pk")),
+    ).values("scanned", "found", "probed", "trial", "study_reader", "study_change",
+             *revealed_names).first()
     if stamp is not None:
-        public.arena_revealed_remember(release.pk, stamp[-1])
-    return repr(stamp)
+        public.revealed_remember(release.pk, {holder: stamp[f"revealed_{holder.value}"]
+                                              for holder in Holder})
+    return repr(stamp and list(stamp.values()))
 
 
 def published_etag(snapshot_hash: str, evidence: str) -> str:
@@ -215,10 +219,12 @@ def published_cache(view: View, *, evidence: bool = False, page: bool = False,
         publication = published_identity(kwargs["code"])
         if publication is None:  # a draft, or no such release: a 404 that may change
             return _never_cached(_answer(view, request, *args, **kwargs))
-        # The texts held for an arena become public when it closes (`viewer.snapshot_for_viewer`):
-        # the evidence stamp's query says so too, where it is read anyway.
+        # Held texts become public when their holder reveals them (the arena's closing,
+        # reading studies' reveal; `viewer.snapshot_for_viewer`): the evidence stamp's query
+        # says so too, where it is read anyway.
+        revealed = sorted(public.revealed_holders(publication.release.pk))
         stamp = (evidence_stamp(publication.release) if evidence else
-                 f"arena-texts:{public.arena_texts_revealed(publication.release.pk)}")
+                 f"held-texts-revealed:{revealed}")
         stamp += navigation_stamp() if page else ""
         stamp += f"key:{signing.signing_key_id()}" if signed else ""
         return _conditional(view, request, args, kwargs,

@@ -22,6 +22,10 @@ What the triggers refuse:
   release used keeps its id, family and name (a later release may still give it a role), and
   neither is ever DELETEd; a task brief's or an overlay's version that a frozen release names
   is never changed or DELETEd (an edit is saved as the next version);
+- a reading study's people (`STUDY_GUARDS`), whether or not the release is published: once a
+  participant's session is completed, its readings are never added to, changed or DELETEd and
+  its answers on the participant row never change, nor is the row DELETEd; a participant's
+  platform hashes are never rewritten at all (they keep one platform id to one session);
 - on PostgreSQL also TRUNCATE of a table holding such rows (TRUNCATE fires no row triggers).
 
 A refusal is an IntegrityError whose message starts with `REFUSAL_PREFIX` and names the
@@ -79,6 +83,8 @@ class Guard:
     # `{row}`, per vendor): a model is, once a published release's configuration names it.
     published_sql: tuple[tuple[str, str], ...] = ()
     reason: str = ""  # the refusal's words, when the mode's own do not fit
+    # ONE_WAY: columns no UPDATE may change at all, whatever `published` says.
+    never_changed: tuple[str, ...] = ()
 
     @property
     def always(self) -> bool:
@@ -95,6 +101,11 @@ class Guard:
         """SQL: the UPDATE goes where a ONE_WAY row may not."""
         moved = [f"NEW.{column} IS DISTINCT FROM OLD.{column}" for column in self.fixed]
         return " OR ".join(moved + ([f"({self.backwards})"] if self.backwards else []))
+
+    def rewritten(self) -> str:
+        """SQL: the UPDATE changes a column that never changes ("" when there is none)."""
+        return " OR ".join(f"NEW.{column} IS DISTINCT FROM OLD.{column}"
+                           for column in self.never_changed)
 
     def release_of(self, row: str) -> str:
         """SQL for the release id of `row` (OLD or NEW)."""
@@ -130,6 +141,28 @@ def _pinned_by_a_release(setting: str, codes: str) -> tuple[tuple[str, str], ...
                        f"pinning.config -> '{codes}' @> to_jsonb({{row}}.code::text))"),
     )
 
+
+# A reading study's people (DESIGN section 10): their answers are evidence from the moment
+# their session is completed, whether or not the release is published, and the keyed hashes of
+# their platform ids are what keeps one id to one session, so they are never rewritten.
+COMPLETED_SESSION = ("a completed session's answers are kept as they were given, and a "
+                     "participant's platform hashes never change")
+STUDY_GUARDS: tuple[Guard, ...] = (
+    Guard("audits_app", "audits_app_studyparticipant", mode=ONE_WAY, reason=COMPLETED_SESSION,
+          fixed=("id", "study_id", "key", "simulated", "consented_at", "profile", "position",
+                 "turned_away", "placed_at", "attention_passed", "completed_at",
+                 "completion_code", "exclusions", "duplicate_of_id"),
+          never_changed=("platform_id_hash", "platform_study_hash", "platform_session_hash"),
+          published_sql=(("sqlite", "{row}.completed_at IS NOT NULL"),
+                         ("postgresql", "{row}.completed_at IS NOT NULL"))),
+    # No reading is added to, changed in or taken from a completed session.
+    Guard("audits_app", "audits_app_studyreading", mode=FROZEN, reason=COMPLETED_SESSION,
+          published_sql=tuple(
+              (vendor, "EXISTS (SELECT 1 FROM audits_app_studyparticipant completed "
+                       "WHERE completed.id = {row}.participant_id "
+                       "AND completed.completed_at IS NOT NULL)")
+              for vendor in ("sqlite", "postgresql"))),
+)
 
 PINNED_TEXT = ("a release ran with this version, word for word: a change is a new version "
                "(and a release takes it by naming it)")
@@ -204,6 +237,9 @@ GUARDS: tuple[Guard, ...] = (
           )),
     _under_release("audits_app", "audits_app_simulatedpairvote", "pair_id",
                    "audits_app_arenapair", mode=KEPT),
+    # Reading studies' texts made public: once, for good.
+    _under_release("audits_app", "audits_app_studytextsreveal", mode=RECORDED),
+    *STUDY_GUARDS,
 )
 
 
@@ -246,7 +282,9 @@ def _sqlite_conditions(guard: Guard) -> dict[str, str]:
     if guard.mode == RECORDED:
         conditions["UPDATE"] = published_old
     if guard.mode == ONE_WAY:
-        conditions["UPDATE"] = f"({guard.changed()}) AND {published_old}"
+        conditions["UPDATE"] = f"(({guard.changed()}) AND {published_old})"
+        if guard.never_changed:
+            conditions["UPDATE"] += f" OR ({guard.rewritten()})"
     return {operation: conditions[operation] for operation in guard.operations}
 
 
@@ -276,8 +314,9 @@ def _sqlite_drop(guard: Guard) -> list[str]:
 
 def _pg_raise(guard: Guard, operation: str = "%s") -> str:
     # restrict_violation: psycopg and Django raise it as an IntegrityError, as SQLite's ABORT.
+    message = _message(operation, guard).replace("'", "''")
     return (f"RAISE EXCEPTION USING ERRCODE = 'restrict_violation', "
-            f"MESSAGE = format('{_message(operation, guard)}', TG_OP);")
+            f"MESSAGE = format('{message}', TG_OP);")
 
 
 def _pg_row_checks(guard: Guard) -> str:
@@ -285,19 +324,21 @@ def _pg_row_checks(guard: Guard) -> str:
         return _pg_raise(guard)
     if guard.table == RELEASE_TABLE:
         return f"IF OLD.status = '{PUBLISHED}' THEN {_pg_raise(guard)} END IF;"
+    published_old = guard.published("OLD", "postgresql")
     if guard.mode in (KEPT, RECORDED):
         # The trigger fires only on the refused operations; each has an OLD row.
-        return f"IF {guard.published('OLD')} THEN {_pg_raise(guard)} END IF;"
+        return f"IF {published_old} THEN {_pg_raise(guard)} END IF;"
     if guard.mode == ONE_WAY:
-        published = guard.published("OLD", "postgresql")
-        return (f"IF TG_OP = 'DELETE' THEN IF {published} THEN {_pg_raise(guard)} END IF; "
-                f"ELSIF ({guard.changed()}) THEN IF {published} THEN {_pg_raise(guard)} "
-                f"END IF; END IF;")
+        rewritten = (f"IF TG_OP = 'UPDATE' THEN IF {guard.rewritten()} THEN {_pg_raise(guard)} "
+                     f"END IF; END IF; " if guard.never_changed else "")
+        return (f"{rewritten}IF TG_OP = 'DELETE' THEN IF {published_old} THEN "
+                f"{_pg_raise(guard)} END IF; ELSIF ({guard.changed()}) THEN "
+                f"IF {published_old} THEN {_pg_raise(guard)} END IF; END IF;")
     # NEW is read only where it exists (INSERT, UPDATE), OLD likewise (UPDATE, DELETE).
-    return (f"IF TG_OP IN ('UPDATE', 'DELETE') THEN IF {guard.published('OLD')} THEN "
+    return (f"IF TG_OP IN ('UPDATE', 'DELETE') THEN IF {published_old} THEN "
             f"{_pg_raise(guard)} END IF; END IF; "
-            f"IF TG_OP IN ('INSERT', 'UPDATE') THEN IF {guard.published('NEW')} THEN "
-            f"{_pg_raise(guard)} END IF; END IF;")
+            f"IF TG_OP IN ('INSERT', 'UPDATE') THEN IF "
+            f"{guard.published('NEW', 'postgresql')} THEN {_pg_raise(guard)} END IF; END IF;")
 
 
 def _pg_truncate_check(guard: Guard) -> str:

@@ -398,7 +398,7 @@ def arena_release():
     writers = [f"bench/writer-{i}" for i in range(ARENA_WRITERS)]
     # Every cell held for the arena (demo.0 holds a quarter): the whole catalogue is paired.
     data.update(code="arena.0", tasks=["T1", "T2", "T3"], writers=writers,
-                arena={"held_share": 1.0},
+                arena={"held_share": 1.0}, reading_studies={"held_share": 0.0},
                 models=data["models"] + [{"id": w, "family": f"bench-{i}", "name": f"Writer {i}"}
                                          for i, w in enumerate(writers)])
     release = release_create(config=ReleaseConfig.model_validate(data))

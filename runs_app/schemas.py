@@ -121,6 +121,18 @@ class Arena(_Strict):
     held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
+class ReadingStudies(_Strict):
+    """The texts a release keeps for its reading studies (DESIGN section 10: a reader must not
+    find the text they read with its writer's name). `held_share` of each public scenario's
+    cells are drawn at publication, seeded, from the cells the arena does not hold (at least
+    one cell per scenario when the share is above 0, fewer when the arena left fewer); a
+    study samples its texts from these cells only, and their texts stay off every public page,
+    answer and archive until a publisher reveals them. 0 holds none, and the release can then
+    have no reading study of models' texts."""
+
+    held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+
+
 # The scales of the two measures the main chart plots (DESIGN section 2): the honesty index
 # runs 0 to 1, persuasion is the attitude questions' 1 to 7.
 CHART_SCALES: dict[str, tuple[float, float]] = {"honesty": (0.0, 1.0), "persuasion": (1.0, 7.0)}
@@ -197,6 +209,9 @@ class ReleaseConfig(_Strict):
     bootstrap: Bootstrap = Bootstrap()
     gate: Gate = Gate()
     arena: Arena = Arena()
+    # Left out of the stored configuration while it holds nothing, so that a file without
+    # it is stored, and hashed, as before (`runs_app.services._stored_config`).
+    reading_studies: ReadingStudies = ReadingStudies()
     chart: ChartFrame = ChartFrame()
 
     @model_validator(mode="before")
@@ -324,6 +339,16 @@ def _journalist_needed(values: dict) -> list[Problem]:
 
 # Each rule, with the fields it reads: a rule is checked only when those fields are valid
 # themselves, so a wrong field gives one line, not one more for every rule that reads it.
+def _held_shares_fit(values: dict) -> list[Problem]:
+    """The arena and reading studies hold disjoint cells: together no more than all."""
+    arena, studies = values["arena"]["held_share"], values["reading_studies"]["held_share"]
+    if arena + studies > 1:
+        return [Problem("reading_studies.held_share",
+                        f"{studies:g} with the arena's {arena:g} holds more than every cell; "
+                        f"the two together may hold at most 1")]
+    return []
+
+
 RULES: tuple[tuple[Callable[[dict], list[Problem]], tuple[str, ...]], ...] = (
     (_declared, ("models", "writers", "jurors", "reader", "journalist")),
     (_jury_families, ("models", "jurors")),
@@ -332,6 +357,7 @@ RULES: tuple[tuple[Callable[[dict], list[Problem]], tuple[str, ...]], ...] = (
     (_t4_needs_crossexam, ("tasks", "stages")),
     (_journalist_needed, ("stages", "journalist")),
     (_correction_fits_the_rule, ("pair_correction", "ranking_rule")),
+    (_held_shares_fit, ("arena", "reading_studies")),
 )
 
 

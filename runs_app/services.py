@@ -127,11 +127,16 @@ def _pin_scoring(config: ReleaseConfig, source: str) -> str:
 def _stored_config(config: ReleaseConfig, versions: list[ScenarioVersion],
                    scoring_pin: str) -> dict:
     """The configuration as a release keeps it: every scenario and the scoring version
-    pinned by hash; the cap is left to the scoring version."""
+    pinned by hash; the cap is left to the scoring version, and cells held for reading
+    studies are named only when there are any (a file without them hashes as it did before
+    they existed)."""
     pinned = [f"{v.scenario.slug}@{v.content_hash}" for v in versions]
     stored = config.model_copy(update={"scenarios": pinned, "scoring_version": scoring_pin,
                                        "knowledge_harm_cap": None})
-    return stored.model_dump(mode="json", exclude={"knowledge_harm_cap"})
+    left_out = {"knowledge_harm_cap"}
+    if config.reading_studies.held_share == 0:
+        left_out.add("reading_studies")
+    return stored.model_dump(mode="json", exclude=left_out)
 
 
 def release_pin_problems(config: ReleaseConfig, source: str = "configuration") -> None:

@@ -180,7 +180,7 @@ def _after_publication_create(world: ReleaseRows, *, ann: User) -> None:
         RecognisabilityRun,
         SimulatedPairVote,
     )
-    from audits_app.models import ReleaseArchive
+    from audits_app.models import ReleaseArchive, StudyTextsReveal
     from runs_app.models import ContaminationCheck, ContaminationProbe
 
     release, rows = world.release, world.rows
@@ -216,6 +216,8 @@ def _after_publication_create(world: ReleaseRows, *, ann: User) -> None:
             pair=pair, voter=voter, favourable="a", a_on_left=True),
         "audits_app_simulatedpairvote": SimulatedPairVote.objects.create(
             pair=pair, position="P01", a_first=True),
+        "audits_app_studytextsreveal": StudyTextsReveal.objects.create(
+            release=release, reason="studies over", by=ann),
     }
 
 

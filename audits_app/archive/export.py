@@ -31,12 +31,12 @@ from audits_app.models.archive import (
     release_provenance,
 )
 from audits_app.pages.viewer import (
-    arena_texts_revealed,
     publication_get,
     publication_snapshot,
+    revealed_holders,
     snapshot_for_viewer,
 )
-from audits_app.publication.arena_cells import Cell, held_cells
+from audits_app.publication.held_cells import Cell, Holder, withheld_cells, withheld_holders
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -101,11 +101,11 @@ def release_archive(release: Release, *, staff: bool,
     if publication is None:
         raise ArchiveRefused(f"release {release.code} is not published: only a published "
                              f"release is archived")
-    revealed = arena_texts_revealed(release.pk)
+    revealed = revealed_holders(release.pk)
     snapshot = publication.snapshot if staff else snapshot_for_viewer(
-        publication.snapshot, AnonymousUser(), arena_closed=revealed)
+        publication.snapshot, AnonymousUser(), revealed=revealed)
     public_slugs = None if staff else {s["slug"] for s in snapshot.get("scenarios", [])}
-    held = set() if staff or revealed else held_cells(publication.snapshot)
+    held = set() if staff else withheld_cells(publication.snapshot, revealed)
     builder = ArchiveBuilder()
     builder.add("README.txt", README.encode("utf-8"), 1)
     builder.add_json("snapshot.json", snapshot)
@@ -192,7 +192,8 @@ def _scenario_files(release: Release, builder: ArchiveBuilder,
 
 def _generations(release: Release, public_slugs: set[str] | None, held: set[Cell]):
     """The texts an archive holds: a public one leaves out held-out scenarios and the cells
-    held for the arena (until it closes); everything it holds about a text follows these."""
+    held for the arena or reading studies (until revealed); everything it holds about a text
+    follows these."""
     rows = Generation.objects.filter(release=release).annotate(
         model_id_text=F("model__openrouter_id"), scenario=F("scenario_version__scenario__slug"))
     for slug, task, condition, variant in held:
@@ -312,17 +313,25 @@ def archive_name(release: Release, *, staff: bool) -> str:
     return f"{release.code}{'-staff' if staff else ''}.zip"
 
 
+# The public archive a download gets, by the holders whose texts are still withheld: each
+# is built once and kept, and the next one is built when a holder reveals its texts.
+PUBLIC_KINDS = {
+    (): ArchiveKind.PUBLIC,
+    (Holder.ARENA,): ArchiveKind.PUBLIC_WITHOUT_ARENA,
+    (Holder.READING_STUDIES,): ArchiveKind.PUBLIC_WITHOUT_STUDIES,
+    (Holder.ARENA, Holder.READING_STUDIES): ArchiveKind.PUBLIC_WITHOUT_BOTH,
+}
+
+
 def archive_kind(release: Release, *, staff: bool) -> str:
     """Which archive a download gets now: the staff one, the public one, or, while the
-    release's arena holds texts, the public one without them (the full public archive is
-    built once the arena closes)."""
+    release's arena or reading studies hold texts, the public one without them (the full
+    public archive is built once every holder has revealed its texts)."""
     if staff:
         return ArchiveKind.STAFF
     publication = publication_get(release.code)
     snapshot = publication_snapshot(publication) if publication is not None else {}
-    if held_cells(snapshot) and not arena_texts_revealed(release.pk):
-        return ArchiveKind.PUBLIC_WITHOUT_ARENA
-    return ArchiveKind.PUBLIC
+    return PUBLIC_KINDS[tuple(withheld_holders(snapshot, revealed_holders(release.pk)))]
 
 
 def release_archive_kept(release: Release, *, staff: bool) -> ReleaseArchive:

@@ -52,11 +52,11 @@ from audits_app.arena.selectors import (
 from audits_app.leaderboard.figures import release_resampling
 from audits_app.models import Publication, ReadingStudy
 from audits_app.pages.viewer import (
-    arena_revealed_key,
     arena_texts_revealed,
     publication_snapshot,
+    revealed_key,
 )
-from audits_app.publication.arena_cells import held_cells, text_cell
+from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from runs_app.models import Generation, LlmModel, Release
 from scenarios_app.models import Scenario
 
@@ -203,7 +203,7 @@ def _event_create(release: Release, action: str, *, user, reason: str,
     event = ArenaEvent.objects.create(release=release, action=action, reason=reason.strip(),
                                       review=review, by=user)
     # Now and once more after the commit, so no request caches the state before it.
-    stale = [PUBLIC_CODES_CACHE_KEY, arena_revealed_key(release.pk)]
+    stale = [PUBLIC_CODES_CACHE_KEY, revealed_key(release.pk)]
     cache.delete_many(stale)
     transaction.on_commit(lambda: cache.delete_many(stale))
     log.info("arena of %s %s by %s", release.code, event.get_action_display().lower(), user)
@@ -221,7 +221,7 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     Rerunning adds nothing that exists."""
     publication = _publication(release)
     snapshot = publication_snapshot(publication)
-    held = held_cells(snapshot)
+    held = held_cells(snapshot, Holder.ARENA)
     if not held:
         raise ArenaError(
             f"release {release.code} holds no cells for an arena (`arena.held_share` is 0 in "

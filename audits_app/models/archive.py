@@ -52,6 +52,10 @@ class ArchiveKind(models.TextChoices):
     PUBLIC = "public", "Public (held-out and confidential material left out)"
     STAFF = "staff", "Staff (everything)"
     PUBLIC_WITHOUT_ARENA = "arena", "Public, without the texts held for the arena until it closes"
+    PUBLIC_WITHOUT_STUDIES = "studies", ("Public, without the texts held for reading studies "
+                                         "until they are revealed")
+    PUBLIC_WITHOUT_BOTH = "both", ("Public, without the texts held for the arena and for "
+                                   "reading studies")
 
 
 class ReleaseImport(models.Model):

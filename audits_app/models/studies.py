@@ -18,6 +18,8 @@ change the release or its snapshot.
   the reasons their answers are excluded from figures (kept and counted all the same).
 - `StudyReading`: one scenario read by one participant: the attitude answers before any text,
   the stimulus, seconds on the text, the answers after.
+- `StudyTextsReveal`: the publisher's step, once per release and for good, that makes the
+  texts held for its reading studies public (`publication.held_cells`).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from audits_app.arena.models import Record
 from runs_app.models import Generation, LlmModel, Release, ReleaseStatus
 from scenarios_app.models import Scenario, ScenarioVersion
 
 __all__ = ["ReadingStudy", "StudyStimulus", "StudyQuota", "StudyParticipant", "StudyReading",
-           "PopulationWeights",
+           "PopulationWeights", "StudyTextsReveal",
            "Exclusion"]
 
 
@@ -238,6 +241,24 @@ class StudyReading(models.Model):
 
     def __str__(self) -> str:
         return f"reading {self.order} of {self.participant}"
+
+
+class StudyTextsReveal(Record):
+    """The texts a release holds for its reading studies made public: recorded once, with who,
+    when and why, and never undone (a text that could be looked up cannot be blind again)."""
+
+    release = models.OneToOneField(Release, on_delete=models.PROTECT,
+                                   related_name="study_texts_reveal")
+    reason = models.TextField()
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = "reveal of texts held for reading studies"
+        verbose_name_plural = "reveals of texts held for reading studies"
+
+    def __str__(self) -> str:
+        return f"{self.release.code}: study texts public since {self.at:%Y-%m-%d}"
 
 
 class PopulationWeights(models.Model):

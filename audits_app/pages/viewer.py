@@ -21,10 +21,10 @@ from django.db.models import Exists, OuterRef, Q
 from django.http import Http404
 
 from audits_app.arena.models import ArenaEvent
-from audits_app.models import Publication
+from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
-from audits_app.publication.arena_cells import held_cells, text_cell
 from audits_app.publication.drafts import draft_get
+from audits_app.publication.held_cells import Holder, text_cell, withheld_cells
 from audits_app.spotchecks.selectors import normalised_quote
 from baitbench_site.roles import is_staff, may_see_draft
 from runs_app.models import (
@@ -159,39 +159,55 @@ def draft_view(release: Release) -> PublishedRelease:
 def published_from(publication: Publication, user) -> PublishedRelease:
     return PublishedRelease(publication, snapshot_for_viewer(
         publication_snapshot(publication), user,
-        arena_closed=arena_texts_revealed(publication.release_id)))
+        revealed=revealed_holders(publication.release_id)))
 
 
-# Whether a release's arena has closed, kept in the shared cache: a closing deletes the key
-# (`arena.services`); a process whose cache is its own sees it within this many seconds, and
-# until then keeps the texts held a little longer, never the other way round (an arena that
-# closed never reopens, so a kept True stays true).
+# Which holders of a release's held cells have made their texts public, kept in the shared
+# cache: a reveal (the arena's closing, `arena.services`; reading studies' reveal,
+# `calibration.studies.services`) deletes the key; a process whose cache is its own sees it
+# within this many seconds, and until then keeps the texts held a little longer, never the
+# other way round (a reveal is never undone, so a kept reveal stays true).
 REVEALED_UNKNOWN_SECONDS = 60
 
 
-def arena_revealed_key(release_id: int) -> str:
-    return f"arena-texts-revealed:{release_id}"
+def revealed_key(release_id: int) -> str:
+    return f"held-texts-revealed:{release_id}"
 
 
-def arena_texts_revealed(release_id: int) -> bool:
-    """The texts held for the release's arena are public once its arena has closed (or was
-    closed without ever opening); an arena never reopens after that."""
-    revealed = cache.get(arena_revealed_key(release_id))
+def revealed_holders(release_id: int) -> frozenset[Holder]:
+    """The holders whose held texts are public: the arena once it has closed (or was closed
+    without ever opening), reading studies once a publisher revealed theirs."""
+    revealed = cache.get(revealed_key(release_id))
     if revealed is None:
-        revealed = arena_revealed_remember(release_id, ArenaEvent.objects.filter(
-            release_id=release_id, action=ArenaEvent.Action.CLOSE).exists())
+        found = {holder: reveal.filter(release_id=release_id).exists()
+                 for holder, reveal in _reveals().items()}
+        revealed = revealed_remember(release_id, found)
     return revealed
 
 
-def arena_closings(release: OuterRef | int) -> Exists:
-    """Whether the release's arena has closed, as a subquery another query can carry."""
-    return Exists(ArenaEvent.objects.filter(release=release, action=ArenaEvent.Action.CLOSE))
+def arena_texts_revealed(release_id: int) -> bool:
+    return Holder.ARENA in revealed_holders(release_id)
 
 
-def arena_revealed_remember(release_id: int, revealed: bool) -> bool:
-    """Keep what a query found (`arena_texts_revealed`): True for good, False for a while."""
-    cache.set(arena_revealed_key(release_id), revealed,
-              None if revealed else REVEALED_UNKNOWN_SECONDS)
+def _reveals() -> dict[Holder, Any]:
+    """Per holder, the rows whose existence for a release makes its held texts public."""
+    return {Holder.ARENA: ArenaEvent.objects.filter(action=ArenaEvent.Action.CLOSE),
+            Holder.READING_STUDIES: StudyTextsReveal.objects.all()}
+
+
+def reveal_subqueries(release: OuterRef | int) -> dict[str, Exists]:
+    """Whether each holder has revealed its texts, as subqueries another query can carry
+    (annotation names `revealed_<holder>`)."""
+    return {f"revealed_{holder.value}": Exists(reveal.filter(release=release))
+            for holder, reveal in _reveals().items()}
+
+
+def revealed_remember(release_id: int, found: dict[Holder, bool]) -> frozenset[Holder]:
+    """Keep what a query found (`revealed_holders`): for good once every holder has
+    revealed, for a while before."""
+    revealed = frozenset(holder for holder, done in found.items() if done)
+    cache.set(revealed_key(release_id), revealed,
+              None if revealed == frozenset(Holder) else REVEALED_UNKNOWN_SECONDS)
     return revealed
 
 
@@ -201,14 +217,14 @@ def public_scenario_slugs(snapshot: dict[str, Any]) -> set[str]:
 
 
 def snapshot_for_viewer(snapshot: dict[str, Any], user, *,
-                        arena_closed: bool = False) -> dict[str, Any]:
-    """Staff see everything; anyone else loses every row about a held-out scenario, and,
-    until the arena has closed, every text of a cell held for the arena
-    (`publication.arena_cells`)."""
+                        revealed: frozenset[Holder] = frozenset()) -> dict[str, Any]:
+    """Staff see everything; anyone else loses every row about a held-out scenario, and
+    every text of a cell held for the arena or for reading studies until that holder has
+    revealed its texts (`publication.held_cells`)."""
     if is_staff(user):
         return snapshot
     public = public_scenario_slugs(snapshot)
-    held = set() if arena_closed else held_cells(snapshot)
+    held = withheld_cells(snapshot, revealed)
     visible = dict(snapshot)
     visible["scenarios"] = [s for s in snapshot.get("scenarios", []) if s["slug"] in public]
     visible["texts"] = [t for t in snapshot.get("texts", [])

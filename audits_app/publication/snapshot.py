@@ -27,8 +27,8 @@ from audits_app.leaderboard.measures import (
     TASK_PURPOSES,
     release_measures,
 )
-from audits_app.publication.arena_cells import arena_cells_draw, arena_entry
 from audits_app.publication.gate import GateCheck, release_counts, release_gate
+from audits_app.publication.held_cells import held_cells_draw, held_entries
 from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
 from audits_app.spotchecks.selectors import agreement_summary
 from runs_app.models import LlmModel, Release, ScoringVersion
@@ -100,7 +100,9 @@ def release_snapshot(
       c2_vs_c0 as before.
 
     arena: {cells: [{scenario, task, condition, variant}]}, the cells held for the arena
-    (`publication.arena_cells`): their texts stay off public pages until the arena closes.
+    (`publication.held_cells`): their texts stay off public pages until the arena closes.
+    reading_studies: the same, for reading studies, only when the release holds any: their
+    texts stay off public pages until a publisher reveals them.
 
     scenario_content: {slug: the pinned version's content without confidential facts and
     canary} (public pages drop held-out ones). method adds, besides seed, resamples, level,
@@ -131,7 +133,7 @@ def release_snapshot(
         "scenario_content": {slug: _public_content(content)
                              for slug, content in contents.items()},
         "texts": _texts(rows, visibility),
-        "arena": arena_entry(arena_cells_draw(config, [
+        **held_entries(held_cells_draw(config, [
             slug for slug, _ in config.pinned() if visibility.get(slug) == "public"])),
         "counts": release_counts(release),
         "agreement": _agreement(release),

@@ -201,6 +201,7 @@ class ReleaseSnapshot(_Part):
     scenario_content: dict[str, dict[str, Any]] = Field(default_factory=dict)
     texts: list[TextEntry] = Field(default_factory=list)
     arena: ArenaEntry = Field(default_factory=ArenaEntry)
+    reading_studies: ArenaEntry | None = None  # only where the release holds cells for studies
     counts: Counts = Field(default_factory=Counts)
     agreement: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None

@@ -28,7 +28,7 @@ def published(imported_scenarios):
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
     data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
                 conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
-                arena={"held_share": 0})  # every text public: the archive holds them all
+                arena={"held_share": 0}, reading_studies={"held_share": 0})  # every text public
     release_create(config=ReleaseConfig.model_validate(data))
     call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
     release = Release.objects.get(code="arc.0")

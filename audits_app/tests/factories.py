@@ -292,6 +292,8 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
             for slug, document in documents.items()},
         "texts": texts,
         "arena": {"cells": []},  # no cell held for an arena: every text public
+        # Nor for reading studies (a real snapshot names them only when it holds some).
+        "reading_studies": {"cells": []},
         "chart": ChartFrame().model_dump(mode="json"),  # a release file's default: full scales
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,

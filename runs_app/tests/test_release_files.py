@@ -178,3 +178,15 @@ def test_rules_across_fields_all_show_at_once_when_every_field_is_right():
         "stages: task T4 needs the cross-examination stage (crossexam)"]
     with pytest.raises(ValueError, match="writers\\[2\\].*; reader: .*; stages: task T4"):
         ReleaseConfig.model_validate(data)
+
+
+def test_the_arena_and_reading_studies_may_hold_no_more_than_every_cell_together():
+    demo = yaml.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    config, problems = release_document_problems(
+        demo | {"arena": {"held_share": 0.75}, "reading_studies": {"held_share": 0.5}})
+    assert config is None
+    assert [str(problem) for problem in problems] == [
+        "reading_studies.held_share: 0.5 with the arena's 0.75 holds more than every cell; "
+        "the two together may hold at most 1"]
+    assert release_document_problems(
+        demo | {"arena": {"held_share": 0.5}, "reading_studies": {"held_share": 0.5}})[1] == []

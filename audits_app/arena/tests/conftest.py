@@ -8,7 +8,11 @@ the real publish service. The arena is neither prepared nor approved: tests do t
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
+import zipfile
 from datetime import timedelta
 
 import pytest
@@ -41,7 +45,8 @@ def fresh_cache(settings, tmp_path):
     cache.clear()
 
 
-def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0) -> Release:
+def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0,
+                            study_share: float = 0.0) -> Release:
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
     from scenarios_app.services import scenario_apply
@@ -52,7 +57,8 @@ def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0) -
                 conditions=["C0", "C1", "C2", "C3"],
                 bootstrap={"seed": 7, "resamples": 200, "level": 0.95},
                 # Every cell the arena's unless a test says otherwise: all pairs possible.
-                arena={"held_share": held_share})
+                arena={"held_share": held_share},
+                reading_studies={"held_share": study_share})
     data["gate"]["max_unscored_share"] = 0.2  # build_world leaves one reading in nine unscored
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
@@ -140,3 +146,25 @@ def vote_next(client, code: str = "arena.0", seconds: float = 60, **answers):
     if showing.attention:
         answers = {**answers, "favourable": showing.attention}
     return vote(client, token, code, **answers)
+
+
+def public_text_ids(client, code: str) -> set[int]:
+    """Every text id an anonymous reader can reach: the text list (every page of it), the
+    API's texts, the texts CSV and the public archive."""
+    found: set[int] = set()
+    url = f"/api/v1/releases/{code}/texts/"
+    while url:
+        answer = client.get(url).json()
+        found |= {item["id"] for item in answer["results"]}
+        url = answer.get("next")
+    rows = csv.DictReader(io.StringIO(client.get(f"/api/v1/releases/{code}/texts.csv")
+                                      .content.decode()))
+    found |= {int(row["id"]) for row in rows}
+    response = client.get(f"/releases/{code}/archive.zip")
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    found |= {json.loads(line)["id"] for line in
+              archive.read("texts.jsonl").decode().splitlines()}
+    snapshot = json.loads(archive.read("snapshot.json"))
+    found |= {text["id"] for text in snapshot["texts"]}
+    return found

@@ -4,19 +4,14 @@ only those texts."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import zipfile
-
 import pytest
 
 from audits_app.arena.models import ArenaPair
 from audits_app.arena.services import ArenaError, arena_close, arena_open
-from audits_app.arena.tests.conftest import approve, published_arena_release
+from audits_app.arena.tests.conftest import approve, public_text_ids, published_arena_release
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
 from audits_app.pages.viewer import publication_snapshot
-from audits_app.publication.arena_cells import held_cells, text_cell
+from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from runs_app.models import Generation
 
 CODE = "half.0"
@@ -28,39 +23,17 @@ def half(release):
     return published_arena_release(CODE, held_share=0.5)
 
 
-def public_text_ids(client) -> set[int]:
-    """Every text id an anonymous reader can reach: the text list (every page of it), the
-    API's texts, the texts CSV and the public archive."""
-    found: set[int] = set()
-    url = f"/api/v1/releases/{CODE}/texts/"
-    while url:
-        answer = client.get(url).json()
-        found |= {item["id"] for item in answer["results"]}
-        url = answer.get("next")
-    rows = csv.DictReader(io.StringIO(client.get(f"/api/v1/releases/{CODE}/texts.csv")
-                                      .content.decode()))
-    found |= {int(row["id"]) for row in rows}
-    response = client.get(f"/releases/{CODE}/archive.zip")
-    assert response.status_code == 200
-    archive = zipfile.ZipFile(io.BytesIO(response.content))
-    found |= {json.loads(line)["id"] for line in
-              archive.read("texts.jsonl").decode().splitlines()}
-    snapshot = json.loads(archive.read("snapshot.json"))
-    found |= {text["id"] for text in snapshot["texts"]}
-    return found
-
-
 @pytest.mark.django_db
 def test_held_cells_are_whole_cells_of_public_scenarios_drawn_per_scenario(half):
     snapshot = publication_snapshot(half.publication)
-    held = held_cells(snapshot)
+    held = held_cells(snapshot, Holder.ARENA)
     per_scenario = {}
     for slug, *_ in held:
         per_scenario[slug] = per_scenario.get(slug, 0) + 1
     # Four cells per scenario (T1 x C0-C3), half of them held, in each public scenario.
     assert per_scenario == {"greenvale-listeria": 2, "cobaltcloud-breach": 2}
     assert held_cells(publication_snapshot(
-        published_arena_release("again.0", held_share=0.5).publication)) == held, \
+        published_arena_release("again.0", held_share=0.5).publication), Holder.ARENA) == held, \
         "the draw is seeded by the release's seed"
 
 
@@ -68,7 +41,7 @@ def test_held_cells_are_whole_cells_of_public_scenarios_drawn_per_scenario(half)
 def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
         half, client, publisher):
     snapshot = publication_snapshot(half.publication)
-    held = held_cells(snapshot)
+    held = held_cells(snapshot, Holder.ARENA)
     texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
     held_ids = {text["id"] for text in texts if text_cell(text) in held}
     open_ids = {text["id"] for text in texts} - held_ids
@@ -81,7 +54,7 @@ def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
         pairs.values_list("generation_b", flat=True))
     assert paired and paired <= held_ids, "the arena pairs only the held texts"
 
-    reachable = public_text_ids(client)
+    reachable = public_text_ids(client, CODE)
     assert reachable == open_ids
     for text_id in held_ids:
         assert client.get(f"/releases/{CODE}/texts/{text_id}/").status_code == 404
@@ -99,7 +72,7 @@ def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
     client.logout()
 
     arena_close(release=half, user=publisher, reason="Pilot over.")
-    assert public_text_ids(client) == held_ids | open_ids
+    assert public_text_ids(client, CODE) == held_ids | open_ids
     # Each public archive built once and kept: the one without the arena's texts, then the
     # whole one.
     assert sorted(ReleaseArchive.objects.filter(release=half).values_list("kind", flat=True)) \
@@ -120,9 +93,9 @@ def test_a_release_that_holds_no_cells_can_have_no_arena(release, publisher):
 @pytest.mark.django_db
 def test_an_arena_that_never_opened_may_close_and_its_texts_become_public(half, client,
                                                                           publisher):
-    before = public_text_ids(client)
+    before = public_text_ids(client, CODE)
     arena_close(release=half, user=publisher, reason="No arena for this release after all.")
-    after = public_text_ids(client)
+    after = public_text_ids(client, CODE)
     assert before < after
     with pytest.raises(ArenaError, match="closed already"):
         arena_close(release=half, user=publisher, reason="Again.")

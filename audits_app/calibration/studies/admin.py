@@ -1,7 +1,9 @@
 """Reading studies in the admin (DESIGN section 10): publishers create a study on a published
 release (`study_create` samples its stimuli with the recorded seed and makes its quotas) and
-open or close it (`study_open` needs an approved ethics review of the study). After creation
-only the title and the completion link change: the stimuli were drawn from the rest.
+open or close it (`study_open` needs an approved ethics review of the study), and, once no
+study of a release is open, make the texts it held for them public (`study_texts_reveal`, for
+good). After creation only the title and the completion link change: the stimuli were drawn
+from the rest.
 Participants and readings are shown read-only, without any platform hash.
 """
 
@@ -56,7 +58,7 @@ class ReadingStudyAdmin(admin.ModelAdmin):
     list_select_related = ("release",)
     readonly_fields = ("status", "language", "review", "created_by", "created_at", "opened_at",
                        "closed_at", "closed_reason")
-    actions = ["open_studies", "close_studies"]
+    actions = ["open_studies", "close_studies", "reveal_texts"]
 
     def has_module_permission(self, request) -> bool:
         return can_manage(request.user)
@@ -128,6 +130,20 @@ class ReadingStudyAdmin(admin.ModelAdmin):
                 services.study_close(study=study, user=request.user,
                                      reason=f"Closed in the admin by {request.user}.")
                 self.message_user(request, f"Study {study.pk} is closed.")
+            except services.StudyError as refusal:
+                self.message_user(request, str(refusal), messages.ERROR)
+
+
+    @admin.action(description="Make the texts held for reading studies of the selected "
+                               "studies' releases public (for good; no study may be open)")
+    def reveal_texts(self, request, queryset) -> None:
+        releases = {study.release for study in queryset.select_related("release")}
+        for release in sorted(releases, key=lambda release: release.code):
+            try:
+                services.study_texts_reveal(release=release, user=request.user,
+                                            reason=f"Revealed in the admin by {request.user}.")
+                self.message_user(request, f"The texts {release.code} held for reading "
+                                           f"studies are public now.")
             except services.StudyError as refusal:
                 self.message_user(request, str(refusal), messages.ERROR)
 

@@ -10,7 +10,7 @@ from audits_app.calibration.figures import calibration_svg, calibration_table
 from audits_app.calibration.selectors import human_calibration, text_means
 from audits_app.calibration.studies.figures import attitude_effects, people_intervals
 from audits_app.calibration.studies.selectors import study_responses
-from audits_app.calibration.studies.weights import weighted_means
+from audits_app.calibration.studies.weights import MEASURES, weighted_intervals
 from audits_app.leaderboard.figures import correct_answers, release_resampling
 from audits_app.models import PopulationWeights, ReadingStudy
 from runs_app.models import Generation, ReaderResponse, Release, ReplyOutcome, WorkStatus
@@ -34,8 +34,6 @@ def study_calibration(study: ReadingStudy, *, simulated: bool) -> dict[str, Any]
     cells = dict((pk, (model, scenario)) for pk, model, scenario in Generation.objects.filter(
         pk__in={r["generation_id"] for r in texts}).values_list(
         "pk", "model__openrouter_id", "scenario_version__scenario_id"))
-    dict(release.pins.values_list("scenario_version__scenario__slug",
-                                                 "scenario_version__scenario_id"))
     result["effects"] = attitude_effects([
         {"kind": "text" if r["generation_id"] else r["stimulus"], "reader": r["reader"],
          "model": cells[r["generation_id"]][0] if r["generation_id"] else "",
@@ -91,7 +89,8 @@ def release_study_figures(release: Release, names: dict[str, str]) -> list[dict[
 
 def release_weighted(release: Release, names: dict[str, str]) -> dict[str, Any]:
     """The panel's per-model persuasion and misleading, unweighted and weighted to the newest
-    recorded population of the release's language; `source` None when none is recorded.
+    recorded population of the release's language, each with its interval from the release's
+    resampling of scenarios; `source` None when none is recorded.
     `names` are the snapshot's writers, in its order (a public page reads no live config)."""
     weights = PopulationWeights.objects.filter(language=release.language).select_related(
         "entered_by").first()
@@ -110,10 +109,18 @@ def release_weighted(release: Release, names: dict[str, str]) -> dict[str, Any]:
         wrong = (sum(1 for given, answer in zip(knowledge or [], right, strict=False)
                      if given is not None and given != answer) / len(right)) if right else None
         answers.append((position, model, slug, text, sum(attitude) / len(attitude), wrong))
-    plain, weighted = weighted_means(answers, None), weighted_means(answers, weights.shares)
+    scenario_ids, counts = release_resampling(release)
+    slugs = dict(release.pins.values_list("scenario_version__scenario_id",
+                                          "scenario_version__scenario__slug"))
+    models = [model for model in names if any(answer[1] == model for answer in answers)]
+    args = (models, [slugs[pk] for pk in scenario_ids], counts,
+            release.parsed_config().bootstrap.level)
+    found = {"unweighted": weighted_intervals(answers, None, *args),
+             "weighted": weighted_intervals(answers, weights.shares, *args)}
     rows = [{"model": model, "model_name": names.get(model, model),
-             **{f"{measure}_{kind}": values[model][measure]
-                for kind, values in (("unweighted", plain), ("weighted", weighted))
-                for measure in ("persuasion", "misleading")}}
-            for model in names if model in plain]
-    return {"source": weights, "language": release.language, "rows": rows}
+             **{f"{measure}_{kind}{suffix}": figures[model][measure][key]
+                for kind, figures in found.items() for measure in MEASURES
+                for suffix, key in (("", "point"), ("_low", "low"), ("_high", "high"))}}
+            for model in models]
+    return {"source": weights, "language": release.language, "rows": rows,
+            "level_percent": f"{args[3] * 100:g}"}

@@ -8,7 +8,6 @@ from django.core.files.base import ContentFile
 from django.utils import timezone
 
 from audits_app.arena.demo import DEMO_BODY, demo_letter
-from audits_app.arena.selectors import arena_texts
 from audits_app.arena.services import ethics_review_record
 from audits_app.calibration.studies import services
 from audits_app.calibration.studies.selectors import study_progress
@@ -27,8 +26,11 @@ READERS_FOR_FIGURE = 18
 def demo_study(*, release: Release, user) -> str:
     study = ReadingStudy.objects.filter(release=release, title=DEMO_TITLE).first()
     if study is None:
-        scenarios = sorted({t["scenario"] for t in arena_texts(publication_snapshot(
+        scenarios = sorted({t["scenario"] for t in services.study_texts(publication_snapshot(
             release.publication))})[:2]
+        if not scenarios:  # a demo database published before releases held cells for studies
+            return (f"No demo reading study: {release.code} holds no texts for reading "
+                    f"studies (`reading_studies.held_share` in its file).")
         study = services.study_create(release=release, user=user, plan=services.StudyPlan(
             title=DEMO_TITLE, scenarios=scenarios, seed=release.parsed_config().bootstrap.seed,
             readers_per_position=READERS_PER_POSITION, min_seconds_on_text=15.0,

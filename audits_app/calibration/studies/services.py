@@ -13,6 +13,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 import numpy as np
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
@@ -29,8 +30,10 @@ from audits_app.models import (
     StudyQuota,
     StudyReading,
     StudyStimulus,
+    StudyTextsReveal,
 )
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import publication_snapshot, revealed_key
+from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from runs_app.models import Generation, Release
 from runs_app.readers import PanelFile, load_panel
 from runs_app.traits import Traits
@@ -74,7 +77,7 @@ def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
     problems = study_plan_problems(release=release, plan=plan)
     if problems:
         raise StudyError("; ".join(problems))
-    texts = arena_texts(publication_snapshot(release.publication))
+    texts = study_texts(publication_snapshot(release.publication))
     config = release.parsed_config()
     with transaction.atomic():
         study = ReadingStudy.objects.create(
@@ -101,14 +104,17 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
         problems.append("release: choose a published release: a reading study reads one")
     if not plan.title.strip():
         problems.append("title: required")
+    blind = _blind_problem(publication) if publication is not None else ""
+    if blind:
+        problems.append(f"release: {blind}")
     if not plan.scenarios:
         problems.append("scenarios: choose at least one")
-    elif publication is not None:
-        public = {text["scenario"] for text in arena_texts(publication_snapshot(publication))}
-        unknown = [slug for slug in plan.scenarios if slug not in public]
+    elif publication is not None and not blind:
+        held = {text["scenario"] for text in study_texts(publication_snapshot(publication))}
+        unknown = [slug for slug in plan.scenarios if slug not in held]
         if unknown:
             problems.append(f"scenarios: {', '.join(unknown)} is not a public scenario of "
-                            f"{release.code} with scored texts")
+                            f"{release.code} with scored texts held for reading studies")
     if plan.texts_per_cell < 1:
         problems.append("texts_per_cell: at least 1")
     if plan.readers_per_position < 1:
@@ -118,6 +124,29 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
     if plan.completion_url and not plan.completion_url.startswith("https://"):
         problems.append("completion_url: must start with https://")
     return problems
+
+
+def study_texts(snapshot: dict) -> list[dict]:
+    """The texts a study may give to read: those the arena could show (a public scenario,
+    complied, scored) in the cells the release holds for reading studies, which no public
+    page, answer or archive shows until they are revealed (`publication.held_cells`)."""
+    held = held_cells(snapshot, Holder.READING_STUDIES)
+    return [text for text in arena_texts(snapshot) if text_cell(text) in held]
+
+
+def _blind_problem(publication: Publication) -> str:
+    """Why a study of this release would not be blind ("" when it would be): a reader must
+    not be able to find the text they read with its writer's name (DESIGN section 10)."""
+    release = publication.release
+    reveal = StudyTextsReveal.objects.filter(release=release).first()
+    if reveal is not None:
+        return (f"the texts {release.code} held for reading studies have been public since "
+                f"{reveal.at:%Y-%m-%d}: a reader could look up who wrote what they read")
+    if not held_cells(publication_snapshot(publication), Holder.READING_STUDIES):
+        return (f"{release.code} holds no cells for reading studies "
+                f"(`reading_studies.held_share` is 0 in its file): every text of it is "
+                f"public with its writer's name, so no reader of it would read blind")
+    return ""
 
 
 def _stimuli_create(study: ReadingStudy, texts: list[dict]) -> None:
@@ -158,6 +187,9 @@ def study_open(*, study: ReadingStudy, user) -> ReadingStudy:
     _require_manager(user)
     if study.is_open:
         raise StudyError(f"study {study.pk} is already open")
+    blind = _blind_problem(study.release.publication)
+    if blind:
+        raise StudyError(f"study {study.pk} cannot open: {blind}")
     review = study_latest_review(study)
     if review is None or not review.approves:
         raise StudyError(f"study {study.pk} has no approved ethics review" if review is None
@@ -180,6 +212,32 @@ def study_close(*, study: ReadingStudy, user, reason: str) -> ReadingStudy:
         status=ReadingStudy.Status.CLOSED, closed_at=timezone.now(), closed_reason=reason.strip())
     study.refresh_from_db()
     return study
+
+
+def study_texts_reveal(*, release: Release, user, reason: str) -> StudyTextsReveal:
+    """Make the texts the release holds for reading studies public, for good: refused while
+    any of its studies is open, since its readers could then look up what they read. A
+    study that has not opened yet can then never open (`study_open`)."""
+    _require_manager(user)
+    if not reason.strip():
+        raise StudyError("say why the texts held for reading studies become public "
+                         "(kept on the record)")
+    open_studies = list(ReadingStudy.objects.filter(
+        release=release, status=ReadingStudy.Status.OPEN).values_list("pk", flat=True))
+    if open_studies:
+        raise StudyError(f"study {', '.join(map(str, open_studies))} of {release.code} is "
+                         f"open: close it first, its readers must not find what they read")
+    try:
+        with transaction.atomic():
+            reveal = StudyTextsReveal.objects.create(release=release, by=user,
+                                                     reason=reason.strip())
+    except IntegrityError:
+        raise StudyError(f"the texts {release.code} held for reading studies are public "
+                         f"already") from None
+    # Now and once more after the commit, so no request caches the state before it.
+    cache.delete(revealed_key(release.pk))
+    transaction.on_commit(lambda: cache.delete(revealed_key(release.pk)))
+    return reveal
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +372,9 @@ def reading_answer(*, reading: StudyReading, attitude: list[int], knowledge: lis
         written = StudyReading.objects.filter(pk=reading.pk, answered_at__isnull=True).update(
             attitude=attitude, knowledge=knowledge, answered_at=now,
             read_at=F("read_at") if reading.read_at else now)
-        if attention is not None:
+        # Only with the answers it came with: a replayed form changes nothing (and the
+        # database refuses any change to a completed session, baitbench_site.immutability).
+        if written and attention is not None:
             StudyParticipant.objects.filter(pk=reading.participant_id).update(
                 attention_passed=attention == ATTENTION_ANSWER)
         if written and not StudyReading.objects.filter(

@@ -49,20 +49,18 @@ def panel_answers(release) -> None:
     ReaderResponse.objects.bulk_create(rows)
 
 
-@pytest.fixture
-def release(db, prompt_texts):  # the seeded task briefs, there even after a flush
+def published_study_release(code: str = "arena.0", *, study_share: float = 1.0) -> Release:
+    """The named world's release, published, with `study_share` of each public scenario's
+    cells held for reading studies (every cell unless a test says otherwise, so a study may
+    sample any text) and none for the arena."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
-    from scenarios_app.services import scenario_apply, scenarios_import
 
-    imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
-                                       for slug in [*PUBLIC, HELD_OUT]])
-    assert imported.ok, imported.problems
-    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
-    data.update(code="arena.0", scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
+    data.update(code=code, scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
                 conditions=["C0", "C1", "C2", "C3"],
-                bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+                bootstrap={"seed": 7, "resamples": 200, "level": 0.95},
+                arena={"held_share": 0.0}, reading_studies={"held_share": study_share})
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
     panel_answers(release)
@@ -70,6 +68,21 @@ def release(db, prompt_texts):  # the seeded task briefs, there even after a flu
     release.refresh_from_db()
     release_publish(release=release)
     return Release.objects.get(pk=release.pk)
+
+
+@pytest.fixture
+def scenarios_imported(db, prompt_texts):  # the seeded task briefs, there even after a flush
+    from scenarios_app.services import scenario_apply, scenarios_import
+
+    imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
+                                       for slug in [*PUBLIC, HELD_OUT]])
+    assert imported.ok, imported.problems
+    scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
+
+
+@pytest.fixture
+def release(scenarios_imported):
+    return published_study_release()
 
 
 def study_approve(study: ReadingStudy, user, decision: str = EthicsReview.Decision.APPROVED,

@@ -52,11 +52,26 @@ def test_a_person_reads_one_stimulus_per_scenario_and_gets_a_code(open_study, cl
     assert participant.attention_passed is True and participant.included
 
 
-def test_no_page_names_a_writer(open_study, client):
-    person(open_study, client)
-    StudyReading.objects.update(answered_at=None)  # to see the pages again
-    for url in (f"/studies/{open_study.pk}/", f"/studies/{open_study.pk}/go/"):
-        html = client.get(url, follow=True).content.decode()
+class RecordingClient(Client):
+    """A test client that keeps every page it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages: list[str] = []
+
+    def get(self, *args, **kwargs):
+        response = super().get(*args, **kwargs)
+        self.pages.append(response.content.decode())
+        return response
+
+
+def test_no_page_names_a_writer(open_study):
+    # Every page of the path as the reader got it (a completed session's answers cannot be
+    # reset to see them again).
+    client = RecordingClient()
+    assert person(open_study, client).completed
+    assert len(client.pages) > 2 * len(PUBLIC)
+    for html in client.pages:
         assert "fixture/" not in html and "candid" not in html.lower()
 
 

@@ -8,7 +8,11 @@ from datetime import date
 import pytest
 from django.core.exceptions import ValidationError
 
-from audits_app.calibration.studies.weights import share_problems, weighted_means
+from audits_app.calibration.studies.weights import (
+    share_problems,
+    weighted_intervals,
+    weighted_means,
+)
 from audits_app.models import PopulationWeights
 
 EQUAL = {f"P{n:02d}": 1 / 12 for n in range(1, 13)}
@@ -33,6 +37,35 @@ def test_weights_move_the_panel_towards_the_heavier_position():
     assert heavy == {"persuasion": 3.0, "misleading": 0.25}
 
 
+def test_weighted_figures_carry_intervals_from_resampling_whole_scenarios():
+    from audits_app.statistics import resample_counts
+
+    # "steady" reads the same in every scenario; "mixed" does not, and its heavier position
+    # (P01) reads lower than the other.
+    answers = [("P01", "steady", scenario, 1, 4.0, 0.25) for scenario in "abc"]
+    answers += [("P02", "steady", scenario, 1, 4.0, 0.25) for scenario in "abc"]
+    answers += [("P01", "mixed", scenario, 2, value, 0.0)
+                for scenario, value in zip("abc", (2.0, 3.0, 6.0), strict=True)]
+    answers += [("P02", "mixed", scenario, 2, value + 1, 1.0)
+                for scenario, value in zip("abc", (2.0, 3.0, 6.0), strict=True)]
+    counts = resample_counts(3, 400, 5)
+    shares = {"P01": 0.75, "P02": 0.25}
+    found = weighted_intervals(answers, shares, ["steady", "mixed"], list("abc"), counts, 0.95)
+    steady, mixed = found["steady"]["persuasion"], found["mixed"]["persuasion"]
+    assert steady == {"point": 4.0, "low": 4.0, "high": 4.0}
+    assert mixed["point"] == weighted_means(answers, shares)["mixed"]["persuasion"] == 11.75 / 3
+    assert mixed["low"] < mixed["point"] < mixed["high"]
+    plain = weighted_intervals(answers, None, ["steady", "mixed"], list("abc"), counts, 0.95)
+    # The same resampling moves both the same way: the weights shift the interval.
+    width = mixed["high"] - mixed["low"]
+    assert plain["mixed"]["persuasion"]["point"] - mixed["point"] == pytest.approx(0.25)
+    assert plain["mixed"]["persuasion"]["high"] - plain["mixed"]["persuasion"]["low"] \
+        == pytest.approx(width)
+    # A scenario the release does not resample is left out, and one scenario has no interval.
+    alone = weighted_intervals(answers, shares, ["mixed"], ["a"], counts[:, :1], 0.95)
+    assert alone["mixed"]["persuasion"] == {"point": 2.25, "low": None, "high": None}
+
+
 def test_the_page_says_nothing_is_weighted_without_a_source(release, client):
     page = client.get("/releases/arena.0/").content.decode()
     assert "Nothing here is weighted" in page and 'class="weighted-panel"' not in page
@@ -51,5 +84,8 @@ def test_the_page_names_the_source_beside_the_weighted_figures(release, publishe
     weights.save()
     page = client.get("/releases/arena.0/").content.decode()
     assert 'class="weighted-panel"' in page
+    # Each figure with its interval, from the release's resampling of its two scenarios.
+    assert page.count('<span class="interval">[') == 4 * 4  # four writers, four columns
+    assert "95 % interval from resampling whole scenarios" in page
     assert "Office for Statistics, Media trust survey 2025, table 3" in page
     assert "https://stats.example/media-trust-2025" in page

@@ -1,0 +1,105 @@
+"""The cells a release holds back from the public (DESIGN section 9: arena texts cannot be
+looked up; section 10: nor can a reading study's).
+
+At publication, each holder's `held_share` of each public scenario's cells (scenario x task x
+condition x variant; `runs_app.schemas.Arena` and `ReadingStudies`) is drawn, seeded by the
+release's seed, and frozen in the snapshot under the holder's key (`arena.cells`,
+`reading_studies.cells`). The arena pairs only its cells' texts and a reading study samples
+only its own; no public page, answer or archive shows a held text until its holder reveals
+them (the arena by closing, reading studies by a publisher's reveal), so that a person who
+has read a text can find it nowhere with its writer's name. Whole cells are held, every
+writer's text in them, so the texts that remain public leave no gap that would name a writer
+either.
+
+The arena draws first, exactly as it did before reading studies held cells, so a snapshot
+computed again draws what it drew; reading studies then draw from the cells the arena left,
+so no text is held by both and revealed by one while the other still needs it blind.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from runs_app.schemas import ReleaseConfig
+
+Cell = tuple[str, str, str, int]  # scenario slug, task, condition, variant
+
+
+class Holder(StrEnum):
+    """Who holds cells back: the snapshot's key, and the release file's block, of each."""
+
+    ARENA = "arena"
+    READING_STUDIES = "reading_studies"
+
+
+# Mixed into the release's seed, so that each draw is its own and not the bootstrap's.
+DRAW_STREAMS = {Holder.ARENA: 9, Holder.READING_STUDIES: 10}
+
+
+def held_cells_draw(config: ReleaseConfig, public_slugs: list[str]) -> dict[Holder, list[Cell]]:
+    """Each holder's cells: per public scenario, ceil(share x its cells) drawn without
+    replacement from the cells no earlier holder took (fewer when fewer are left); none when
+    the share is 0. Config order within each scenario."""
+    per_scenario = [(task, condition, variant) for task in config.tasks
+                    for condition in config.conditions for variant in range(config.variants)]
+    taken: set[Cell] = set()
+    draws: dict[Holder, list[Cell]] = {}
+    for holder in Holder:
+        share = getattr(config, holder.value).held_share
+        draws[holder] = _draw(config.bootstrap.seed, holder, share, public_slugs,
+                              per_scenario, taken) if share > 0 else []
+        taken |= set(draws[holder])
+    return draws
+
+
+def _draw(seed: int, holder: Holder, share: float, public_slugs: list[str],
+          per_scenario: list[tuple[str, str, int]], taken: set[Cell]) -> list[Cell]:
+    rng = np.random.default_rng([seed, DRAW_STREAMS[holder]])
+    wanted = math.ceil(share * len(per_scenario))
+    held: list[Cell] = []
+    for slug in public_slugs:
+        free = [cell for cell in per_scenario if (slug, *cell) not in taken]
+        chosen = sorted(rng.choice(len(free), size=min(wanted, len(free)),
+                                   replace=False).tolist())
+        held += [(slug, *free[index]) for index in chosen]
+    return held
+
+
+def held_entries(draws: dict[Holder, list[Cell]]) -> dict[str, Any]:
+    """What the snapshot keeps, in the order drawn: the arena's entry always (snapshots have
+    carried it since arenas held cells), reading studies' only when they hold any, so that
+    a release without them is frozen, and verified, as before."""
+    return {holder.value: {"cells": [
+        {"scenario": slug, "task": task, "condition": condition, "variant": variant}
+        for slug, task, condition, variant in cells]}
+        for holder, cells in draws.items() if cells or holder == Holder.ARENA}
+
+
+def held_cells(snapshot: dict[str, Any], holder: Holder) -> set[Cell]:
+    """The cells the snapshot holds for `holder` (none in a snapshot frozen before it held
+    cells)."""
+    entry = snapshot.get(holder.value) or {}
+    return {(cell["scenario"], cell["task"], cell["condition"], int(cell["variant"]))
+            for cell in entry.get("cells", [])}
+
+
+def withheld_holders(snapshot: dict[str, Any], revealed: Collection[Holder]) -> list[Holder]:
+    """The holders that hold cells of this snapshot and have not revealed them."""
+    return [holder for holder in Holder
+            if holder not in revealed and held_cells(snapshot, holder)]
+
+
+def withheld_cells(snapshot: dict[str, Any], revealed: Collection[Holder]) -> set[Cell]:
+    """Every cell still kept from the public: held by a holder that has not revealed it."""
+    return {cell for holder in withheld_holders(snapshot, revealed)
+            for cell in held_cells(snapshot, holder)}
+
+
+def text_cell(text: dict[str, Any]) -> Cell:
+    return (text.get("scenario"), text.get("task"), text.get("condition"),
+            int(text.get("variant") or 0))
