@@ -30,6 +30,7 @@ from audits_app.leaderboard.measures import (
     release_measures,
 )
 from audits_app.publication.snapshot import PUBLIC_CONTENT_KEYS
+from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION
 from runs_app.models import (
     Claim,
     Generation,
@@ -241,6 +242,7 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
     }
     anchor_rows = anchors(rng, documents)
     return {
+        "schema_version": SNAPSHOT_SCHEMA_VERSION,
         "release": {"code": release.code, "language": release.language, "title": release.title,
                     "config": release.config, "config_hash": release.config_hash},
         "models": [{"id": m.openrouter_id, "name": m.display_name, "family": m.family}
