@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES
 from scenarios_app.models import KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
-from scenarios_app.services import scenario_document
+from scenarios_app.services import scenario_document, scenario_slug_change_refusal
 
 # A zip as uploaded, and everything it unpacks to: 32 scenario files at their size limit.
 MAX_ZIP_BYTES = 32 * MAX_FILE_BYTES
@@ -236,7 +236,8 @@ class ScenarioDocumentCheck:
 class ScenarioChangeForm(forms.ModelForm):
     """The scenario's own fields in the admin. Its canary is the key by which contamination
     is traced (DESIGN section 6): changing it on a saved scenario needs the same explicit
-    confirmation as a file import that would (`services.database_conflicts`)."""
+    confirmation as a file import that would (`services.database_conflicts`). A scenario a
+    release pins keeps its slug (`services.scenario_slug_change_refusal`)."""
 
     confirm_canary_change = forms.BooleanField(
         label="Confirm canary change", required=False,
@@ -256,6 +257,10 @@ class ScenarioChangeForm(forms.ModelForm):
             self.add_error("canary", "Changing a saved scenario's canary breaks the trace of "
                                      "contamination under the old one: tick 'Confirm canary "
                                      "change' to change it anyway.")
+        if self.instance.pk and "slug" in self.changed_data and data.get("slug"):
+            refusal = scenario_slug_change_refusal(scenario=self.instance, slug=data["slug"])
+            if refusal:
+                self.add_error("slug", refusal[:1].upper() + refusal[1:])
         return data
 
 

@@ -87,12 +87,46 @@ def scenario_document(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+def scenario_pinning_releases(scenario: Scenario) -> list[str]:
+    """Codes of the releases that pin a version of this scenario."""
+    if scenario.pk is None:
+        return []
+    # Reached through the reverse relation, so this app does not import runs_app, which
+    # depends on it.
+    return sorted(set(ScenarioVersion.objects.filter(
+        scenario_id=scenario.pk, releasescenario__isnull=False,
+    ).values_list("releasescenario__release__code", flat=True)))
+
+
+def scenario_slug_change_refusal(*, scenario: Scenario, slug: str) -> str:
+    """Why this scenario may not be renamed to `slug`, or "" when it may.
+
+    Releases pin a scenario as slug@hash (DESIGN section 3) and their figures, CSVs, archives
+    and verification find its rows by that slug, so a pinned scenario keeps its slug for good.
+    """
+    # The row may already carry the new slug (the admin saves it before the version): the
+    # slug that counts is the one its pinned versions were written under.
+    pinned_slugs = set(ScenarioVersion.objects.filter(
+        scenario_id=scenario.pk, releasescenario__isnull=False,
+    ).values_list("content__slug", flat=True)) if scenario.pk else set()
+    if not pinned_slugs - {slug}:
+        return ""
+    return (f"scenario {sorted(pinned_slugs)[0]!r} keeps its slug: releases "
+            f"{', '.join(scenario_pinning_releases(scenario))} pin it by that slug, and their "
+            f"figures, files and archives find it by that name, so it cannot become {slug!r}. "
+            "Add a new scenario under the new slug instead.")
+
+
 def scenario_record_version(*, scenario: Scenario, document: ScenarioFile, user=None) -> bool:
     """Keep the document as a version unless that exact content is already kept.
 
     Returns True when a new version was written. Re-saving an earlier content makes that
-    earlier version current again rather than storing a duplicate.
+    earlier version current again rather than storing a duplicate. A document that renames a
+    scenario some release pins is refused (`scenario_slug_change_refusal`).
     """
+    refusal = scenario_slug_change_refusal(scenario=scenario, slug=document.slug)
+    if refusal:
+        raise ImmutableError(refusal)
     digest = document.content_hash()
     version = ScenarioVersion.objects.filter(scenario=scenario, content_hash=digest).first()
     created = version is None

@@ -57,3 +57,13 @@ def make_staff(username: str, role: str | None) -> User:
 
 def dump(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+
+
+def pin_in_release(scenario: Scenario, code: str) -> None:
+    """A draft release that pins the scenario's current version, as freezing a config does."""
+    # runs_app depends on this app; only its tests reach back for a release.
+    from runs_app.models import Release, ReleaseScenario
+
+    release = Release.objects.create(code=code, language=scenario.language, config={},
+                                     config_hash="")
+    ReleaseScenario.objects.create(release=release, scenario_version=scenario.current_version)

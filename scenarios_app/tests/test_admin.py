@@ -26,6 +26,7 @@ from scenarios_app.tests.factories import (
     dump,
     make_scenario,
     other_scenario_document,
+    pin_in_release,
     valid_document,
 )
 
@@ -322,6 +323,30 @@ def test_a_saved_scenarios_canary_changes_only_when_the_curator_confirms(curator
     assert confirmed.status_code == 302
     scenario.refresh_from_db()
     assert (scenario.canary, version_numbers(scenario)) == (new, [1, 2])
+
+
+def test_a_scenario_a_release_pins_keeps_its_slug(curator_client):
+    scenario = make_scenario()
+    pin_in_release(scenario, "demo.0")
+    pin_in_release(scenario, "demo.1")
+    data = {**change_form_data(curator_client, scenario), "slug": "renamed-slug"}
+
+    refused = curator_client.post(change_url(scenario), data)
+
+    assert refused.status_code == 200
+    assert "releases demo.0, demo.1 pin it by that slug" in html.unescape(
+        refused.content.decode())
+    scenario.refresh_from_db()
+    assert (scenario.slug, version_numbers(scenario)) == ("greenvale-listeria", [1])
+
+
+def test_a_scenario_no_release_pins_can_be_renamed(curator_client):
+    scenario = make_scenario()
+    data = {**change_form_data(curator_client, scenario), "slug": "renamed-slug"}
+
+    assert curator_client.post(change_url(scenario), data).status_code == 302
+    scenario.refresh_from_db()
+    assert (scenario.slug, version_numbers(scenario)) == ("renamed-slug", [1, 2])
 
 
 def test_saving_earlier_content_again_makes_that_version_current(curator_client):

@@ -10,15 +10,19 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from baitbench_site.immutability import ImmutableError
 from scenarios_app.files import load_scenario_files
 from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
+from scenarios_app.services import scenario_record_version
 from scenarios_app.tests.factories import (
     GREENVALE,
     SHIPPED,
     SHIPPED_FILES,
     dump,
+    make_scenario,
     other_scenario_document,
+    pin_in_release,
     valid_document,
 )
 
@@ -305,3 +309,14 @@ def test_a_value_too_long_for_its_column_is_a_problem_line_not_a_database_error(
     assert code == 1
     assert err.splitlines()[0].startswith(f"{bad}: {field}: "), err
     assert not Scenario.objects.filter(slug="too-long").exists()
+
+
+def test_a_version_that_renames_a_pinned_scenario_is_refused():
+    scenario = make_scenario()
+    pin_in_release(scenario, "demo.0")
+    renamed = ScenarioFile.model_validate(valid_document(slug="renamed-slug"))
+
+    with pytest.raises(ImmutableError, match="releases demo.0 pin it"):
+        scenario_record_version(scenario=scenario, document=renamed)
+
+    assert list(scenario.versions.values_list("number", flat=True)) == [1]
