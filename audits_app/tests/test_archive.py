@@ -510,3 +510,17 @@ def test_a_snapshot_whose_release_is_a_list_is_one_line(published):
 
     assert refused_lines(forge(data, snapshot_dot_json=json.dumps(snapshot).encode())) == [
         "snapshot.json: release: not a JSON object"]
+
+
+def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
+        published, tmp_path, archive_key):
+    path = tmp_path / "arc.0.zip"
+    path.write_bytes(release_archive(published, staff=False, signed_by=archive_key.private))
+    with empty_instance(tmp_path, trusting=archive_key.line) as env:
+        manage(env, "import_release", str(path))
+        verified = manage(env, "verify_release", "arc.0", check=False)
+    assert "Traceback" not in verified.stderr, verified.stderr
+    assert verified.returncode == 0, verified.stderr
+    assert "arc.0: unchanged (snapshot schema, public archive)" in verified.stdout
+    assert ("arc.0: figures: not recomputed: release imported from a public archive, which "
+            "lacks the held-out scenarios' rows") in verified.stdout
