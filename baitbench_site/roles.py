@@ -159,3 +159,15 @@ def sync_roles(apps=None, **kwargs) -> None:
             if (permission.content_type.app_label, permission.codename) in wanted
         ]
         group.permissions.set(view + chosen)
+
+
+def public_role(user) -> str:
+    """How a public page names a staff member: by role, never by login name (a username
+    is half of a login). Staff pages may still show names."""
+    if user is None:
+        return "—"
+    # .all() rather than a filtered query, so that a prefetch of the groups serves it.
+    roles = [group.name for group in user.groups.all() if group.name in ROLE_NAMES]
+    if roles:
+        return " and ".join(sorted(roles, key=ROLE_NAMES.index))
+    return "administrator" if user.is_superuser else "staff"

@@ -14,6 +14,7 @@ from audits_app.arena.results import RANKINGS, STAFF_RANKINGS
 from audits_app.arena.selectors import ArenaState
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
+from baitbench_site.roles import public_role
 
 # Side-by-side tables: (title, first ranking, second ranking, the release's own measure).
 COMPARISONS = [
@@ -33,7 +34,7 @@ def review_data(review: EthicsReview) -> dict[str, Any]:
 
 
 def event_data(event: ArenaEvent) -> dict[str, Any]:
-    who = event.by.get_full_name() or event.by.get_username() if event.by else "—"
+    who = public_role(event.by)
     return {"action": event.action, "action_label": event.get_action_display(),
             "at": event.at.isoformat(), "reason": event.reason, "by": who,
             "review": event.review.reference if event.review else None}

@@ -110,7 +110,7 @@ def arena_state(release: Release) -> ArenaState:
                    .select_related("recorded_by")
                    .order_by("-recorded_at", "-pk"))
     events = list(ArenaEvent.objects.filter(release=release).select_related("by", "review")
-                  .order_by("-at", "-pk"))
+                  .prefetch_related("by__groups").order_by("-at", "-pk"))
     prepared = ArenaPair.objects.filter(release=release).exists()
     return ArenaState(reviews, events, prepared)
 

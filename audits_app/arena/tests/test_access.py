@@ -7,11 +7,20 @@ votes are shadow votes. Opening and closing are recorded, with who, when and why
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 
 from audits_app.arena.models import ArenaEvent, ArenaVote, EthicsReview, ShadowReason
 from audits_app.arena.services import ArenaError, arena_close, arena_open, arena_prepare
-from audits_app.arena.tests.conftest import approve, consent, next_pair, read_for, vote
+from audits_app.arena.tests.conftest import (
+    approve,
+    consent,
+    next_pair,
+    read_for,
+    staff_user,
+    vote,
+)
+from audits_app.models import PopulationWeights
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +83,7 @@ def test_once_open_anyone_can_vote_and_the_record_is_shown(client, open_arena):
     assert "/arena/" in client.get("/").content.decode()
     page = client.get("/arena/arena.0/").content.decode()
     assert "University Ethics Board" in page and "ERB-2026-014" in page
-    assert "Approved by the board; pilot week." in page and "pat" in page
+    assert "Approved by the board; pilot week." in page
 
     consent(client)
     _, token = next_pair(client)
@@ -93,7 +102,7 @@ def test_closing_stops_votes_but_keeps_the_results_public(client, open_arena, pu
     assert client.get("/arena/arena.0/results/").status_code == 200
     events = client.get("/api/v1/releases/arena.0/arena/").json()["events"]
     assert [event["action"] for event in events] == ["close", "open"]
-    assert events[0]["reason"] == "End of the pilot week." and events[0]["by"] == "pat"
+    assert events[0]["reason"] == "End of the pilot week." and events[0]["by"] == "publisher"
 
 
 def test_a_review_that_does_not_approve_closes_an_open_arena(client, open_arena, publisher):
@@ -115,3 +124,28 @@ def test_the_record_cannot_be_changed_or_deleted(open_arena):
         with pytest.raises(Exception, match="cannot"):
             attempt()
     assert EthicsReview.objects.get().reference == "ERB-2026-014"
+
+
+def test_public_pages_name_staff_by_role_never_by_login_name(client, release):
+    """A username is half of a login: the record of openings and the population weights'
+    source say who acted by role."""
+    opener = staff_user("t_opener_q7", "publisher")
+    approve(release, opener)
+    arena_open(release=release, user=opener, reason="Approved by the board; pilot week.")
+    administrator = User.objects.create_superuser("t_admin_q7", password="pw")
+    arena_close(release=release, user=administrator, reason="End of the week.")
+    PopulationWeights.objects.create(
+        language="en", shares={f"P{n:02d}": 1 / 12 for n in range(1, 13)},
+        citation="Media trust survey 2025", url="https://stats.example/trust",
+        source_date=release.publication.published_at.date(),
+        entered_by=staff_user("t_entered_q7", "curator", "publisher"))
+    pages = {url: client.get(url).content.decode() for url in [
+        *ARENA_URLS, "/releases/arena.0/", "/api/v1/releases/arena.0/", "/"]}
+
+    for url, page in pages.items():
+        assert "_q7" not in page, url
+    assert "<td>Opened</td><td>publisher</td>" in pages["/arena/arena.0/"]
+    assert "<td>Closed</td><td>administrator</td>" in pages["/arena/arena.0/"]
+    assert "entered by curator and publisher on" in pages["/releases/arena.0/"]
+    events = client.get("/api/v1/releases/arena.0/arena/").json()["events"]
+    assert [event["by"] for event in events] == ["administrator", "publisher"]
