@@ -7,6 +7,8 @@
   `mail_admins` when DEBUG is off, which in a default deployment reaches no one.
 - Under `/api/` the same answers are JSON (`{"detail": …}`, as the API's own errors are), so a
   client that mistyped a path gets an answer it can read, not a page.
+- A 405 that a view answered with an empty body (Django's `require_POST`) becomes a short page
+  with a link to the page one level up (`templates/405.html`), under `/api/` a JSON answer.
 - A change refused because it would touch a published release (`ImmutableError`) is the user's
   doing, not a server fault: submitted from a form, in the admin or elsewhere, it comes back
   as an error message on the page it was sent from instead of a 500.
@@ -118,6 +120,29 @@ def server_error(request: HttpRequest) -> HttpResponse:
     body = loader.get_template("500.html").render(
         {"reference": reference})
     return HttpResponseServerError(body)
+
+
+class MethodNotAllowedMiddleware:
+    """An empty 405 would show a blank page: say what the address is for, and the way back.
+    The Allow header is kept; a 405 that already says something is left alone."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or response.content or getattr(
+                response, "streaming", False):
+            return response
+        if for_api(request):
+            response.content = b'{"detail": "This endpoint does not take this method."}'
+            response["Content-Type"] = "application/json"
+            return response
+        back = request.path.rstrip("/").rsplit("/", 1)[0] + "/"
+        response.content = loader.render_to_string(
+            "405.html", {"request_path": request.path, "back": back}, request).encode()
+        response["Content-Type"] = "text/html; charset=utf-8"
+        return response
 
 
 class RefusedChangeMiddleware:

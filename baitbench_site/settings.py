@@ -147,6 +147,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "baitbench_site.errors.RefusedChangeMiddleware",
+    "baitbench_site.errors.MethodNotAllowedMiddleware",
     # Last, as django-axes asks: it turns a throttled login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -19,7 +19,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from audits_app.arena import ratelimits, selectors, services
 from audits_app.arena.csv_export import results_csv
@@ -29,6 +29,7 @@ from audits_app.arena.presentation import results_context
 from audits_app.arena.selectors import ArenaAccess
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
+from baitbench_site.post_only import post_only
 from runs_app.models import Release
 
 COOKIE = "baitbench_arena_voter"
@@ -102,7 +103,7 @@ def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
     return _page(request, "detail.html", arena, form=ConsentForm(), voter=_voter(request))
 
 
-@require_POST
+@post_only(get_goes_to="arena:detail")
 def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     form = ConsentForm(request.POST)
@@ -152,7 +153,7 @@ def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, 
                  token=_token(showing, voter), attention=showing.attention)
 
 
-@require_POST
+@post_only(get_goes_to="arena:pair")
 def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=403)
     if isinstance(found, HttpResponse):

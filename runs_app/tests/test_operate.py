@@ -173,7 +173,9 @@ def test_every_action_needs_a_post_with_a_csrf_token(operator, imported_scenario
     draft()
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
-    assert client.get("/runs/ops.0/start/").status_code == 405
+    opened = client.get("/runs/ops.0/start/")
+    assert opened.status_code == 405  # with a page that says so and links back
+    assert 'href="/runs/ops.0/"' in opened.content.decode()
     assert client.post("/runs/ops.0/start/").status_code == 403
     assert not StageRun.objects.exists()
 

@@ -308,3 +308,29 @@ def test_an_answer_that_is_no_choice_is_refused_with_the_question_named(client, 
     assert response.status_code == 400
     assert "Select a valid choice" in response.content.decode()
     assert not ArenaVote.objects.exists()
+
+
+def test_opening_a_form_address_leads_to_the_page_with_the_form(client, open_arena):
+    """/consent/ and /vote/ only take the form's POST; opened by hand, or reloaded after an
+    error shown there, they send the visitor on instead of showing a blank page."""
+    assert client.get("/arena/arena.0/consent/")["Location"] == "/arena/arena.0/"
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    assert vote(client, token, favourable="neither").status_code == 400
+
+    reopened = client.get("/arena/arena.0/vote/")
+
+    assert (reopened.status_code, reopened["Location"]) == (303, "/arena/arena.0/pair/")
+    assert "Which text" in client.get(reopened["Location"]).content.decode()
+    assert not ArenaVote.objects.exists()
+
+
+def test_a_form_address_still_refuses_a_post_without_a_csrf_token(open_arena):
+    strict = Client(enforce_csrf_checks=True)
+    assert strict.get("/arena/arena.0/consent/").status_code == 303
+    assert strict.post("/arena/arena.0/consent/", {"agree": "on"}).status_code == 403
+    assert strict.post("/arena/arena.0/vote/", {}).status_code == 403
+    other_method = Client().put("/arena/arena.0/vote/")
+    assert other_method.status_code == 405 and other_method["Allow"] == "POST"
+    assert "only receives a form sent from another page" in other_method.content.decode()

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.core import signing
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from audits_app.arena import ratelimits
 from audits_app.arena.services import can_manage
@@ -26,6 +26,7 @@ from audits_app.calibration.studies.forms import AnswersForm, AttitudeForm, Cons
 from audits_app.calibration.studies.words import PAGE
 from audits_app.models import ReadingStudy, StudyParticipant, StudyReading, StudyStimulus
 from audits_app.pages.viewer import is_staff
+from baitbench_site.post_only import post_only
 from runs_app.readers import ReaderBrief, reader_brief
 
 COOKIE = "baitbench_study_{}"
@@ -82,7 +83,7 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
                      request, study))
 
 
-@require_POST
+@post_only(get_goes_to="studies:detail")
 def study_consent(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _study(request, study_id)
     if not study.is_open:

@@ -35,6 +35,12 @@ def test_consent_is_required_before_anything_else(open_study, client):
     assert client.get(f"/studies/{open_study.pk}/go/").url == f"/studies/{open_study.pk}/"
 
 
+def test_opening_the_consent_address_leads_to_the_studys_start(open_study, client):
+    opened = client.get(f"/studies/{open_study.pk}/consent/")
+    assert (opened.status_code, opened["Location"]) == (303, f"/studies/{open_study.pk}/")
+    assert not StudyParticipant.objects.exists()
+
+
 def test_a_person_reads_one_stimulus_per_scenario_and_gets_a_code(open_study, client):
     page = client.get(f"/studies/{open_study.pk}/").content.decode()
     assert '<html lang="en">' in page and "fixture/" not in page
