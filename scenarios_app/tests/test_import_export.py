@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db.models import ProtectedError
 
 from baitbench_site.immutability import ImmutableError
 from scenarios_app.files import load_scenario_files
@@ -320,3 +321,13 @@ def test_a_version_that_renames_a_pinned_scenario_is_refused():
         scenario_record_version(scenario=scenario, document=renamed)
 
     assert list(scenario.versions.values_list("number", flat=True)) == [1]
+
+
+def test_a_pinned_scenario_cannot_be_deleted():
+    scenario = make_scenario()
+    pin_in_release(scenario, "demo.0")
+
+    with pytest.raises((ProtectedError, ImmutableError)):
+        scenario.delete()
+
+    assert Scenario.objects.filter(slug="greenvale-listeria").exists()
