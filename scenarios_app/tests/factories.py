@@ -12,6 +12,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 
+from runs_app.models import Release, ReleaseScenario
 from scenarios_app.models import Scenario
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
@@ -60,10 +61,8 @@ def dump(document: dict[str, Any]) -> str:
 
 
 def pin_in_release(scenario: Scenario, code: str) -> None:
-    """A draft release that pins the scenario's current version, as freezing a config does."""
-    # runs_app depends on this app; only its tests reach back for a release.
-    from runs_app.models import Release, ReleaseScenario
-
+    """A draft release that pins the scenario's current version, as freezing a config does.
+    (runs_app depends on this app; only its tests reach back for a release.)"""
     release = Release.objects.create(code=code, language=scenario.language, config={},
                                      config_hash="")
     ReleaseScenario.objects.create(release=release, scenario_version=scenario.current_version)
