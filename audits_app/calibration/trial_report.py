@@ -136,15 +136,21 @@ def release_contamination(release: Release, *, staff: bool) -> dict[str, Any] | 
     check = ContaminationCheck.objects.filter(release=release).first()
     if check is None or check.scanned_at is None:
         return None
+    # Held out if the release pinned it held out or it is held out now: a curator making a
+    # scenario public later does not publish what a release found on it while held out.
+    pinned_public = {version.scenario_id: version.content.get("visibility") == Visibility.PUBLIC
+                     for version in release.scenario_versions.all()}
     findings = []
     for finding in check.findings.select_related("scenario").order_by(
             "scenario__slug", "model", "kind", "source"):
-        hidden = finding.scenario.visibility != Visibility.PUBLIC and not staff
+        held_out = (finding.scenario.visibility != Visibility.PUBLIC
+                    or not pinned_public.get(finding.scenario_id, False))
+        hidden = held_out and not staff
         findings.append({
             "model": finding.model, "kind": finding.kind, "kind_label": finding.get_kind_display(),
             "scenario": None if hidden else finding.scenario.slug,
             "scenario_title": HELD_OUT_NOTE if hidden else finding.scenario.title,
-            "held_out": finding.scenario.visibility != Visibility.PUBLIC,
+            "held_out": held_out,
             "evidence": None if hidden else finding.evidence,
             "source": None if hidden else finding.source,
             "source_release": finding.source_release,

@@ -7,8 +7,10 @@ import io
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
 
 from audits_app.calibration.trial_report import HELD_OUT_NOTE, release_contamination
+from baitbench_site import immutability
 from runs_app.contamination import (
     CanaryIndex,
     canary_split,
@@ -28,7 +30,7 @@ from runs_app.schemas import ReleaseConfig
 from runs_app.services import release_config_from_file, release_create
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
-from scenarios_app.models import Scenario, Visibility
+from scenarios_app.models import Scenario, ScenarioVersion, Visibility
 
 CANARY = "BAITBENCH-CANARY-14641c32-0146-43b1-ad25-1e0893721f11"
 
@@ -118,6 +120,29 @@ def test_a_held_out_scenarios_finding_is_published_without_its_content(leaky_rel
     staff = release_contamination(leaky_release, staff=True)
     assert any(f["scenario"] == "cobaltcloud-breach" and f["evidence"]
                for f in staff["findings"])
+
+
+def test_a_scenario_made_public_after_the_release_pinned_it_held_out_stays_hidden(
+        leaky_release):
+    contamination_check_run(release=leaky_release)
+    # As if the release had pinned a held-out version (pinned versions never change, so the
+    # guards step aside for this one write) and the scenario is public today.
+    version = leaky_release.scenario_versions.get(scenario__slug="cobaltcloud-breach")
+    immutability.guards_drop(connection)
+    try:
+        field = ScenarioVersion._meta.get_field("content")
+        content = {**version.content, "visibility": Visibility.HELD_OUT}
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {ScenarioVersion._meta.db_table} SET content = %s "
+                           "WHERE id = %s", [field.get_db_prep_value(content, connection),
+                                             version.pk])
+    finally:
+        immutability.guards_install(connection)
+
+    public = release_contamination(leaky_release, staff=False)
+    hidden = [f for f in public["findings"] if f["held_out"]]
+    assert hidden and all(f["scenario"] is None and f["evidence"] is None for f in hidden)
+    assert not any("Cobalt" in str(value) for f in public["findings"] for value in f.values())
 
 
 def test_the_command_prints_the_findings(leaky_release):
