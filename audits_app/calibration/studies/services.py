@@ -245,11 +245,18 @@ def study_texts_reveal(*, release: Release, user, reason: str) -> StudyTextsReve
 # ---------------------------------------------------------------------------------------------
 
 
-def participant_consent(*, study: ReadingStudy, ids: dict[str, str],
-                        simulated: bool = False) -> StudyParticipant:
+def participant_consent(*, study: ReadingStudy, ids: dict[str, str], simulated: bool = False,
+                        current: StudyParticipant | None = None) -> StudyParticipant:
     """A new participant. A platform id that took part already makes a duplicate: kept and
-    counted (excluded, `duplicate_of` the first) but given nothing to read."""
+    counted (excluded, `duplicate_of` the first) but given nothing to read.
+
+    `current` is the session the consenting browser holds already (its signed cookie): a
+    form sent twice, or from two tabs, goes on with that session rather than turning the
+    person into a duplicate of themselves. A session is only ever continued by the browser
+    that holds its key, so another browser with the same platform id is still a duplicate."""
     hashes = identity.platform_hashes(study.pk, ids)
+    if current is not None and _same_person(current, hashes["platform_id_hash"]):
+        return current
     first = (StudyParticipant.objects.filter(study=study,
                                              platform_id_hash=hashes["platform_id_hash"]).first()
              if hashes["platform_id_hash"] else None)
@@ -265,6 +272,14 @@ def participant_consent(*, study: ReadingStudy, ids: dict[str, str],
         study=study, key=secrets.token_hex(32), simulated=simulated, duplicate_of=first,
         exclusions=[Exclusion.DUPLICATE], platform_study_hash=hashes["platform_study_hash"],
         platform_session_hash=hashes["platform_session_hash"])
+
+
+def _same_person(participant: StudyParticipant, platform_id_hash: str) -> bool:
+    """The session was started with this platform id (or, like it, with none); a duplicate
+    session counts as the id it duplicates, and stays a duplicate."""
+    if participant.duplicate_of_id is not None:
+        return participant.duplicate_of.platform_id_hash == platform_id_hash
+    return participant.platform_id_hash == platform_id_hash
 
 
 def position_for(panel: PanelFile, traits: Traits) -> str:

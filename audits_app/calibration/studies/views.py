@@ -97,7 +97,8 @@ def study_consent(request: HttpRequest, study_id: int) -> HttpResponse:
     if ratelimits.study_participant_limited(request):
         return _page(request, study, "limited.html", status=429)
     participant = services.participant_consent(
-        study=study, ids=ids, simulated=_is_simulated(form.cleaned_data["simulated"], study))
+        study=study, ids=ids, simulated=_is_simulated(form.cleaned_data["simulated"], study),
+        current=_participant(request, study))
     response = redirect("studies:go", study_id=study.pk)
     response.set_signed_cookie(COOKIE.format(study.pk), participant.key, salt=COOKIE_SALT,
                                max_age=COOKIE_MAX_AGE, httponly=True, samesite="Lax",

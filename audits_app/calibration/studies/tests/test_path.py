@@ -108,6 +108,24 @@ def test_a_duplicate_sees_that_they_took_part(open_study):
         f"/studies/{open_study.pk}/go/").content.decode()
 
 
+def test_consenting_twice_in_one_browser_goes_on_with_the_same_session(open_study, client):
+    ids = {"PROLIFIC_PID": "p2", "STUDY_ID": "y", "SESSION_ID": "z"}
+    client.get(f"/studies/{open_study.pk}/", ids)
+    for _ in range(2):  # two tabs, or the form sent again
+        client.post(f"/studies/{open_study.pk}/consent/", {"agree": "on", **ids})
+    page = client.get(f"/studies/{open_study.pk}/go/").content.decode()
+    assert "taken part in this study already" not in page and 'name="step"' in page
+    participant = StudyParticipant.objects.get()
+    assert participant.duplicate_of_id is None and not participant.exclusions
+    # Another browser with the same platform id is still someone taking part twice.
+    other = Client()
+    other.post(f"/studies/{open_study.pk}/consent/", {"agree": "on", **ids})
+    assert "taken part in this study already" in other.get(
+        f"/studies/{open_study.pk}/go/").content.decode()
+    assert StudyParticipant.objects.get(duplicate_of=participant).exclusions == [
+        Exclusion.DUPLICATE]
+
+
 def test_a_platform_id_that_is_not_an_id_is_refused_by_name(open_study, client):
     response = client.get(f"/studies/{open_study.pk}/", {"PROLIFIC_PID": "x" * 300})
     assert response.status_code == 400 and "PROLIFIC_PID: not an id" in response.content.decode()
