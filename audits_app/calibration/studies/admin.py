@@ -27,7 +27,7 @@ class ReadingStudyForm(forms.ModelForm):
         model = ReadingStudy
         fields = ("release", "title", "scenarios", "texts_per_cell", "seed",
                   "readers_per_position", "min_seconds_on_text", "readers_for_figure",
-                  "completion_url")
+                  "completion_url", "screened_out_url")
 
     def plan(self) -> services.StudyPlan:
         data = self.cleaned_data
@@ -37,7 +37,8 @@ class ReadingStudyForm(forms.ModelForm):
             readers_per_position=data.get("readers_per_position") or 0,
             min_seconds_on_text=data.get("min_seconds_on_text") or 0.0,
             readers_for_figure=data.get("readers_for_figure") or 0,
-            completion_url=data.get("completion_url") or "")
+            completion_url=data.get("completion_url") or "",
+            screened_out_url=data.get("screened_out_url") or "")
 
     def clean(self):
         cleaned = super().clean()

@@ -67,6 +67,7 @@ class StudyPlan:
     min_seconds_on_text: float = 15.0
     readers_for_figure: int = 24
     completion_url: str = ""
+    screened_out_url: str = ""
 
 
 def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
@@ -86,6 +87,7 @@ def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
             readers_per_position=plan.readers_per_position,
             min_seconds_on_text=plan.min_seconds_on_text,
             readers_for_figure=plan.readers_for_figure, completion_url=plan.completion_url,
+            screened_out_url=plan.screened_out_url,
             created_by=user)
         study.scenarios.set(Scenario.objects.filter(slug__in=plan.scenarios))
         _stimuli_create(study, [text for text in texts if text["scenario"] in plan.scenarios])
@@ -123,6 +125,8 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
         problems.append("min_seconds_on_text: must not be negative")
     if plan.completion_url and not plan.completion_url.startswith("https://"):
         problems.append("completion_url: must start with https://")
+    if plan.screened_out_url and not plan.screened_out_url.startswith("https://"):
+        problems.append("screened_out_url: must start with https://")
     return problems
 
 

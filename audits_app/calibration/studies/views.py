@@ -116,7 +116,9 @@ def study_go(request: HttpRequest, study_id: int) -> HttpResponse:
     step = selectors.participant_step(participant)
     if step.kind == "done":
         return redirect("studies:done", study_id=study.pk)
-    if step.kind in ("already", "full", "expired"):
+    if step.kind == "full":
+        return _full(request, study, participant)
+    if step.kind in ("already", "expired"):
         return _page(request, study, f"{step.kind}.html")
     if not study.is_open:
         return _page(request, study, "closed.html")
@@ -129,6 +131,15 @@ def study_go(request: HttpRequest, study_id: int) -> HttpResponse:
                 return answered
         return redirect("studies:go", study_id=study.pk)
     return _show(request, study, participant, step)
+
+
+def _full(request: HttpRequest, study: ReadingStudy,
+          participant: StudyParticipant) -> HttpResponse:
+    """Turned away by a full reading position: someone sent by a platform must end their
+    submission there, through the study's screened-out link if it has one, else by returning
+    it (Prolific's word), which frees the place on the platform without a code."""
+    return _page(request, study, "full.html", screened_out_url=study.screened_out_url,
+                 from_platform=bool(participant.platform_id_hash))
 
 
 def _step_name(step: selectors.Step) -> str:

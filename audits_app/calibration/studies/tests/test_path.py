@@ -14,7 +14,13 @@ from django.test import Client
 from audits_app.calibration.studies import selectors, services
 from audits_app.calibration.studies.simulation import walk
 from audits_app.calibration.studies.tests.conftest import PUBLIC, plan, study_approve
-from audits_app.models import Exclusion, StudyParticipant, StudyQuota, StudyReading
+from audits_app.models import (
+    Exclusion,
+    ReadingStudy,
+    StudyParticipant,
+    StudyQuota,
+    StudyReading,
+)
 from runs_app.traits import Traits
 
 # Panel v1's P06: medium trust in news media, 30-44.
@@ -124,6 +130,44 @@ def test_consenting_twice_in_one_browser_goes_on_with_the_same_session(open_stud
         f"/studies/{open_study.pk}/go/").content.decode()
     assert StudyParticipant.objects.get(duplicate_of=participant).exclusions == [
         Exclusion.DUPLICATE]
+
+
+def turned_away_page(study, pid: str) -> str:
+    """What someone placed in P06 reads once its two places are taken."""
+    for _ in range(2):
+        services.participant_place(participant=services.participant_consent(
+            study=study, ids={}), traits=Traits(**P06))
+    client = Client()
+    client.post(f"/studies/{study.pk}/consent/",
+                {"agree": "on"} | ({"PROLIFIC_PID": pid} if pid else {}))
+    participant = StudyParticipant.objects.order_by("-pk").first()
+    assert not services.participant_place(participant=participant, traits=Traits(**P06))
+    return client.get(f"/studies/{study.pk}/go/").content.decode()
+
+
+def test_a_platform_participant_turned_away_is_told_to_return_the_study(open_study):
+    page = turned_away_page(open_study, "p9")
+    assert "enough readers like you" in page and "Return submission" in page
+    assert "nothing more to do" not in page
+
+
+def test_someone_turned_away_without_a_platform_has_nothing_more_to_do(open_study):
+    page = turned_away_page(open_study, "")
+    assert "enough readers like you" in page and "nothing more to do" in page
+    assert "Return submission" not in page
+
+
+def test_a_study_with_a_screened_out_link_sends_the_turned_away_there(open_study):
+    url = "https://app.prolific.example/submissions/complete?cc=NOCODE"
+    ReadingStudy.objects.filter(pk=open_study.pk).update(screened_out_url=url)
+    page = turned_away_page(open_study, "p9")
+    assert f'href="{url}"' in page and "enough readers" in page
+
+
+def test_a_dutch_platform_participant_turned_away_is_told_to_return_the_study(open_study):
+    ReadingStudy.objects.filter(pk=open_study.pk).update(language="nl")
+    page = turned_away_page(open_study, "p9")
+    assert "genoeg lezers" in page and "geef dit onderzoek daar terug" in page
 
 
 def test_a_platform_id_that_is_not_an_id_is_refused_by_name(open_study, client):
