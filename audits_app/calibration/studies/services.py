@@ -403,7 +403,13 @@ def reading_answer(*, reading: StudyReading, attitude: list[int], knowledge: lis
 
 
 def _complete(participant: StudyParticipant, now: datetime) -> None:
-    """Completion: a code, and the reasons the answers are kept out of figures."""
+    """Completion: a code, and the reasons the answers are kept out of figures.
+
+    An excluded session gives its place back to the quota in the same UPDATE, so a
+    position's target counts readers whose answers the figures can use. `place_released_at`
+    is the one column of a completed session the database guards let change
+    (`baitbench_site.immutability.STUDY_GUARDS`), so a place held past `PLACE_HELD` and
+    given back already is not given back twice."""
     exclusions = list(participant.exclusions)
     if participant.attention_passed is False:
         exclusions.append(Exclusion.ATTENTION)
@@ -414,5 +420,12 @@ def _complete(participant: StudyParticipant, now: datetime) -> None:
             stimulus__kind__in=[StudyStimulus.Kind.TEXT, StudyStimulus.Kind.CONTROL]).exists():
         exclusions.append(Exclusion.TOO_FAST)
     code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-    StudyParticipant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
-        completed_at=now, completion_code=code, exclusions=exclusions)
+    gives_back = bool(exclusions) and participant.place_released_at is None
+    completed = StudyParticipant.objects.filter(
+        pk=participant.pk, completed_at__isnull=True).update(
+        completed_at=now, completion_code=code, exclusions=exclusions,
+        place_released_at=now if gives_back else F("place_released_at"))
+    if completed and gives_back:
+        StudyQuota.objects.filter(study=participant.study_id,
+                                  position=participant.position).update(
+            assigned=F("assigned") - 1)

@@ -187,7 +187,7 @@ def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_stu
         simulation.TOO_FAST_SHARE = original
     simulation.INATTENTIVE_SHARE, saved = 1.0, simulation.INATTENTIVE_SHARE
     try:
-        person(open_study, seed=5, traits=P06 | {"trust_in_media": "low"})  # P03: P06 is full
+        person(open_study, seed=5, traits=P06 | {"trust_in_media": "low"})  # P03
     finally:
         simulation.INATTENTIVE_SHARE = saved
     Client().post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})  # never goes on
@@ -273,3 +273,50 @@ def test_an_abandoned_session_gives_its_place_back_after_a_while(open_study):
     leavers[0].refresh_from_db()
     assert selectors.participant_step(leavers[0]).kind == "expired"
     assert Exclusion.INCOMPLETE in selectors.participant_exclusions(leavers[0])
+
+
+def careless(study, seed: int, *, too_fast: bool = False, inattentive: bool = False):
+    from audits_app.calibration.studies import simulation
+
+    saved = simulation.TOO_FAST_SHARE, simulation.INATTENTIVE_SHARE
+    simulation.TOO_FAST_SHARE = 1.0 if too_fast else 0.0
+    simulation.INATTENTIVE_SHARE = 1.0 if inattentive else 0.0
+    try:
+        return person(study, seed=seed)
+    finally:
+        simulation.TOO_FAST_SHARE, simulation.INATTENTIVE_SHARE = saved
+
+
+def test_a_session_that_ends_excluded_gives_its_place_back(open_study):
+    # P06 wants two readers: the two careless ones do not count towards them.
+    assert careless(open_study, 1, too_fast=True).completed
+    assert careless(open_study, 2, inattentive=True).completed
+    assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 0
+    assert person(open_study, seed=3).completed and person(open_study, seed=4).completed
+    assert not person(open_study, seed=5).completed  # now P06 is full
+    row = next(row for row in selectors.study_progress(open_study, simulated=False)[
+        "positions"] if row["position"] == "P06")
+    assert (row["target"], row["assigned"], row["completed"], row["excluded"],
+            row["included"], row["given_back"]) == (2, 2, 4, 2, 2, 2)
+
+
+def test_a_place_given_back_after_a_while_is_not_given_back_again_on_completion(open_study):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client = Client()
+    client.post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})
+    slow = StudyParticipant.objects.get()
+    assert services.participant_place(participant=slow, traits=Traits(**P06))
+    StudyParticipant.objects.filter(pk=slow.pk).update(
+        placed_at=timezone.now() - services.PLACE_HELD - timedelta(minutes=1))
+    assert person(open_study, seed=2).completed  # its placement gives the slow one's back
+    for reading in slow.readings.all():  # the slow one answers after all, too fast
+        services.reading_baseline(reading=reading, attitude=[4, 4, 4])
+        services.reading_read(reading=reading)
+        services.reading_answer(reading=reading, attitude=[4, 4, 4],
+                                knowledge=[None] * 4, attention=2)
+    slow.refresh_from_db()
+    assert slow.completed_at is not None and Exclusion.TOO_FAST in slow.exclusions
+    assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 1
