@@ -79,8 +79,11 @@ class ReadingStudyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return self.readonly_fields
+        # An opened study's title is on its release's public page, whose cached copies
+        # change only with what `http_cache.evidence_stamp` follows (its opening, closing).
+        shown = ("title",) if obj.opened_at else ()
         return (*self.readonly_fields, "release", "scenarios", "texts_per_cell", "seed",
-                "readers_per_position", "min_seconds_on_text", "readers_for_figure")
+                "readers_per_position", "min_seconds_on_text", "readers_for_figure", *shown)
 
     def get_changeform_initial_data(self, request):
         return {"seed": secrets.randbelow(2**31), "release": request.GET.get("release")}
