@@ -40,7 +40,7 @@ from django.utils.http import parse_etags
 
 from audits_app.archive import signing
 from audits_app.arena.selectors import public_arena_codes
-from audits_app.models import Publication, ReadingStudy, StudyParticipant
+from audits_app.models import PopulationWeights, Publication, ReadingStudy, StudyParticipant
 from audits_app.pages import viewer as public
 from audits_app.publication.held_cells import Holder
 from runs_app.models import ContaminationCheck, ReaderTrial, Release
@@ -169,15 +169,20 @@ def published_identity(code: str) -> PublishedIdentity | None:
 def evidence_stamp(release: Release) -> str:
     """What a published release's pages show that was added after publication: when its
     contamination check last scanned and how many findings and probes it holds, and the newest
-    reader trial reported in its language, its reading studies' newest completion and state
-    (their figures are on the page), and whether its arena has closed and its reading studies'
-    texts were revealed (which makes the texts held for them public; kept for
-    `viewer.revealed_holders`). One query."""
+    reader trial reported in its language, its reading studies' newest completion, opening
+    and closing (their figures and state are on the page), the newest population weights of
+    its language (entries are only ever added; the newest weights the panel's figures), and
+    whether its arena has closed and its reading studies' texts were revealed (which makes
+    the texts held for them public; kept for `viewer.revealed_holders`). One query.
+
+    Human reader results and spot-checks reach the public pages only through the snapshot,
+    frozen at publication, so the snapshot's hash covers them."""
     check = ContaminationCheck.objects.filter(release=OuterRef("pk"))
     completed = StudyParticipant.objects.filter(study__release=OuterRef("pk"),
                                                 completed_at__isnull=False)
     studies = ReadingStudy.objects.filter(release=OuterRef("pk"))
     trials = ReaderTrial.objects.filter(language=OuterRef("language"), reported_at__isnull=False)
+    weights = PopulationWeights.objects.filter(language=OuterRef("language"))
     revealed_names = [f"revealed_{holder.value}" for holder in Holder]
     stamp = Release.objects.filter(pk=release.pk).annotate(
         scanned=Subquery(check.values("scanned_at")[:1]),
@@ -186,9 +191,12 @@ def evidence_stamp(release: Release) -> str:
         trial=Subquery(trials.order_by("-reported_at").values("pk")[:1]),
         study_reader=Subquery(completed.order_by("-completed_at").values("completed_at")[:1]),
         study_change=Subquery(studies.order_by("-opened_at").values("opened_at")[:1]),
+        study_closed=Subquery(studies.filter(closed_at__isnull=False).order_by(
+            "-closed_at").values("closed_at")[:1]),
+        weights=Subquery(weights.order_by("-entered_at", "-pk").values("pk")[:1]),
         **public.reveal_subqueries(OuterRef("pk")),
     ).values("scanned", "found", "probed", "trial", "study_reader", "study_change",
-             *revealed_names).first()
+             "study_closed", "weights", *revealed_names).first()
     if stamp is not None:
         public.revealed_remember(release.pk, {holder: stamp[f"revealed_{holder.value}"]
                                               for holder in Holder})

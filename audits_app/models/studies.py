@@ -76,6 +76,11 @@ class ReadingStudy(models.Model):
         blank=True, max_length=500,
         help_text="Where a participant goes when done, e.g. the platform's completion link; "
                   "{code} is replaced by their completion code.")
+    screened_out_url = models.URLField(
+        "screened-out URL", blank=True, max_length=500,
+        help_text="Where a participant from a platform goes when their reading position is "
+                  "full, e.g. the platform's no-code (screened out) link; blank: they are "
+                  "told to return the study on the platform.")
     status = models.CharField(max_length=6, choices=Status.choices, default=Status.DRAFT,
                               editable=False)
     review = models.ForeignKey("audits_app.EthicsReview", null=True, blank=True,

@@ -27,7 +27,7 @@ class ReadingStudyForm(forms.ModelForm):
         model = ReadingStudy
         fields = ("release", "title", "scenarios", "texts_per_cell", "seed",
                   "readers_per_position", "min_seconds_on_text", "readers_for_figure",
-                  "completion_url")
+                  "completion_url", "screened_out_url")
 
     def plan(self) -> services.StudyPlan:
         data = self.cleaned_data
@@ -37,7 +37,8 @@ class ReadingStudyForm(forms.ModelForm):
             readers_per_position=data.get("readers_per_position") or 0,
             min_seconds_on_text=data.get("min_seconds_on_text") or 0.0,
             readers_for_figure=data.get("readers_for_figure") or 0,
-            completion_url=data.get("completion_url") or "")
+            completion_url=data.get("completion_url") or "",
+            screened_out_url=data.get("screened_out_url") or "")
 
     def clean(self):
         cleaned = super().clean()
@@ -78,8 +79,11 @@ class ReadingStudyAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return self.readonly_fields
+        # An opened study's title is on its release's public page, whose cached copies
+        # change only with what `http_cache.evidence_stamp` follows (its opening, closing).
+        shown = ("title",) if obj.opened_at else ()
         return (*self.readonly_fields, "release", "scenarios", "texts_per_cell", "seed",
-                "readers_per_position", "min_seconds_on_text", "readers_for_figure")
+                "readers_per_position", "min_seconds_on_text", "readers_for_figure", *shown)
 
     def get_changeform_initial_data(self, request):
         return {"seed": secrets.randbelow(2**31), "release": request.GET.get("release")}

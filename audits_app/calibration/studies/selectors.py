@@ -101,9 +101,14 @@ def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
 
 
 def _tally(row: Counter, participant: StudyParticipant, excluded: list[str]) -> None:
+    """A session that ends excluded, or is left unfinished too long, gives its place back
+    (`services._complete`, `services._places_release`): places taken are then the sessions
+    still holding one, the included and those under way."""
     row["started"] += 1
     row["completed"] += participant.completed_at is not None
     row["excluded"] += bool(excluded)
+    row["included"] += participant.included
+    row["given_back"] += participant.place_released_at is not None
 
 
 def _arms_by_participant(study: ReadingStudy, simulated: bool) -> dict[int, list[str]]:

@@ -67,6 +67,7 @@ class StudyPlan:
     min_seconds_on_text: float = 15.0
     readers_for_figure: int = 24
     completion_url: str = ""
+    screened_out_url: str = ""
 
 
 def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
@@ -86,6 +87,7 @@ def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
             readers_per_position=plan.readers_per_position,
             min_seconds_on_text=plan.min_seconds_on_text,
             readers_for_figure=plan.readers_for_figure, completion_url=plan.completion_url,
+            screened_out_url=plan.screened_out_url,
             created_by=user)
         study.scenarios.set(Scenario.objects.filter(slug__in=plan.scenarios))
         _stimuli_create(study, [text for text in texts if text["scenario"] in plan.scenarios])
@@ -123,6 +125,8 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
         problems.append("min_seconds_on_text: must not be negative")
     if plan.completion_url and not plan.completion_url.startswith("https://"):
         problems.append("completion_url: must start with https://")
+    if plan.screened_out_url and not plan.screened_out_url.startswith("https://"):
+        problems.append("screened_out_url: must start with https://")
     return problems
 
 
@@ -245,11 +249,18 @@ def study_texts_reveal(*, release: Release, user, reason: str) -> StudyTextsReve
 # ---------------------------------------------------------------------------------------------
 
 
-def participant_consent(*, study: ReadingStudy, ids: dict[str, str],
-                        simulated: bool = False) -> StudyParticipant:
+def participant_consent(*, study: ReadingStudy, ids: dict[str, str], simulated: bool = False,
+                        current: StudyParticipant | None = None) -> StudyParticipant:
     """A new participant. A platform id that took part already makes a duplicate: kept and
-    counted (excluded, `duplicate_of` the first) but given nothing to read."""
+    counted (excluded, `duplicate_of` the first) but given nothing to read.
+
+    `current` is the session the consenting browser holds already (its signed cookie): a
+    form sent twice, or from two tabs, goes on with that session rather than turning the
+    person into a duplicate of themselves. A session is only ever continued by the browser
+    that holds its key, so another browser with the same platform id is still a duplicate."""
     hashes = identity.platform_hashes(study.pk, ids)
+    if current is not None and _same_person(current, hashes["platform_id_hash"]):
+        return current
     first = (StudyParticipant.objects.filter(study=study,
                                              platform_id_hash=hashes["platform_id_hash"]).first()
              if hashes["platform_id_hash"] else None)
@@ -265,6 +276,14 @@ def participant_consent(*, study: ReadingStudy, ids: dict[str, str],
         study=study, key=secrets.token_hex(32), simulated=simulated, duplicate_of=first,
         exclusions=[Exclusion.DUPLICATE], platform_study_hash=hashes["platform_study_hash"],
         platform_session_hash=hashes["platform_session_hash"])
+
+
+def _same_person(participant: StudyParticipant, platform_id_hash: str) -> bool:
+    """The session was started with this platform id (or, like it, with none); a duplicate
+    session counts as the id it duplicates, and stays a duplicate."""
+    if participant.duplicate_of_id is not None:
+        return participant.duplicate_of.platform_id_hash == platform_id_hash
+    return participant.platform_id_hash == platform_id_hash
 
 
 def position_for(panel: PanelFile, traits: Traits) -> str:
@@ -384,7 +403,13 @@ def reading_answer(*, reading: StudyReading, attitude: list[int], knowledge: lis
 
 
 def _complete(participant: StudyParticipant, now: datetime) -> None:
-    """Completion: a code, and the reasons the answers are kept out of figures."""
+    """Completion: a code, and the reasons the answers are kept out of figures.
+
+    An excluded session gives its place back to the quota in the same UPDATE, so a
+    position's target counts readers whose answers the figures can use. `place_released_at`
+    is the one column of a completed session the database guards let change
+    (`baitbench_site.immutability.STUDY_GUARDS`), so a place held past `PLACE_HELD` and
+    given back already is not given back twice."""
     exclusions = list(participant.exclusions)
     if participant.attention_passed is False:
         exclusions.append(Exclusion.ATTENTION)
@@ -395,5 +420,12 @@ def _complete(participant: StudyParticipant, now: datetime) -> None:
             stimulus__kind__in=[StudyStimulus.Kind.TEXT, StudyStimulus.Kind.CONTROL]).exists():
         exclusions.append(Exclusion.TOO_FAST)
     code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-    StudyParticipant.objects.filter(pk=participant.pk, completed_at__isnull=True).update(
-        completed_at=now, completion_code=code, exclusions=exclusions)
+    gives_back = bool(exclusions) and participant.place_released_at is None
+    completed = StudyParticipant.objects.filter(
+        pk=participant.pk, completed_at__isnull=True).update(
+        completed_at=now, completion_code=code, exclusions=exclusions,
+        place_released_at=now if gives_back else F("place_released_at"))
+    if completed and gives_back:
+        StudyQuota.objects.filter(study=participant.study_id,
+                                  position=participant.position).update(
+            assigned=F("assigned") - 1)

@@ -98,7 +98,8 @@ def study_consent(request: HttpRequest, study_id: int) -> HttpResponse:
     if ratelimits.study_participant_limited(request):
         return _page(request, study, "limited.html", status=429)
     participant = services.participant_consent(
-        study=study, ids=ids, simulated=_is_simulated(form.cleaned_data["simulated"], study))
+        study=study, ids=ids, simulated=_is_simulated(form.cleaned_data["simulated"], study),
+        current=_participant(request, study))
     response = redirect("studies:go", study_id=study.pk)
     response.set_signed_cookie(COOKIE.format(study.pk), participant.key, salt=COOKIE_SALT,
                                max_age=COOKIE_MAX_AGE, httponly=True, samesite="Lax",
@@ -116,7 +117,9 @@ def study_go(request: HttpRequest, study_id: int) -> HttpResponse:
     step = selectors.participant_step(participant)
     if step.kind == "done":
         return redirect("studies:done", study_id=study.pk)
-    if step.kind in ("already", "full", "expired"):
+    if step.kind == "full":
+        return _full(request, study, participant)
+    if step.kind in ("already", "expired"):
         return _page(request, study, f"{step.kind}.html")
     if not study.is_open:
         return _page(request, study, "closed.html")
@@ -129,6 +132,15 @@ def study_go(request: HttpRequest, study_id: int) -> HttpResponse:
                 return answered
         return redirect("studies:go", study_id=study.pk)
     return _show(request, study, participant, step)
+
+
+def _full(request: HttpRequest, study: ReadingStudy,
+          participant: StudyParticipant) -> HttpResponse:
+    """Turned away by a full reading position: someone sent by a platform must end their
+    submission there, through the study's screened-out link if it has one, else by returning
+    it (Prolific's word), which frees the place on the platform without a code."""
+    return _page(request, study, "full.html", screened_out_url=study.screened_out_url,
+                 from_platform=bool(participant.platform_id_hash))
 
 
 def _step_name(step: selectors.Step) -> str:

@@ -86,8 +86,12 @@ PAGE: dict[str, dict[str, str]] = {
         "knowledge_heading": "What happened?",
         "dont_know": "Don't know",
         "attention": "To show that you read the questions, please choose 2 here.",
-        "full": ("Thank you. This study has enough readers like you already, so there is "
-                 "nothing more to do."),
+        "full": "Thank you. This study has enough readers like you already.",
+        "full_done": "There is nothing more to do.",
+        "full_return": ("You came from a recruitment platform: please return this study "
+                        "there (on Prolific, “Return submission”), so that your place goes "
+                        "to someone else. You will not be penalised for it."),
+        "full_screened_out": "Go back to the recruitment platform",
         "already": "You have taken part in this study already: thank you.",
         "expired": ("This session was left unfinished for too long, so its place went to "
                     "another reader. Thank you for your time."),
@@ -131,8 +135,12 @@ PAGE: dict[str, dict[str, str]] = {
         "knowledge_heading": "Wat is er gebeurd?",
         "dont_know": "Weet ik niet",
         "attention": "Kies hier 2, zodat we zien dat u de vragen leest.",
-        "full": ("Dank u wel. Dit onderzoek heeft al genoeg lezers zoals u; u hoeft niets meer "
-                 "te doen."),
+        "full": "Dank u wel. Dit onderzoek heeft al genoeg lezers zoals u.",
+        "full_done": "U hoeft niets meer te doen.",
+        "full_return": ("U kwam via een wervingsplatform: geef dit onderzoek daar terug (op "
+                        "Prolific: „Return submission”), zodat uw plaats naar iemand anders "
+                        "gaat. Dat heeft geen nadelige gevolgen voor u."),
+        "full_screened_out": "Terug naar het wervingsplatform",
         "already": "U hebt al aan dit onderzoek meegedaan: dank u wel.",
         "expired": ("Deze sessie bleef te lang onafgemaakt, dus de plaats is naar een andere "
                     "lezer gegaan. Dank u wel voor uw tijd."),

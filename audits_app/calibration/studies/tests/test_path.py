@@ -14,7 +14,13 @@ from django.test import Client
 from audits_app.calibration.studies import selectors, services
 from audits_app.calibration.studies.simulation import walk
 from audits_app.calibration.studies.tests.conftest import PUBLIC, plan, study_approve
-from audits_app.models import Exclusion, StudyParticipant, StudyQuota, StudyReading
+from audits_app.models import (
+    Exclusion,
+    ReadingStudy,
+    StudyParticipant,
+    StudyQuota,
+    StudyReading,
+)
 from runs_app.traits import Traits
 
 # Panel v1's P06: medium trust in news media, 30-44.
@@ -114,6 +120,62 @@ def test_a_duplicate_sees_that_they_took_part(open_study):
         f"/studies/{open_study.pk}/go/").content.decode()
 
 
+def test_consenting_twice_in_one_browser_goes_on_with_the_same_session(open_study, client):
+    ids = {"PROLIFIC_PID": "p2", "STUDY_ID": "y", "SESSION_ID": "z"}
+    client.get(f"/studies/{open_study.pk}/", ids)
+    for _ in range(2):  # two tabs, or the form sent again
+        client.post(f"/studies/{open_study.pk}/consent/", {"agree": "on", **ids})
+    page = client.get(f"/studies/{open_study.pk}/go/").content.decode()
+    assert "taken part in this study already" not in page and 'name="step"' in page
+    participant = StudyParticipant.objects.get()
+    assert participant.duplicate_of_id is None and not participant.exclusions
+    # Another browser with the same platform id is still someone taking part twice.
+    other = Client()
+    other.post(f"/studies/{open_study.pk}/consent/", {"agree": "on", **ids})
+    assert "taken part in this study already" in other.get(
+        f"/studies/{open_study.pk}/go/").content.decode()
+    assert StudyParticipant.objects.get(duplicate_of=participant).exclusions == [
+        Exclusion.DUPLICATE]
+
+
+def turned_away_page(study, pid: str) -> str:
+    """What someone placed in P06 reads once its two places are taken."""
+    for _ in range(2):
+        services.participant_place(participant=services.participant_consent(
+            study=study, ids={}), traits=Traits(**P06))
+    client = Client()
+    client.post(f"/studies/{study.pk}/consent/",
+                {"agree": "on"} | ({"PROLIFIC_PID": pid} if pid else {}))
+    participant = StudyParticipant.objects.order_by("-pk").first()
+    assert not services.participant_place(participant=participant, traits=Traits(**P06))
+    return client.get(f"/studies/{study.pk}/go/").content.decode()
+
+
+def test_a_platform_participant_turned_away_is_told_to_return_the_study(open_study):
+    page = turned_away_page(open_study, "p9")
+    assert "enough readers like you" in page and "Return submission" in page
+    assert "nothing more to do" not in page
+
+
+def test_someone_turned_away_without_a_platform_has_nothing_more_to_do(open_study):
+    page = turned_away_page(open_study, "")
+    assert "enough readers like you" in page and "nothing more to do" in page
+    assert "Return submission" not in page
+
+
+def test_a_study_with_a_screened_out_link_sends_the_turned_away_there(open_study):
+    url = "https://app.prolific.example/submissions/complete?cc=NOCODE"
+    ReadingStudy.objects.filter(pk=open_study.pk).update(screened_out_url=url)
+    page = turned_away_page(open_study, "p9")
+    assert f'href="{url}"' in page and "enough readers" in page
+
+
+def test_a_dutch_platform_participant_turned_away_is_told_to_return_the_study(open_study):
+    ReadingStudy.objects.filter(pk=open_study.pk).update(language="nl")
+    page = turned_away_page(open_study, "p9")
+    assert "genoeg lezers" in page and "geef dit onderzoek daar terug" in page
+
+
 def test_a_platform_id_that_is_not_an_id_is_refused_by_name(open_study, client):
     response = client.get(f"/studies/{open_study.pk}/", {"PROLIFIC_PID": "x" * 300})
     assert response.status_code == 400 and "PROLIFIC_PID: not an id" in response.content.decode()
@@ -131,7 +193,7 @@ def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_stu
         simulation.TOO_FAST_SHARE = original
     simulation.INATTENTIVE_SHARE, saved = 1.0, simulation.INATTENTIVE_SHARE
     try:
-        person(open_study, seed=5, traits=P06 | {"trust_in_media": "low"})  # P03: P06 is full
+        person(open_study, seed=5, traits=P06 | {"trust_in_media": "low"})  # P03
     finally:
         simulation.INATTENTIVE_SHARE = saved
     Client().post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})  # never goes on
@@ -217,3 +279,50 @@ def test_an_abandoned_session_gives_its_place_back_after_a_while(open_study):
     leavers[0].refresh_from_db()
     assert selectors.participant_step(leavers[0]).kind == "expired"
     assert Exclusion.INCOMPLETE in selectors.participant_exclusions(leavers[0])
+
+
+def careless(study, seed: int, *, too_fast: bool = False, inattentive: bool = False):
+    from audits_app.calibration.studies import simulation
+
+    saved = simulation.TOO_FAST_SHARE, simulation.INATTENTIVE_SHARE
+    simulation.TOO_FAST_SHARE = 1.0 if too_fast else 0.0
+    simulation.INATTENTIVE_SHARE = 1.0 if inattentive else 0.0
+    try:
+        return person(study, seed=seed)
+    finally:
+        simulation.TOO_FAST_SHARE, simulation.INATTENTIVE_SHARE = saved
+
+
+def test_a_session_that_ends_excluded_gives_its_place_back(open_study):
+    # P06 wants two readers: the two careless ones do not count towards them.
+    assert careless(open_study, 1, too_fast=True).completed
+    assert careless(open_study, 2, inattentive=True).completed
+    assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 0
+    assert person(open_study, seed=3).completed and person(open_study, seed=4).completed
+    assert not person(open_study, seed=5).completed  # now P06 is full
+    row = next(row for row in selectors.study_progress(open_study, simulated=False)[
+        "positions"] if row["position"] == "P06")
+    assert (row["target"], row["assigned"], row["completed"], row["excluded"],
+            row["included"], row["given_back"]) == (2, 2, 4, 2, 2, 2)
+
+
+def test_a_place_given_back_after_a_while_is_not_given_back_again_on_completion(open_study):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    client = Client()
+    client.post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})
+    slow = StudyParticipant.objects.get()
+    assert services.participant_place(participant=slow, traits=Traits(**P06))
+    StudyParticipant.objects.filter(pk=slow.pk).update(
+        placed_at=timezone.now() - services.PLACE_HELD - timedelta(minutes=1))
+    assert person(open_study, seed=2).completed  # its placement gives the slow one's back
+    for reading in slow.readings.all():  # the slow one answers after all, too fast
+        services.reading_baseline(reading=reading, attitude=[4, 4, 4])
+        services.reading_read(reading=reading)
+        services.reading_answer(reading=reading, attitude=[4, 4, 4],
+                                knowledge=[None] * 4, attention=2)
+    slow.refresh_from_db()
+    assert slow.completed_at is not None and Exclusion.TOO_FAST in slow.exclusions
+    assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 1

@@ -63,3 +63,14 @@ def test_no_participant_key_or_hash_leaves_in_a_csv(open_study):
     participant = StudyParticipant.objects.get()
     for secret in (participant.key, participant.platform_id_hash, "PID-1234"):
         assert secret not in text
+
+
+def test_an_anonymous_reader_sees_a_study_close_after_publication(open_study, publisher, client):
+    from audits_app.calibration.studies import services
+
+    url = f"/releases/{open_study.release.code}/"
+    before = client.get(url)
+    assert "(open)" in before.content.decode()
+    services.study_close(study=open_study, user=publisher, reason="enough readers")
+    after = client.get(url)
+    assert after["ETag"] != before["ETag"] and "(closed)" in after.content.decode()

@@ -98,3 +98,12 @@ def test_the_admin_creates_a_study_through_the_service(client, release, publishe
     study = ReadingStudy.objects.get(title="Admin study")
     assert study.stimuli.filter(kind="none").count() == 2
     assert StudyQuota.objects.filter(study=study).count() == 12
+
+
+def test_an_opened_studys_title_is_kept_as_its_public_page_shows_it(client, open_study,
+                                                                     publisher):
+    client.force_login(publisher)
+    url = f"/admin/audits_app/readingstudy/{open_study.pk}/change/"
+    page = client.get(url).content.decode()
+    assert 'name="title"' not in page and open_study.title in page
+    assert 'name="screened_out_url"' in page

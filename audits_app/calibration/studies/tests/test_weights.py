@@ -89,3 +89,20 @@ def test_the_page_names_the_source_beside_the_weighted_figures(release, publishe
     assert "95 % interval from resampling whole scenarios" in page
     assert "Office for Statistics, Media trust survey 2025, table 3" in page
     assert "https://stats.example/media-trust-2025" in page
+
+
+def test_an_anonymous_reader_sees_weights_entered_after_publication(release, publisher, client):
+    url = f"/releases/{release.code}/"
+    before = client.get(url)
+    assert "Nothing here is weighted" in before.content.decode()
+    PopulationWeights.objects.create(
+        language="en", shares=EQUAL, citation="Office for Statistics, 2025, table 3",
+        url="https://stats.example/media-trust-2025", source_date=date(2025, 6, 1),
+        entered_by=publisher)
+    # The tag the reader (or a shared cache) holds is no longer current, and the page is
+    # built again rather than taken from what this process kept.
+    assert client.get(url, HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 200
+    after = client.get(url)
+    assert after["ETag"] != before["ETag"] and "public" in after["Cache-Control"]
+    page = after.content.decode()
+    assert 'class="weighted-panel"' in page and "Nothing here is weighted" not in page
