@@ -136,9 +136,16 @@ def _side_by_side(names: dict[str, str], first: dict[str, Any], second: dict[str
     others = {row["model"]: row for row in second.get("rows", [])}
     rows = first.get("rows") or [{"model": model} for model in names]
     return [{"model": row["model"], "model_name": names.get(row["model"], row["model"]),
-             "first": row, "second": others.get(row["model"], {}),
+             "first": _with_names(row, names),
+             "second": _with_names(others.get(row["model"], {}), names),
              "published_rank": published.get(row["model"])}
             for row in rows]
+
+
+def _with_names(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The row with the names of the models it is demonstrably above (results computed
+    before rows carried them show none)."""
+    return {**row, "above_names": [names.get(model, model) for model in row.get("above", [])]}
 
 
 # --- the interval plot and the win-rate matrix ------------------------------------------------

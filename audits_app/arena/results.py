@@ -153,7 +153,7 @@ class _Setup:
 
 def _rows(writers: list[str], fitted: statistics.Ratings) -> list[dict[str, Any]]:
     rows = [
-        {"model": model,
+        {"model": model, "above": _demonstrably_above(writers, fitted, i),
          "rank": int(fitted.ranks[i]) if fitted.ranks[i] != statistics.UNRANKED else None,
          "rating": _number(fitted.point[i]), "low": _number(fitted.low[i]),
          "high": _number(fitted.high[i]), "comparisons": int(fitted.comparisons[i]),
@@ -163,6 +163,18 @@ def _rows(writers: list[str], fitted: statistics.Ratings) -> list[dict[str, Any]
     ]
     return sorted(rows, key=lambda row: (row["rank"] is None, row["rank"] or 0,
                                          row["rating"] is None, -(row["rating"] or 0.0)))
+
+
+def _demonstrably_above(writers: list[str], fitted: statistics.Ratings, i: int) -> list[str]:
+    """The ranked models this ranked one is demonstrably rated above: the evidence of its
+    rank under the paired rule. Their difference is judged on its own interval, which
+    resamples both models together and uses comparisons through common opponents, so it may
+    exclude zero while the two models' own intervals overlap."""
+    if fitted.ranks[i] == statistics.UNRANKED:
+        return []
+    return [writers[j] for j in range(len(writers))
+            if fitted.ranks[j] != statistics.UNRANKED and fitted.significant[i, j]
+            and fitted.point[i] > fitted.point[j]]
 
 
 def _vote_summary(votes, counted, shadow) -> dict[str, Any]:

@@ -230,3 +230,25 @@ def test_the_results_page_has_an_interval_plot_and_a_win_rate_matrix(client, vot
     share = result.data["win_matrix"]["share"]
     assert share[i][j] + share[j][i] == pytest.approx(1.0)
     assert writers == WRITERS
+
+
+def test_the_results_page_leads_with_the_ranking_and_shows_what_each_rank_rests_on(
+        client, voted):
+    page = client.get("/arena/arena.0/results/").content.decode()
+    ranking = page.index('class="arena-ranking"')
+    assert ranking < page.index('id="interval-plot"') < page.index('id="method"')
+    assert ranking < page.index('id="win-matrix"') < page.index("Intervals: ")
+
+    # Under the paired rule a rank is one plus the number of models demonstrably above it,
+    # and each row names the models it is demonstrably above: the two must agree, so a rank
+    # never rests on points alone.
+    rows = [row for row in ArenaResult.objects.get().data["rankings"]["human"]["rows"]
+            if row["rank"] is not None]
+    assert len(rows) >= 2
+    for row in rows:
+        assert row["rank"] == 1 + sum(1 for other in rows if row["model"] in other["above"])
+    table = page[ranking:].split("</table>")[0]
+    rankings = ArenaResult.objects.get().data["rankings"]
+    shown = [row for key in ("human", "simulated") for row in rankings[key]["rows"]]
+    assert ("above " in table) == any(row["above"] for row in shown)
+    assert "above fixture/" not in table, "models are named as on the release's pages"
