@@ -15,7 +15,7 @@ from statistics import median
 from typing import Any
 
 from audits_app.leaderboard import labels
-from audits_app.templatetags.numbers import fixed, percent
+from audits_app.templatetags.numbers import fixed, interval, percent
 
 UNRANKED_LAST = 10**9
 # The ranked measures the overview shows, in its column order, with the decimals they need.
@@ -77,14 +77,14 @@ def _ranked_cell(row: dict[str, Any], digits: int) -> dict[str, Any]:
     point = row.get("point")
     return {"rank": "–" if row.get("rank") is None else str(row["rank"]),
             "point": fixed(point, digits), "sort": "" if point is None else point,
-            "interval": f"{fixed(row.get('cmp_low'), digits)}–{fixed(row.get('cmp_high'), digits)}",
+            "interval": interval(row.get("cmp_low"), row.get("cmp_high"), digits),
             "significant": None}
 
 
 def _change_cell(row: dict[str, Any]) -> dict[str, Any]:
     point = row.get("point")
     return {"rank": "", "point": _signed(point), "sort": "" if point is None else point,
-            "interval": f"{_signed(row.get('low'))}–{_signed(row.get('high'))}",
+            "interval": interval(row.get("low"), row.get("high"), sign=True),
             "significant": row.get("significant")}
 
 

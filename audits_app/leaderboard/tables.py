@@ -14,7 +14,7 @@ from typing import Any
 
 from audits_app.leaderboard import labels
 from audits_app.leaderboard.measures import BY_KEY, COUNT_LABELS, MAIN, WEIGHT_LABELS
-from audits_app.templatetags.numbers import fixed, percent
+from audits_app.templatetags.numbers import fixed, interval, percent
 from runs_app.schemas import RankMinimum
 
 UNRANKED_LAST = 10**9
@@ -60,8 +60,8 @@ def _shown_row(row: dict[str, Any], names: dict[str, str]) -> dict[str, str]:
         "unranked_reason": row.get("unranked_reason") or "",
         "point": fixed(row.get("point")),
         "point_clipped": bool(row.get("point_clipped")),
-        "comparison": f"{fixed(row.get('cmp_low'))} – {fixed(row.get('cmp_high'))}",
-        "absolute": f"{fixed(row.get('abs_low'))} – {fixed(row.get('abs_high'))}",
+        "comparison": interval(row.get("cmp_low"), row.get("cmp_high")),
+        "absolute": interval(row.get("abs_low"), row.get("abs_high")),
         "coverage": percent(row.get("coverage")),
         "refused": percent(row.get("refusal_rate")),
     }

@@ -1,4 +1,5 @@
-"""`fixed`: a number with a fixed count of decimals, or a dash where there is none.
+"""`fixed`: a number with a fixed count of decimals, or a dash where there is none;
+`interval`: a low and a high bound as one reads them ("−0.084 to −0.017").
 
 Django's `floatformat` goes through Decimal and localisation; on a leaderboard of fifty
 models it was most of the page's render time. Scores here are plain floats.
@@ -21,6 +22,30 @@ def fixed(value: object, digits: int = 3) -> str:
         return str(value)
     # A value that rounds to zero is zero, whichever side it came from: never "-0.000".
     return shown[1:] if shown.startswith("-") and not shown.strip("-0.") else shown
+
+
+MINUS = "\u2212"  # a true minus sign: a hyphen before a number reads as a dash beside a range
+
+
+def interval(low: object, high: object, digits: int = 3, *, sign: bool = False) -> str:
+    """Both bounds with true minus signs, joined by "to" (an en dash between "-0.08" and
+    "-0.02" reads as a third minus); one dash when either bound is missing, never "–––".
+    `sign` also marks a positive bound with "+", for a change."""
+    if low is None or low == "" or high is None or high == "":
+        return "–"
+    return f"{_bound(low, digits, sign)} to {_bound(high, digits, sign)}"
+
+
+def _bound(value: object, digits: int, sign: bool) -> str:
+    shown = fixed(value, digits)
+    if shown.startswith("-"):
+        return MINUS + shown[1:]
+    return f"+{shown}" if sign and shown.strip("0.") and shown[0].isdigit() else shown
+
+
+@register.simple_tag(name="interval")
+def interval_tag(low: object, high: object, digits: int = 3) -> str:
+    return interval(low, high, digits)
 
 
 @register.filter
