@@ -84,6 +84,9 @@ def test_once_open_anyone_can_vote_and_the_record_is_shown(client, open_arena):
     page = client.get("/arena/arena.0/").content.decode()
     assert "University Ethics Board" in page and "ERB-2026-014" in page
     assert "Approved by the board; pilot week." in page
+    # The texts are held back while it is open: the page must not say they are published.
+    assert "cannot be looked up with their writers there" in page
+    assert "also published on the release's pages" not in page
 
     consent(client)
     _, token = next_pair(client)
