@@ -107,7 +107,7 @@ class TextEntry(_Part):
     visibility: str = ""
     scored: bool = False
     refusal: str | None = None
-    jurors_scored: int = 0
+    jurors_scored: int | None = 0  # None: the text has no score row
     claims: Number = None
     omission: Number = None
     knowledge_harm: Number = None

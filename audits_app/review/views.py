@@ -166,6 +166,7 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def check_correct(request: HttpRequest, pk: int) -> HttpResponse:
     """A correction of a revealed check: a new row beside it, never an edit of it."""
     check = _own_check(request, pk)
+    services.spotcheck_correction_allowed(check=check, user=request.user)
     text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     claims = text.claims if text else []
     form = CorrectionForm(request.POST, claims=claims,

@@ -203,6 +203,19 @@ def state_changes(before: dict, after: dict) -> list[dict]:
 
 
 @transaction.atomic
+def spotcheck_correction_allowed(*, check: SpotCheck, user) -> None:
+    """Raise PermissionDenied unless `user` may correct `check`: its own auditor, once it is
+    done, until the release is published. Asked before the correction's form is read, so that
+    a refusal never depends on what was posted."""
+    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
+        raise PermissionDenied("only the auditor who recorded this spot-check corrects it")
+    if not check.is_done:
+        raise PermissionDenied("a pending spot-check is recorded, not corrected")
+    if check.release.is_published:
+        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
+                               f"cannot change")
+
+
 def spotcheck_correct(
     *, check: SpotCheck, user, claim_labels: dict[int, str], facts_conveyed: Sequence[str],
     techniques: Sequence[str], agrees_with_jury: bool | None, note: str, reason: str,
@@ -212,13 +225,7 @@ def spotcheck_correct(
     The blind verdict stays as it was saved and the agreement figures keep counting it. Only
     the check's own auditor corrects it, only once it is done, and only until the release is
     published (then nothing under it changes)."""
-    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
-        raise PermissionDenied("only the auditor who recorded this spot-check corrects it")
-    if not check.is_done:
-        raise PermissionDenied("a pending spot-check is recorded, not corrected")
-    if check.release.is_published:
-        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
-                               f"cannot change")
+    spotcheck_correction_allowed(check=check, user=user)
     if not reason.strip():
         raise CorrectionError("say why: a correction needs a reason")
     before = spotcheck_state(check)
