@@ -33,7 +33,7 @@ from runs_app.models import (
 )
 from scenarios_app.models import Condition, Scenario, ScenarioVersion, Task
 from scenarios_app.services import scenario_apply
-from tests.world import release_rows_create, scenario_version, user_create
+from tests.world import attempt, release_rows_create, scenario_version, user_create
 
 # Reading studies' people are guarded by their session's completion, not by a release's
 # publication (audits_app/calibration/studies/tests/test_guards.py).
@@ -54,15 +54,6 @@ def world(db):
         "version": version,
     }
 
-
-def attempt(sql: str, params: tuple = ()) -> str | None:
-    """Run raw SQL in a savepoint: the refusal's message, or None when it went through."""
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-    except ImmutableError as refusal:
-        return refusal.message
-    return None
 
 
 def refused(call) -> str | None:

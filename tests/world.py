@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group, User
-from django.db import models
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from audits_app.models import (
@@ -32,6 +32,7 @@ from audits_app.models import (
     SpotCheckCorrection,
     SpotCheckItem,
 )
+from baitbench_site.immutability import ImmutableError
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -267,3 +268,13 @@ def _evidence_create(world: ReleaseRows, *, ann: User, bob: User) -> None:
             release=release, scenario_slug=SLUG, stimulus="control", reader="r1",
             attitude=[4, 4, 4], knowledge=[0, 1, 2, 3]),
     }
+
+
+def attempt(sql: str, params: tuple = ()) -> str | None:
+    """Run raw SQL in a savepoint: the refusal's message, or None when it went through."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    except ImmutableError as refusal:
+        return refusal.message
+    return None

@@ -10,25 +10,16 @@ from django.db import IntegrityError, connection, transaction
 
 from audits_app.calibration.studies import services
 from audits_app.models import StudyParticipant, StudyQuota, StudyReading
-from baitbench_site.immutability import COMPLETED_SESSION, ImmutableError
+from baitbench_site.immutability import COMPLETED_SESSION
 from runs_app.traits import Traits
 from scenarios_app.models import ScenarioVersion
+from tests.world import attempt
 
 # Panel v1's P06.
 P06 = {"trust_in_media": "medium", "age_band": "30-44", "education": "vocational",
        "view_of_business": "neutral", "view_of_government": "neutral", "news_habits": "tv"}
 PARTICIPANTS = "audits_app_studyparticipant"
 READINGS = "audits_app_studyreading"
-
-
-def attempt(sql: str, params: tuple = ()) -> str | None:
-    """Raw SQL in a savepoint: the refusal's words, or None when it went through."""
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-    except ImmutableError as refusal:
-        return refusal.message
-    return None
 
 
 def refusal(operation: str, table: str) -> str:
