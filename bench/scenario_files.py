@@ -1,6 +1,6 @@
 """What validating one scenario file costs, in time and peak memory; no Django needed.
 
-    python bench/scenario_files.py [--unbounded MB]
+    .venv/bin/python bench/scenario_files.py [--unbounded MB]
 
 Builds files in a temporary folder and validates each with `load_scenario_files` (what
 `validate_scenarios` runs), measuring peak Python memory with tracemalloc:

@@ -1,6 +1,6 @@
-"""Benchmark of the ranking statistics (audits_app/statistics.py); no Django needed.
+"""Benchmark of the ranking statistics (audits_app/statistics/); no Django needed.
 
-    python bench/stats.py [--models 50 --scenarios 100 --cells 12 --resamples 10000]
+    .venv/bin/python bench/stats.py [--models 50 --scenarios 100 --cells 12 --resamples 10000]
 
 Times `leaderboard(...)` (paired ranks over all pairs, plus the additive fit's points with
 absolute and comparison intervals, all with the expanded t interval) on random data with ~5 %
