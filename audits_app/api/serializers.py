@@ -157,8 +157,10 @@ class ReleaseDetailSerializer(serializers.Serializer):
     gate_override_reason = serializers.CharField(allow_blank=True)
     provenance = ProvenanceSerializer(source="provenance.as_dict")
     population_weights = PopulationWeightsSerializer(
+        allow_null=True,
         help_text="The simulated public weighted to a cited population, beside the unweighted "
-                  "figures; entered after publication, so it may change.")
+                  "figures; entered after publication, so it may change. Null for a release "
+                  "not published yet.")
 
 
 class LeaderboardRowSerializer(serializers.Serializer):

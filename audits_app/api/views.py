@@ -179,8 +179,7 @@ def _draft(request: Request, code: str) -> dict:
             "published": False, "published_at": None, "config_hash": release.config_hash,
             "snapshot_hash": None, "config": release.config, "models": [], "scenarios": [],
             "method": None, "gate_override_reason": "", "provenance": public.PRODUCED_HERE,
-            "population_weights": weighted_answer(
-                release, {writer: writer for writer in release.parsed_config().writers})}
+            "population_weights": None}
 
 
 class LeaderboardView(GenericAPIView):
