@@ -198,3 +198,37 @@ def test_the_leaderboard_csv_names_the_source_of_its_weighted_rows(release, publ
                <= float(row["abs_high"]) for row in weighted)
     # The ranked measures' rows carry no source: they are not weighted.
     assert all(row["weights_source"] == "" for row in rows if row not in weighted)
+
+
+def test_a_share_that_is_not_a_number_from_0_to_1_is_named(release, publisher, client):
+    import json
+    import re
+
+    def shares(**changed) -> str:
+        return json.dumps(EQUAL | changed)  # json writes NaN and Infinity as Python reads them
+
+    assert share_problems(EQUAL | {"P03": float("nan")}, "en") == [
+        "P03: NaN is not a number; a share is a number from 0 to 1"]
+    assert share_problems(EQUAL | {"P03": 1.5}, "en") == ["P03: 1.5 is not between 0 and 1"]
+    client.force_login(publisher)
+    url = "/admin/audits_app/populationweights/add/"
+    page = client.get(url).content.decode()
+    # An empty box to fill (the example beside it), not `null`.
+    box = re.search(r'<textarea[^>]*name="shares"[^>]*>(.*?)</textarea>', page, re.S)
+    assert box.group(1).strip() == "" and 'placeholder="{&quot;P01&quot;: 0.083' in box.group(0)
+    source = {"language": "en", "citation": "Survey", "url": "https://stats.example/s",
+              "source_date": "2025-06-01"}
+    for given, says in ((shares(P03=float("nan")),
+                         "P03: NaN is not a number; a share is a number from 0 to 1"),
+                        (shares(P03=float("inf")),
+                         "P03: Infinity is not a number; a share is a number from 0 to 1"),
+                        (shares(P03=-0.5), "P03: -0.5 is not between 0 and 1"),
+                        ("", "Give each reading position&#x27;s share, e.g. {&quot;P01&quot;"),
+                        ("{P01: 0.5", "Not JSON: give an object of shares")):
+        body = client.post(url, source | {"shares": given}).content.decode()
+        errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>\s*<li>(.*?)</li>', body, re.S)
+        assert len(errors) == 1 and errors[0].startswith(says), (given, errors)
+        assert "required" not in errors[0]
+    assert not PopulationWeights.objects.exists()
+    assert client.post(url, source | {"shares": shares()}).status_code == 302
+    assert PopulationWeights.objects.get().entered_by == publisher
