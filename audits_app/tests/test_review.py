@@ -169,6 +169,19 @@ def test_a_batch_nobody_checks_is_refused(client, small_demo_release):
     assert SpotCheck.objects.filter(auditor=auditor).count() == 2
 
 
+def test_without_any_auditor_the_batch_form_says_who_is_missing(client, small_demo_release):
+    from django.contrib.auth.models import User
+
+    build_jury(small_demo_release)
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    response = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
+                           {"size": "2", "disagreement_weight": "2", "double_code_share": "0"})
+    assert form_errors(response.content.decode()) == [
+        "No active user has the auditor role: give someone the role in the admin before "
+        "drawing a batch."]
+    assert not SpotCheckBatch.objects.exists()
+
+
 def test_a_wrong_size_is_one_error(client, small_demo_release):
     build_jury(small_demo_release)
     auditor = make_user("ann")
