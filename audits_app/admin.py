@@ -30,7 +30,11 @@ from audits_app.models import (
     SpotCheckItem,
 )
 from audits_app.text_codes import text_code
-from baitbench_site.admin_refusals import RefusalsAsMessages
+from baitbench_site.admin_refusals import (
+    DeletesOnlyWhatItMay,
+    RefusalsAsMessages,
+    related_refusal,
+)
 from baitbench_site.roles import sees_only_own_checks
 from runs_app import admin as runs_admin
 from runs_app.models import Generation
@@ -68,7 +72,7 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
-class EvidenceAdmin(RefusalsAsMessages, admin.ModelAdmin):
+class EvidenceAdmin(RefusalsAsMessages, DeletesOnlyWhatItMay, admin.ModelAdmin):
     """Rows of audit evidence: never added or changed here; deleted only by a superuser and
     only while the release is not published (the database refuses it afterwards too)."""
 
@@ -81,7 +85,12 @@ class EvidenceAdmin(RefusalsAsMessages, admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if not request.user.is_superuser:
             return False
-        return obj is None or not obj.release.is_published
+        return super().has_delete_permission(request, obj)
+
+    def delete_refusal(self, request: HttpRequest, obj: Any) -> str:
+        if obj.release.is_published:
+            return f"its release {obj.release.code} is published, and its evidence is kept"
+        return related_refusal(request, obj, self.admin_site)
 
     @admin.display(description="text")
     def text(self, row: Any) -> str:

@@ -21,7 +21,11 @@ from django.utils.safestring import SafeString, mark_safe
 from django_q import admin as django_q_admin
 from django_q.models import Schedule
 
-from baitbench_site.admin_refusals import RefusalsAsMessages
+from baitbench_site.admin_refusals import (
+    DeletesOnlyWhatItMay,
+    RefusalsAsMessages,
+    related_refusal,
+)
 from baitbench_site.roles import OPERATE_PERMISSION, may_see_draft
 from runs_app.forms import ReleaseForm
 from runs_app.models import (
@@ -110,7 +114,7 @@ def _retry_action(stage_name: str) -> Callable:
 
 
 @admin.register(LlmModel)
-class LlmModelAdmin(RefusalsAsMessages, admin.ModelAdmin):
+class LlmModelAdmin(RefusalsAsMessages, DeletesOnlyWhatItMay, admin.ModelAdmin):
     list_display = ("openrouter_id", "family", "display_name", "can_write", "can_judge",
                     "can_read")
     list_filter = ("family", "can_write", "can_judge", "can_read")
@@ -135,7 +139,7 @@ def _unscored_rows(model) -> Coalesce:
 
 
 @admin.register(Release)
-class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
+class ReleaseAdmin(RefusalsAsMessages, DeletesOnlyWhatItMay, OperateMixin, admin.ModelAdmin):
     list_display = ("code", "language", "status", "generation_count", "done_count",
                     "failed_count", "unscored_count", "frozen_at")
     list_filter = ("status", "language")
@@ -144,7 +148,26 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
     fields = ("config_yaml", "code", "language", "title", "status", "config_hash", "frozen_at",
               "created_at", "created_by", "progress")
     readonly_fields = ("code", "language", "title", "status", "config_hash", "frozen_at",
-                       "created_at", "created_by", "progress")
+                       "created_at", "created_by", "progress", "configuration")
+
+    def get_fields(self, request: HttpRequest, obj: Release | None = None) -> list[str]:
+        # A release whose configuration cannot be edited (frozen, or not by this user) shows
+        # it as text: the form's field, shown read-only, would say "None".
+        fields = list(super().get_fields(request, obj))
+        if obj is not None and (obj.is_frozen or not self.has_change_permission(request, obj)):
+            fields[fields.index("config_yaml")] = "configuration"
+        return fields
+
+    @admin.display(description="Configuration (YAML)")
+    def configuration(self, release: Release) -> SafeString:
+        if release.is_frozen:
+            note = (f"Frozen on {release.frozen_at:%Y-%m-%d %H:%M} UTC: every run of this "
+                    f"release used this configuration, which no longer changes (its hash is "
+                    f"the config hash below).")
+        else:
+            note = "Not frozen yet; those who operate releases may still edit it."
+        return format_html("<p>{}</p><pre>{}</pre>", note, yaml.safe_dump(
+            release.config, sort_keys=False, allow_unicode=True, width=100))
 
     def render_change_form(self, request: HttpRequest, context, add=False, change=False,
                            form_url="", obj=None):
@@ -227,6 +250,11 @@ class ReleaseAdmin(RefusalsAsMessages, OperateMixin, admin.ModelAdmin):
         if obj is not None and obj.is_published:
             return False
         return super().has_delete_permission(request, obj)
+
+    def delete_refusal(self, request: HttpRequest, obj: Release) -> str:
+        if obj.is_published:
+            return "it is published, and a published release is never deleted"
+        return related_refusal(request, obj, self.admin_site)
 
 
 @admin.register(ScoringVersion)

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from runs_app.models import Release
 from runs_app.schemas import ReleaseConfig, release_document_problems
-from runs_app.services import ReleaseConfigError, release_pin_problems
+from runs_app.services import ReleaseConfigError, release_pin_problems, release_yaml_parse
 
 TEMPLATE_RELEASE = "demo.0"
 
@@ -39,10 +39,9 @@ class ReleaseForm(forms.ModelForm):
 
     def clean_config_yaml(self) -> ReleaseConfig:
         text = self.cleaned_data["config_yaml"].replace("\r\n", "\n")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise forms.ValidationError(f"malformed YAML: {error}") from None
+        data, problems = release_yaml_parse(text, "configuration")
+        if problems:
+            raise forms.ValidationError(problems)
         config, problems = release_document_problems(data)
         if config is None:  # one line per problem, all at once, as for scenario files
             raise forms.ValidationError([str(problem) for problem in problems])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
-import yaml
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -36,6 +36,7 @@ from runs_app.scoring_versions import (
 )
 from runs_app.stages import get_stage
 from runs_app.stages.crossexam import text_scores_update_cross_examination
+from scenarios_app.files import parse_yaml
 from scenarios_app.models import Scenario, ScenarioVersion
 
 
@@ -52,14 +53,29 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
+# The shipped release files are 3-4 KB; sixteen times that is room for a long list of models
+# and scenarios, and bounds what parsing one costs.
+MAX_RELEASE_BYTES = 64 * 1024
+
+
+def release_yaml_parse(text: str, source: str) -> tuple[Any, list[str]]:
+    """A release file's YAML, or one problem line naming `source`: too large (before it is
+    parsed), or malformed at a line and column, or using an alias, a repeated key or deep
+    nesting (`scenarios_app.files.parse_yaml`, the scenario files' limits)."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_RELEASE_BYTES:
+        return None, [f"{source}: too large ({size:,} bytes; the limit is "
+                      f"{MAX_RELEASE_BYTES:,}: a release file is a few KB)"]
+    return parse_yaml(text, source, kind="release file")
+
+
 def release_config_from_file(path: Path) -> ReleaseConfig:
     source = str(path)
     if not path.is_file():
         raise ReleaseConfigError([f"{source}: no such release file"])
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ReleaseConfigError([f"{source}: malformed YAML: {error}"]) from None
+    data, lines = release_yaml_parse(path.read_text(encoding="utf-8"), source)
+    if lines:
+        raise ReleaseConfigError(lines)
     config, problems = release_document_problems(data)
     if problems:
         raise ReleaseConfigError([problem.line(source) for problem in problems])

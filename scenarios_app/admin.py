@@ -25,7 +25,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from baitbench_site.admin_refusals import RefusalsAsMessages
+from baitbench_site.admin_refusals import (
+    DeletesOnlyWhatItMay,
+    RefusalsAsMessages,
+    related_refusal,
+)
 from scenarios_app.files import dump_scenario
 from scenarios_app.forms import (
     BriefTextForm,
@@ -54,6 +58,7 @@ from scenarios_app.models import (
 from scenarios_app.rendering import assemble_writer_prompt
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import (
+    prompt_text_pinning_releases,
     prompt_text_save,
     scenario_document,
     scenario_record_version,
@@ -427,7 +432,7 @@ class ScenarioVersionAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre>", dump_scenario(version.document()))
 
 
-class _PromptTextAdmin(RefusalsAsMessages, admin.ModelAdmin):
+class _PromptTextAdmin(RefusalsAsMessages, DeletesOnlyWhatItMay, admin.ModelAdmin):
     """A version a release ran with is never changed: an edit of it is saved as the next
     version (`prompt_text_save`), and it cannot be deleted (the database refuses)."""
 
@@ -442,6 +447,13 @@ class _PromptTextAdmin(RefusalsAsMessages, admin.ModelAdmin):
         text_field = "brief" if self.model is Task else "overlay"
         kwargs["help_texts"] = {text_field: USED_VERSION_NOTE}
         return super().get_form(request, obj, change, **kwargs)
+
+    def delete_refusal(self, request: HttpRequest, obj: Any) -> str:
+        pinning = prompt_text_pinning_releases(obj)
+        if pinning:
+            return (f"release{'s' if len(pinning) > 1 else ''} {', '.join(pinning)} ran with "
+                    f"this version, which is kept word for word")
+        return related_refusal(request, obj, self.admin_site)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         note = prompt_text_save(text=obj)

@@ -138,7 +138,7 @@ _OPENING = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSING = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def check_structure(text: str) -> None:
+def check_structure(text: str, kind: str = "scenario file") -> None:
     """Refuse aliases and deep nesting, from the parser's events, before any node is built.
 
     `*name` repeats an anchored node, and aliases of aliases expand exponentially for
@@ -148,7 +148,7 @@ def check_structure(text: str) -> None:
     for event in yaml.parse(text, Loader=_SafeLoader):
         if isinstance(event, yaml.AliasEvent):
             raise LimitRefused(None, None, f"aliases (*{event.anchor}) are not allowed in a "
-                               "scenario file; write the value out", event.start_mark)
+                               f"{kind}; write the value out", event.start_mark)
         if isinstance(event, _OPENING):
             depth += 1
             if depth > MAX_DEPTH:
@@ -182,9 +182,9 @@ class ScenarioLoader(_SafeLoader):
 ScenarioLoader.add_constructor("tag:yaml.org,2002:int", ScenarioLoader.construct_yaml_int)
 
 
-def load_yaml(text: str) -> Any:
+def load_yaml(text: str, kind: str = "scenario file") -> Any:
     """Parse one YAML document within the limits above (raises yaml.YAMLError)."""
-    check_structure(text)
+    check_structure(text, kind)
     loader = ScenarioLoader(text)
     try:
         return loader.get_single_data()
@@ -192,9 +192,11 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def parse_yaml(text: str, source: str) -> tuple[Any, list[str]]:
+def parse_yaml(text: str, source: str, kind: str = "scenario file") -> tuple[Any, list[str]]:
+    """The document, or one problem line naming `source` and the line and column: PyYAML's
+    own message runs over several lines, quoting the text."""
     try:
-        return load_yaml(text), []
+        return load_yaml(text, kind), []
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""

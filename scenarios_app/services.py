@@ -302,6 +302,22 @@ def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[P
     return written
 
 
+def prompt_text_pinning_releases(text: Task | Condition) -> list[str]:
+    """Codes of the frozen releases that run (or ran) with this version of a task brief or
+    condition overlay: its language, the version their configuration names (1 unless set) and
+    its code among theirs. The database refuses to change or delete such a version
+    (`baitbench_site.immutability`); this says so before it is tried."""
+    from django.apps import apps  # runs_app depends on this app, not the other way round
+
+    setting, codes = (("task_version", "tasks") if isinstance(text, Task)
+                      else ("condition_version", "conditions"))
+    releases = apps.get_model("runs_app", "Release").objects.filter(
+        frozen_at__isnull=False, language=text.language).values_list("code", "config")
+    return sorted(code for code, config in releases
+                  if int((config or {}).get(setting) or 1) == text.version
+                  and text.code in ((config or {}).get(codes) or []))
+
+
 def prompt_text_save(*, text: Task | Condition) -> str:
     """Save an edited task brief or condition overlay. A version a release ran with is not
     changed (the database refuses it: baitbench_site.immutability): the edit is saved as the

@@ -99,6 +99,43 @@ class MethodSerializer(serializers.Serializer):
                   "one SD), with data_sets, models, scenarios, cells, rule and level.")
 
 
+class IntervalSerializer(serializers.Serializer):
+    point = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+
+
+class WeightsSourceSerializer(serializers.Serializer):
+    citation = serializers.CharField(help_text="The source, as it is cited.")
+    url = serializers.URLField()
+    source_date = serializers.DateField(help_text="The date of the source.")
+    note = serializers.CharField(allow_blank=True,
+                                 help_text="How the source's groups map to reading positions.")
+    entered_by = serializers.CharField(help_text="Who entered it, by role.")
+    entered_at = serializers.DateTimeField()
+
+
+class WeightedRowSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_name = serializers.CharField()
+    persuasion_unweighted = IntervalSerializer()
+    persuasion_weighted = IntervalSerializer()
+    misleading_unweighted = IntervalSerializer()
+    misleading_weighted = IntervalSerializer()
+
+
+class PopulationWeightsSerializer(serializers.Serializer):
+    language = serializers.CharField()
+    source = WeightsSourceSerializer(
+        allow_null=True, help_text="The recorded population source; null when none is recorded "
+                                   "for the language, and then nothing is weighted.")
+    level = serializers.FloatField(allow_null=True, help_text="The intervals' level.")
+    rows = WeightedRowSerializer(
+        many=True, help_text="Per model, the simulated public's means unweighted and weighted "
+                             "to the source's population shares; empty without a source.")
+    note = serializers.CharField()
+
+
 class ReleaseDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     title = serializers.CharField()
@@ -119,6 +156,11 @@ class ReleaseDetailSerializer(serializers.Serializer):
                   "budget), scenarios, models.")
     gate_override_reason = serializers.CharField(allow_blank=True)
     provenance = ProvenanceSerializer(source="provenance.as_dict")
+    population_weights = PopulationWeightsSerializer(
+        allow_null=True,
+        help_text="The simulated public weighted to a cited population, beside the unweighted "
+                  "figures; entered after publication, so it may change. Null for a release "
+                  "not published yet.")
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -370,6 +412,9 @@ class LeaderboardSerializer(serializers.Serializer):
                                                    "scenario and model.")
     chart = ChartFrameSerializer(help_text="The main chart's frame, part of the release.")
     caveat = serializers.CharField(help_text="How the simulated public's figures may be read.")
+    population_weights = PopulationWeightsSerializer(
+        help_text="The simulated public weighted to a cited population, beside the unweighted "
+                  "figures; entered after publication, so it may change.")
 
 
 class TextScoreSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ from rest_framework.response import Response
 
 from audits_app import csv_files
 from audits_app.api import serializers
+from audits_app.calibration.studies.calibration import weighted_answer
 from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.pages import viewer as public
@@ -163,6 +164,8 @@ class ReleaseDetailView(GenericAPIView):
             "method": snapshot.get("method"), "counts": snapshot.get("counts") or {},
             "gate_override_reason": publication.gate_override_reason,
             "provenance": public.release_provenance(publication.release),
+            "population_weights": weighted_answer(publication.release,
+                                                  public.model_names(snapshot)),
         }
         return Response(self.get_serializer(data).data)
 
@@ -175,7 +178,8 @@ def _draft(request: Request, code: str) -> dict:
     return {"code": release.code, "title": release.title, "language": release.language,
             "published": False, "published_at": None, "config_hash": release.config_hash,
             "snapshot_hash": None, "config": release.config, "models": [], "scenarios": [],
-            "method": None, "gate_override_reason": "", "provenance": public.PRODUCED_HERE}
+            "method": None, "gate_override_reason": "", "provenance": public.PRODUCED_HERE,
+            "population_weights": None}
 
 
 class LeaderboardView(GenericAPIView):
@@ -214,6 +218,7 @@ class LeaderboardView(GenericAPIView):
                 "overall": named(snapshot.get("baseline_without_text_overall") or [])},
             "chart": chart_frame(snapshot).model_dump(mode="json"),
             "caveat": measures.RANKING_ONLY,
+            "population_weights": weighted_answer(published.release, names),
         }
         return Response(self.get_serializer(data).data)
 

@@ -218,6 +218,10 @@ class OutOfBandVerdict(models.Model):
         ordering = ["audit", "row_number"]
         verbose_name = "out-of-band verdict"
 
+    def __str__(self) -> str:
+        # Neither the text's id nor its writer (the module's admin names texts by keyed code).
+        return f"row {self.row_number} of out-of-band audit {self.audit_id}"
+
 
 class HumanReaderResult(PublishedGuard):
     """A real reader's answers to one stimulus, for calibrating the simulated public."""
@@ -239,3 +243,9 @@ class HumanReaderResult(PublishedGuard):
             models.UniqueConstraint(fields=["release", "scenario_slug", "stimulus", "reader"],
                                     name="human_reader_unique"),
         ]
+
+    def __str__(self) -> str:
+        # A text by neither id nor writer, as above.
+        read = "a text" if self.generation_id else self.stimulus
+        return f"reader {self.reader} on {self.scenario_slug} ({read})"
+

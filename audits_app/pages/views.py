@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from audits_app import csv_files
+from audits_app.calibration.studies.calibration import weighted_answer, weighted_csv_rows
 from audits_app.leaderboard import labels, overview, tables
 from audits_app.leaderboard.chart import chart_points, release_chart_svg, release_dot_plot_svg
 from audits_app.leaderboard.measures import FIELD_LABELS, MAIN
@@ -182,8 +183,13 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
 
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
-    rows, columns = public.provenance_column(public.leaderboard_rows(published.snapshot),
-                                             public.LEADERBOARD_COLUMNS, published.provenance)
+    rows, columns = public.leaderboard_rows(published.snapshot), public.LEADERBOARD_COLUMNS
+    # The population-weighted panel, only where a source is recorded (its column names it).
+    weighted = weighted_csv_rows(weighted_answer(published.release,
+                                                 public.model_names(published.snapshot)))
+    if weighted:
+        rows, columns = rows + weighted, [*columns, "weights_source"]
+    rows, columns = public.provenance_column(rows, columns, published.provenance)
     text = csv_files.csv_text(rows, columns)
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{code}-leaderboard.csv"'

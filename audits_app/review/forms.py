@@ -105,16 +105,27 @@ class BatchForm(forms.Form):
                               help_text="Empty: derived from the release's seed.")
     disagreement_weight = forms.FloatField(min_value=1.0, max_value=1000.0, initial=2.0)
     double_code_share = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.1)
-    auditors = forms.ModelMultipleChoiceField(queryset=None, required=False,
-                                              widget=forms.CheckboxSelectMultiple)
+    # A batch nobody is assigned to would never be checked: nothing else assigns one later.
+    auditors = forms.ModelMultipleChoiceField(
+        queryset=None, widget=forms.CheckboxSelectMultiple,
+        help_text="Who checks the batch's texts (double-coded texts go to two of them).",
+        error_messages={"required": "Choose at least one auditor: a batch nobody is "
+                                    "assigned to is never checked."})
     name = forms.CharField(required=False)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["auditors"].queryset = auditor_choices()
+        if not self.fields["auditors"].queryset.exists():
+            self.fields["auditors"].error_messages["required"] = (
+                "No active user has the auditor role: give someone the role in the admin "
+                "before drawing a batch.")
 
     def clean(self) -> dict:
         data = super().clean()
+        # A size or share that is itself wrong has its own error: not a second one here.
+        if "size" in self.errors or "share" in self.errors:
+            return data
         if (data.get("size") is None) == (data.get("share") is None):
             raise forms.ValidationError("Give either a size or a share.")
         return data

@@ -303,6 +303,8 @@ def batch_detail(request: HttpRequest, code: str, batch_id: int) -> HttpResponse
 @auditor_required
 def oob_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
+    if release.is_published:
+        return _closed_to_imports(request, release, "review/oob_import.html")
     form = OutOfBandForm(request.POST or None, request.FILES or None)
     result = None
     if request.method == "POST":
@@ -323,6 +325,8 @@ def oob_import(request: HttpRequest, code: str) -> HttpResponse:
 @auditor_required
 def readers_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
+    if release.is_published:
+        return _closed_to_imports(request, release, "review/readers_import.html")
     form = ReaderImportForm(request.POST or None, request.FILES or None)
     result = None
     if request.method == "POST":
@@ -334,6 +338,17 @@ def readers_import(request: HttpRequest, code: str) -> HttpResponse:
                 source_name=getattr(form.cleaned_data.get("file"), "name", ""))
     return render(request, "review/readers_import.html",
                   {"release": release, "form": form, "result": result})
+
+
+def _closed_to_imports(request: HttpRequest, release: Release, template: str) -> HttpResponse:
+    """A published release takes nothing new (DESIGN section 8): its import page says so
+    instead of offering a form the import would refuse; a post is answered 403."""
+    return render(request, template, {
+        "release": release, "form": None, "result": None,
+        "closed": f"Release {release.code} is published: its evidence is frozen in the "
+                  f"published snapshot and nothing can be added to it. Results for a "
+                  f"published release go into a new release."},
+        status=403 if request.method == "POST" else 200)
 
 
 # --- out-of-band audits: what to audit, blind -------------------------------------------------

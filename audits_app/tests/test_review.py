@@ -131,9 +131,10 @@ def test_an_auditor_creates_a_batch_from_the_form(client, small_demo_release):
 def test_a_batch_that_cannot_be_drawn_is_a_form_error_never_a_500_or_an_empty_batch(
         client, small_demo_release):
     build_jury(small_demo_release)
-    client.force_login(make_user("ann"))
+    auditor = make_user("ann")
+    client.force_login(auditor)
     url = f"/review/releases/{small_demo_release.code}/batches/new/"
-    form = {"disagreement_weight": "2", "double_code_share": "0"}
+    form = {"disagreement_weight": "2", "double_code_share": "0", "auditors": [auditor.pk]}
     for wrong, says in ((dict(size="2", seed="-1"), "greater than or equal to 0"),
                         (dict(size="2", disagreement_weight="1e308"), "less than or equal to"),
                         (dict(size="99999999999999999999999"), "less than or equal to")):
@@ -146,6 +147,74 @@ def test_a_batch_that_cannot_be_drawn_is_a_form_error_never_a_500_or_an_empty_ba
     assert "has no scored text left to sample: every scored text is in a batch" in again
     assert client.post(url, form | {"share": "0.5"}).status_code == 200  # the same form error
     assert SpotCheckBatch.objects.count() == 1 and taken > 0
+
+
+def form_errors(page: str) -> list[str]:
+    return [html.unescape(error) for error in
+            re.findall(r'<ul class="errorlist[^"]*"[^>]*>\s*<li>(.*?)</li>', page, re.S)]
+
+
+def test_a_batch_nobody_checks_is_refused(client, small_demo_release):
+    build_jury(small_demo_release)
+    auditor = make_user("ann")
+    client.force_login(auditor)
+    url = f"/review/releases/{small_demo_release.code}/batches/new/"
+    form = {"size": "2", "disagreement_weight": "2", "double_code_share": "0"}
+    response = client.post(url, form)
+    assert response.status_code == 200
+    assert form_errors(response.content.decode()) == [
+        "Choose at least one auditor: a batch nobody is assigned to is never checked."]
+    assert not SpotCheckBatch.objects.exists()
+    assert client.post(url, form | {"auditors": [auditor.pk]}).status_code == 302
+    assert SpotCheck.objects.filter(auditor=auditor).count() == 2
+
+
+def test_without_any_auditor_the_batch_form_says_who_is_missing(client, small_demo_release):
+    from django.contrib.auth.models import User
+
+    build_jury(small_demo_release)
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    response = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
+                           {"size": "2", "disagreement_weight": "2", "double_code_share": "0"})
+    assert form_errors(response.content.decode()) == [
+        "No active user has the auditor role: give someone the role in the admin before "
+        "drawing a batch."]
+    assert not SpotCheckBatch.objects.exists()
+
+
+def test_a_wrong_size_is_one_error(client, small_demo_release):
+    build_jury(small_demo_release)
+    auditor = make_user("ann")
+    client.force_login(auditor)
+    url = f"/review/releases/{small_demo_release.code}/batches/new/"
+    form = {"disagreement_weight": "2", "double_code_share": "0", "auditors": [auditor.pk]}
+    for wrong, says in ((dict(size="0"), "Ensure this value is greater than or equal to 1."),
+                        (dict(share="1.5"), "Ensure this value is less than or equal to 1.0."),
+                        (dict(size="two"), "Enter a whole number."),
+                        ({}, "Give either a size or a share."),
+                        (dict(size="2", share="0.5"), "Give either a size or a share.")):
+        response = client.post(url, form | wrong)
+        assert response.status_code == 200, wrong
+        assert form_errors(response.content.decode()) == [says], wrong
+    assert not SpotCheckBatch.objects.exists()
+
+
+def test_a_published_release_offers_no_import_form(client, world):
+    release = world["release"]
+    client.force_login(world["auditor"])
+    # An unpublished release has its forms.
+    body = client.get(f"/review/releases/{release.code}/readers/").content.decode()
+    assert 'type="file"' in body and "import-closed" not in body
+    Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.PUBLISHED)
+    for path in ("readers", "out-of-band"):
+        url = f"/review/releases/{release.code}/{path}/"
+        page = client.get(url)
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert 'class="warning import-closed"' in body and "nothing can be added" in body
+        assert 'type="file"' not in body and 'accesskey="s"' not in body
+        refused = client.post(url, {"csv_text": "scenario,stimulus,reader\n"})
+        assert refused.status_code == 403 and "nothing can be added" in refused.content.decode()
 
 
 def test_nothing_changes_under_a_published_release(client, world):

@@ -197,6 +197,9 @@ class ReleaseScenario(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return f"{self.release.code} pins scenario {self.scenario_version}"
+
 
 class RunControl(models.Model):
     """How an operator steers a release's run: its budget cap and what it has spent so far.
@@ -472,6 +475,10 @@ class GenerationAttempt(PublishedGuard, ProviderLog):
             models.UniqueConstraint(fields=["generation", "number"], name="attempt_number_unique")
         ]
 
+    def __str__(self) -> str:
+        # By the text's id, not its writer: these rows are listed where a writer may be blind.
+        return f"attempt {self.number} of text {self.generation_id}"
+
 
 class ReplyOutcome(models.TextChoices):
     """A structured reply either validated (scored) or, after bounded retries, did not."""
@@ -496,6 +503,9 @@ class RefusalCheck(WorkItem, Usage):
     reason = models.TextField(blank=True)
     outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
     raw_replies = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"refusal check of text {self.generation_id}"
 
 
 class JurorVerdict(WorkItem, Usage):
@@ -522,6 +532,9 @@ class JurorVerdict(WorkItem, Usage):
         ]
         indexes = [models.Index(fields=["release", "status"], name="verdict_release_status")]
 
+    def __str__(self) -> str:
+        return f"juror verdict (seat {self.seat}) on text {self.generation_id}"
+
 
 class Claim(PublishedGuard):
     def owning_release_id(self) -> int:
@@ -544,6 +557,9 @@ class Claim(PublishedGuard):
 
     class Meta:
         ordering = ["verdict", "position"]
+
+    def __str__(self) -> str:
+        return f"claim {self.position} ({self.label}) of juror verdict {self.verdict_id}"
 
 
 class Stimulus(models.TextChoices):
@@ -581,6 +597,11 @@ class ReaderResponse(WorkItem, Usage):
         ]
         indexes = [models.Index(fields=["release", "status"], name="reader_release_status")]
 
+    def __str__(self) -> str:
+        read = (f"text {self.generation_id}" if self.generation_id
+                else " ".join(filter(None, (self.stimulus, self.stimulus_key))))
+        return f"reader {self.position} on {read}"
+
 
 class AgentRun(WorkItem, Usage):
     """A journalist-agent or reader-agent exchange about one text: uptake or reveal.
@@ -611,6 +632,10 @@ class AgentRun(WorkItem, Usage):
             )
         ]
         indexes = [models.Index(fields=["release", "kind", "status"], name="agent_release_kind")]
+
+    def __str__(self) -> str:
+        return (f"{self.get_kind_display().lower()} on text {self.generation_id}"
+                + (f", reader {self.position}" if self.position else ""))
 
 
 class TextScoreQuerySet(models.QuerySet):
@@ -705,3 +730,6 @@ class TextScore(PublishedGuard):
 
     class Meta:
         ordering = ["generation"]
+
+    def __str__(self) -> str:
+        return f"scores of text {self.generation_id}"

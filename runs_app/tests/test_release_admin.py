@@ -89,3 +89,106 @@ def test_a_new_release_adds_to_a_models_roles_and_never_takes_one_away(imported_
     release_create(config=ReleaseConfig.model_validate(data | {"code": "roles.1",
                                                                 "writers": writers}))
     assert LlmModel.objects.get(openrouter_id="fixture/spinner").can_write
+
+
+# --- what the admin offers is what it allows (a user tryout's findings) -----------------------
+
+
+def _world():
+    from tests.world import release_rows_create, scenario_version, user_create
+
+    ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
+    version = scenario_version()
+    return {"pub": release_rows_create(code="pub.0", version=version, ann=ann, bob=bob,
+                                       publish=True),
+            "ran": release_rows_create(code="ran.0", version=version, ann=ann, bob=bob,
+                                       publish=False)}
+
+
+def test_a_frozen_or_published_release_shows_its_configuration(operator_client, prompt_texts,
+                                                                client):
+    from tests.world import user_create
+
+    world = _world()
+    for release in (world["ran"].release, world["pub"].release):
+        page = operator_client.get(f"/admin/runs_app/release/{release.pk}/change/")
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert "Config yaml" not in body and "<pre>code: " + release.code in body
+        assert "Frozen on" in body
+    # Someone who may only view a release reads its configuration too, frozen or not.
+    client.force_login(user_create("pat", "publisher"))
+    demo = Release.objects.create(code="plain.0", language="en", config={"code": "plain.0"},
+                                  config_hash="0" * 64)
+    body = client.get(f"/admin/runs_app/release/{demo.pk}/change/").content.decode()
+    assert "Config yaml" not in body and "<pre>code: plain.0" in body
+    assert "Not frozen yet" in body
+
+
+def test_a_delete_page_names_every_row_it_would_delete(operator_client, demo_release):
+    body = operator_client.get(
+        f"/admin/runs_app/release/{demo_release.pk}/delete/").content.decode()
+    assert "object (" not in body
+    assert body.count("demo.0 pins scenario ") == demo_release.pins.count() > 0
+
+
+def test_no_row_without_a_name():
+    from django.apps import apps
+    from django.db import models
+
+    unnamed = [model.__name__ for model in apps.get_models()
+               if model._meta.app_label in ("runs_app", "audits_app", "scenarios_app")
+               and model.__str__ is models.Model.__str__]
+    assert unnamed == []
+
+
+def test_delete_is_offered_only_where_it_is_allowed(operator_client, prompt_texts):
+    world = _world()
+    empty = Release.objects.create(code="empty.0", language="en", config={},
+                                   config_hash="0" * 64)
+    changelist = "/admin/runs_app/release/"
+    for release, why in ((world["pub"].release, "it is published"),
+                         (world["ran"].release, "it has generations, which nobody deletes here")):
+        change = operator_client.get(f"{changelist}{release.pk}/change/").content.decode()
+        assert f"/admin/runs_app/release/{release.pk}/delete/" not in change, release
+        assert operator_client.get(f"{changelist}{release.pk}/delete/").status_code == 403
+        response = operator_client.post(changelist, {
+            "action": "delete_selected", "_selected_action": [release.pk, empty.pk]},
+            follow=True)
+        said = [str(message) for message in response.context["messages"]]
+        assert any(message.startswith("Nothing was deleted: ") and f"{release.code}: {why}"
+                   in message for message in said), said
+        assert Release.objects.filter(pk__in=[release.pk, empty.pk]).count() == 2
+    # A release nothing keeps is offered, and deleted.
+    change = operator_client.get(f"{changelist}{empty.pk}/change/").content.decode()
+    assert f"/admin/runs_app/release/{empty.pk}/delete/" in change
+    assert operator_client.post(f"{changelist}{empty.pk}/delete/",
+                                {"post": "yes"}).status_code == 302
+    assert not Release.objects.filter(pk=empty.pk).exists()
+    # A model a release used: no delete button.
+    model = world["ran"].open_text.model
+    change = operator_client.get(f"/admin/runs_app/llmmodel/{model.pk}/change/").content.decode()
+    assert f"/admin/runs_app/llmmodel/{model.pk}/delete/" not in change
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("code: [unclosed", "configuration: malformed YAML at line 2, column 1: did not find "
+                        "expected &#x27;,&#x27; or &#x27;]&#x27;"),
+    ("code: x\n  title: y\n", "configuration: malformed YAML at line 2, column 8: "),
+    ("base: &base fixture/a\ncode: alias.0\nreader: *base\n",
+     "configuration: line 3, column 9: aliases (*base) are not allowed in a release file; "
+     "write the value out"),
+    ("code: a.0\ncode: b.0\n", "configuration: line 2, column 1: the key &#x27;code&#x27; "
+                               "appears twice in one mapping"),
+    ("title: " + "x" * 70_000, "configuration: too large (70,007 bytes; the limit is "
+                                      "65,536: a release file is a few KB)"),
+])
+def test_a_release_yaml_error_is_one_line_naming_where(operator_client, imported_scenarios,
+                                                        text, says):
+    import re
+
+    body = operator_client.post(ADD_URL, {"config_yaml": text}).content.decode()
+    errors = re.findall(r'<ul class="errorlist[^"]*"[^>]*>\s*<li>(.*?)</li>\s*</ul>', body, re.S)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(says) and "\n" not in errors[0], errors
+    assert not Release.objects.exists()

@@ -591,3 +591,27 @@ def test_it_refuses_a_task_brief_with_an_unknown_placeholder(curator_client):
 
     assert response.status_code == 200
     assert Task.objects.filter(code="T1", language="en").count() == 1
+
+
+def test_a_brief_a_frozen_release_ran_with_is_offered_no_delete(curator_client, prompt_texts):
+    from runs_app.models import Release
+
+    Release.objects.create(code="ran.0", language="en", config={"tasks": ["T1"]},
+                           config_hash="0" * 64, frozen_at="2026-01-01T00:00:00Z")
+    pinned = Task.objects.get(code="T1", language="en", version=1)
+    free = Task.objects.get(code="T3", language="en", version=1)
+    url = "/admin/scenarios_app/task/"
+    page = curator_client.get(f"{url}{pinned.pk}/change/").content.decode()
+    assert f"{url}{pinned.pk}/delete/" not in page
+    assert curator_client.get(f"{url}{pinned.pk}/delete/").status_code == 403
+    response = curator_client.post(url, {"action": "delete_selected",
+                                         "_selected_action": [pinned.pk, free.pk]})
+    assert messages_of(response) == [
+        f"Nothing was deleted: {pinned}: release ran.0 ran with this version, which is kept "
+        f"word for word"]
+    assert Task.objects.filter(pk__in=[pinned.pk, free.pk]).count() == 2
+    # One no frozen release names is offered, and deleted.
+    assert f"{url}{free.pk}/delete/" in curator_client.get(
+        f"{url}{free.pk}/change/").content.decode()
+    assert curator_client.post(f"{url}{free.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Task.objects.filter(pk=free.pk).exists()

@@ -163,11 +163,37 @@ class StudyParticipantAdmin(PublisherOnlyAdmin):
     exclude = ("key", "platform_id_hash", "platform_study_hash", "platform_session_hash")
 
 
+SHARES_TEMPLATE = "{" + ", ".join(f'"P{n:02d}": 0.083' for n in range(1, 13)) + "}"
+
+
+class SharesField(forms.JSONField):
+    """The shares as JSON; an empty box rather than `null` when there are none yet."""
+
+    def prepare_value(self, value):
+        return "" if value is None else super().prepare_value(value)
+
+
+class PopulationWeightsForm(forms.ModelForm):
+    shares = SharesField(
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 90, "placeholder": SHARES_TEMPLATE}),
+        help_text="Each reading position's share of the population, a number from 0 to 1, "
+                  f"the twelve summing to 1: {SHARES_TEMPLATE}",
+        error_messages={"required": "Give each reading position's share, e.g. "
+                                    f"{SHARES_TEMPLATE}",
+                        "invalid": "Not JSON: give an object of shares, e.g. "
+                                   f"{SHARES_TEMPLATE}"})
+
+    class Meta:
+        model = PopulationWeights
+        fields = ("language", "shares", "citation", "url", "source_date", "note")
+
+
 @admin.register(PopulationWeights)
 class PopulationWeightsAdmin(admin.ModelAdmin):
     """Publishers enter a language's shares with their source; an entry is kept as it was
     (a correction is a new entry, and the newest is used)."""
 
+    form = PopulationWeightsForm
     list_display = ("language", "citation", "source_date", "entered_by", "entered_at")
     list_select_related = ("entered_by",)
     readonly_fields = ("entered_by", "entered_at")

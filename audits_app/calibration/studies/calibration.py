@@ -13,6 +13,7 @@ from audits_app.calibration.studies.selectors import study_responses
 from audits_app.calibration.studies.weights import MEASURES, weighted_intervals
 from audits_app.leaderboard.figures import correct_answers, release_resampling
 from audits_app.models import PopulationWeights, ReadingStudy
+from baitbench_site.roles import public_role
 from runs_app.models import Generation, ReaderResponse, Release, ReplyOutcome, WorkStatus
 
 
@@ -123,4 +124,63 @@ def release_weighted(release: Release, names: dict[str, str]) -> dict[str, Any]:
                 for suffix, key in (("", "point"), ("_low", "low"), ("_high", "high"))}}
             for model in models]
     return {"source": weights, "language": release.language, "rows": rows,
-            "level_percent": f"{args[3] * 100:g}"}
+            "level": args[3], "level_percent": f"{args[3] * 100:g}"}
+
+
+WEIGHTED_FIGURES = tuple(f"{measure}_{kind}" for measure in MEASURES
+                         for kind in ("unweighted", "weighted"))
+WEIGHTED_NONE = ("Nothing is weighted: no population source is recorded for this release's "
+                 "language, so the twelve reading positions count equally.")
+WEIGHTED_NOTE = ("The simulated public's per-model means, unweighted (every reading position "
+                 "counts equally) and weighted by each position's population share from the "
+                 "source named; each with its interval from resampling whole scenarios, as "
+                 "for every figure of the release. The ranks are the unweighted panel's.")
+
+
+def weighted_answer(release: Release, names: dict[str, str]) -> dict[str, Any]:
+    """`release_weighted` for the API and the CSV: the source (citation, URL, date, who by
+    role, when) or None, and per model each figure as {point, low, high}. Rows only where a
+    source is recorded."""
+    found = release_weighted(release, names)
+    source = found["source"]
+    if source is None:
+        return {"language": found["language"], "source": None, "level": None, "rows": [],
+                "note": WEIGHTED_NONE}
+    return {
+        "language": found["language"],
+        "source": {"citation": source.citation, "url": source.url,
+                   "source_date": source.source_date, "note": source.note,
+                   "entered_by": public_role(source.entered_by),
+                   "entered_at": source.entered_at},
+        "level": found["level"],
+        "rows": [{"model": row["model"], "model_name": row["model_name"],
+                  **{figure: {"point": row[figure], "low": row[f"{figure}_low"],
+                              "high": row[f"{figure}_high"]} for figure in WEIGHTED_FIGURES}}
+                 for row in found["rows"]],
+        "note": WEIGHTED_NOTE,
+    }
+
+
+def weighted_csv_rows(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """`weighted_answer` as rows of the leaderboard CSV, after the ranked measures: per model,
+    `panel_<measure>_unweighted` and `panel_<measure>_weighted` with their point and interval
+    (in the absolute interval's columns), unranked, each naming the source in
+    `weights_source`. None without a source: nothing weighted is written then."""
+    source = answer["source"]
+    if source is None:
+        return []
+    cited = f"{source['citation']} ({source['url']}, {source['source_date']:%Y-%m-%d})"
+    rows = []
+    for figure in WEIGHTED_FIGURES:
+        measure, kind = figure.split("_")
+        label = (f"{measure.capitalize()}, simulated public, "
+                 + ("every reading position equal" if kind == "unweighted"
+                    else "weighted to the population"))
+        for row in answer["rows"]:
+            rows.append({"metric": f"panel_{figure}", "model": row["model"],
+                         "model_name": row["model_name"], "rank": None,
+                         "point": row[figure]["point"], "abs_low": row[figure]["low"],
+                         "abs_high": row[figure]["high"], "label": label,
+                         "unranked_reason": "not ranked: the ranks are the unweighted panel's",
+                         "weights_source": cited})
+    return rows

@@ -11,6 +11,7 @@ published.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -32,8 +33,13 @@ def share_problems(shares: Any, language: str, panel: str = "v1") -> list[str]:
                 if key not in ids]
     problems += [f"{key}: missing" for key in ids if key not in shares]
     for key, value in shares.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, int | float):
             problems.append(f"{key}: {value!r} is not a share (a number from 0 to 1)")
+        elif not math.isfinite(value):  # JSON as Python reads it takes NaN and Infinity
+            shown = "NaN" if math.isnan(value) else f"{'-' if value < 0 else ''}Infinity"
+            problems.append(f"{key}: {shown} is not a number; a share is a number from 0 to 1")
+        elif not 0 <= value <= 1:
+            problems.append(f"{key}: {value!r} is not between 0 and 1")
     if not problems and abs(sum(shares.values()) - 1) > TOLERANCE:
         problems.append(f"the shares sum to {sum(shares.values()):.3f}, not 1")
     return problems
