@@ -201,8 +201,9 @@ class LeaderboardView(GenericAPIView):
         data = {
             "release": published.code, "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
-            "metrics": {key: {**boards[key].as_data(), "rows": named(boards[key].rows)}
-                        for key in keys},
+            "metrics": {key: {**boards[key].model_dump(mode="json", exclude_unset=True,
+                                                       exclude={"rows"}),
+                              "rows": named(boards[key].rows)} for key in keys},
             "per_task": {task: {metric: named(rows) for metric, rows in tables.items()}
                          for task, tables in snapshot.per_task.items()},
             "refusal_rates": named(snapshot.refusal_rates),
