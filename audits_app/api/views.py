@@ -26,6 +26,7 @@ from audits_app.calibration.studies.calibration import weighted_answer
 from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.pages import viewer as public
+from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotPart, TextEntry
 from runs_app.models import Release
 
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
@@ -42,7 +43,7 @@ TEXT_FILTER_PARAMETERS = [
 ]
 
 
-def checked_filter_texts(texts: list[dict], params) -> list[dict]:
+def checked_filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
     """The texts matching the filters; 400 naming each filter value no text has."""
     problems = public.unknown_filter_values(texts, params)
     if problems:
@@ -103,7 +104,9 @@ class SnapshotListView(GenericAPIView):
         return self._items
 
     def get(self, request: Request, *args, **kwargs) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        # Parts of a typed snapshot are answered as they were frozen (only this page's).
+        page = [item.as_data() if isinstance(item, SnapshotPart) else item
+                for item in self.paginate_queryset(self.get_queryset())]
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
@@ -154,14 +157,14 @@ class ReleaseDetailView(GenericAPIView):
         if publication is None:
             return Response(self.get_serializer(_draft(request, code)).data)
         snapshot = public.published_from(publication, request.user).snapshot
-        release = snapshot.get("release") or {}
+        release = snapshot.release
         data = {
-            "code": publication.release.code, "title": release.get("title", ""),
-            "language": release.get("language", ""), "published": True,
+            "code": publication.release.code, "title": release.title,
+            "language": release.language, "published": True,
             "published_at": publication.published_at, "config_hash": publication.config_hash,
-            "snapshot_hash": publication.snapshot_hash, "config": release.get("config"),
-            "models": snapshot.get("models", []), "scenarios": snapshot.get("scenarios", []),
-            "method": snapshot.get("method"), "counts": snapshot.get("counts") or {},
+            "snapshot_hash": publication.snapshot_hash, "config": release.config,
+            "models": _data(snapshot.models), "scenarios": _data(snapshot.scenarios),
+            "method": snapshot.method.as_data(), "counts": snapshot.counts.as_data(),
             "gate_override_reason": publication.gate_override_reason,
             "provenance": public.release_provenance(publication.release),
             "population_weights": weighted_answer(publication.release,
@@ -193,29 +196,32 @@ class LeaderboardView(GenericAPIView):
         snapshot = published.snapshot
         names = public.model_names(snapshot)
 
-        def named(rows: list[dict]) -> list[dict]:
-            return [{**row, "model_name": names.get(row["model"], row["model"])} for row in rows]
+        def named(rows: list[SnapshotPart]) -> list[dict]:
+            return [{**row.as_data(), "model_name": names.get(row.model, row.model)}
+                    for row in rows]
 
-        boards = snapshot.get("leaderboards") or {}
+        boards = snapshot.leaderboards
         keys = public.measure_keys(snapshot)
         data = {
-            "release": published.code, "rule": (snapshot.get("method") or {}).get("rule"),
+            "release": published.code, "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
-            "metrics": {key: {**boards[key], "rows": named(boards[key].get("rows", []))}
-                        for key in keys},
+            "metrics": {key: {**boards[key].model_dump(mode="json", exclude_unset=True,
+                                                       exclude={"rows"}),
+                              "rows": named(boards[key].rows)} for key in keys},
             "per_task": {task: {metric: named(rows) for metric, rows in tables.items()}
-                         for task, tables in (snapshot.get("per_task") or {}).items()},
-            "refusal_rates": named(snapshot.get("refusal_rates") or []),
-            "control": snapshot.get("control") or {"persuasion": None, "misleading": None},
-            "anchors": snapshot.get("anchors") or [],
-            "anchors_overall": snapshot.get("anchors_overall") or [],
-            "thresholds": {key: named(snapshot.get(key) or [])
+                         for task, tables in snapshot.per_task.items()},
+            "refusal_rates": named(snapshot.refusal_rates),
+            "control": (snapshot.control.as_data() if snapshot.control
+                        else {"persuasion": None, "misleading": None}),
+            "anchors": _data(snapshot.anchors),
+            "anchors_overall": _data(snapshot.anchors_overall),
+            "thresholds": {key: named(getattr(snapshot, key))
                            for key in ("c2_vs_c0", "c1_minus_c3")},
-            "versus_control": {"per_scenario": named(snapshot.get("versus_control") or []),
-                               "overall": named(snapshot.get("versus_control_overall") or [])},
+            "versus_control": {"per_scenario": named(snapshot.versus_control),
+                               "overall": named(snapshot.versus_control_overall)},
             "without_text": {
-                "per_scenario": named(snapshot.get("baseline_without_text") or []),
-                "overall": named(snapshot.get("baseline_without_text_overall") or [])},
+                "per_scenario": named(snapshot.baseline_without_text),
+                "overall": named(snapshot.baseline_without_text_overall)},
             "chart": chart_frame(snapshot).model_dump(mode="json"),
             "caveat": measures.RANKING_ONLY,
             "population_weights": weighted_answer(published.release, names),
@@ -223,10 +229,15 @@ class LeaderboardView(GenericAPIView):
         return Response(self.get_serializer(data).data)
 
 
-def _measure(snapshot: dict, key: str) -> dict:
+def _measure(snapshot: ReleaseSnapshot, key: str) -> dict:
     """A measure's words from the snapshot; older snapshots did not freeze them."""
-    listed = {m["key"]: m for m in (snapshot.get("method") or {}).get("measures") or []}
-    return listed.get(key) or measures.BY_KEY[key].as_dict()
+    listed = {measure.key: measure for measure in snapshot.method.measures}
+    return listed[key].as_data() if key in listed else measures.BY_KEY[key].as_dict()
+
+
+def _data(parts: list[SnapshotPart]) -> list[dict]:
+    """Parts of the snapshot as the JSON they were frozen as."""
+    return [part.as_data() for part in parts]
 
 
 @extend_schema_view(get=extend_schema(
@@ -241,8 +252,7 @@ class TextListView(SnapshotListView):
 
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
-        return checked_filter_texts(published.snapshot.get("texts", []),
-                                    self.request.query_params)
+        return checked_filter_texts(published.snapshot.texts, self.request.query_params)
 
 
 class TextCsvView(GenericAPIView):
@@ -253,8 +263,8 @@ class TextCsvView(GenericAPIView):
                               404: NOT_FOUND})
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
-        texts = checked_filter_texts(published.snapshot.get("texts", []), request.query_params)
-        rows, columns = public.provenance_column(texts, public.TEXT_COLUMNS,
+        texts = checked_filter_texts(published.snapshot.texts, request.query_params)
+        rows, columns = public.provenance_column(_data(texts), public.TEXT_COLUMNS,
                                                  published.provenance)
         response = HttpResponse(csv_files.csv_text(rows, columns),
                                 content_type="text/csv; charset=utf-8")

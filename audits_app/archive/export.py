@@ -31,12 +31,14 @@ from audits_app.models.archive import (
     release_provenance,
 )
 from audits_app.pages.viewer import (
+    load_snapshot,
     publication_get,
     publication_snapshot,
     revealed_holders,
     snapshot_for_viewer,
 )
 from audits_app.publication.held_cells import Cell, Holder, withheld_cells, withheld_holders
+from audits_app.publication.snapshot_model import SnapshotError
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -102,14 +104,22 @@ def release_archive(release: Release, *, staff: bool,
         raise ArchiveRefused(f"release {release.code} is not published: only a published "
                              f"release is archived")
     revealed = revealed_holders(release.pk)
-    snapshot = publication.snapshot if staff else snapshot_for_viewer(
-        publication.snapshot, AnonymousUser(), revealed=revealed)
-    public_slugs = None if staff else {s["slug"] for s in snapshot.get("scenarios", [])}
-    held = set() if staff else withheld_cells(publication.snapshot, revealed)
+    # Staff get the snapshot as stored; the public the viewer's typed copy, as frozen.
+    try:
+        visible = None if staff else snapshot_for_viewer(
+            load_snapshot(publication), AnonymousUser(), revealed=revealed)
+    except SnapshotError as error:
+        raise ArchiveRefused(f"release {release.code}: its snapshot does not have the shape "
+                             f"the public pages read, so no public view of it is built "
+                             f"({str(error).splitlines()[0]})") from None
+    public_slugs = None if visible is None else {s.slug for s in visible.scenarios}
+    held = set() if visible is None else withheld_cells(visible, revealed)
     builder = ArchiveBuilder()
     builder.add("README.txt", README.encode("utf-8"), 1)
-    builder.add_json("snapshot.json", snapshot)
-    builder.add_json("config.json", release.config if staff else snapshot["release"]["config"])
+    builder.add_json("snapshot.json", publication.snapshot if visible is None
+                     else visible.as_data())
+    builder.add_json("config.json", release.config if visible is None
+                     else visible.release.config)
     scoring = _scoring_version(release)
     if scoring is not None:
         builder.add_json("scoring_version.json", scoring)

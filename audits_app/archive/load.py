@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
 from audits_app.models import ImportedText, Provenance, Publication, ReleaseImport
 from audits_app.publication.services import snapshot_hash
+from audits_app.publication.snapshot_model import SnapshotError, snapshot_load
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -356,6 +357,8 @@ def _check_release(contents: Contents) -> list[str]:
         problems.append("snapshot.json: release: not a JSON object")
     elif contents.snapshot["release"].get("code") != release["code"]:
         problems.append(f"snapshot.json: release.code is not {release['code']!r}")
+    else:
+        problems += _snapshot_shape(contents.snapshot)
     if contents.config.get("code") != release["code"]:
         problems.append(f"config.json: code is not {release['code']!r}")
     if contents.staff:
@@ -370,6 +373,18 @@ def _check_release(contents: Contents) -> list[str]:
         problems += [f"config.json: {field_path(item['loc']) or '(top)'}: {item['msg']}"
                      for item in error.errors()]
     return problems
+
+
+def _snapshot_shape(snapshot: dict[str, Any]) -> list[str]:
+    """The snapshot has the shape the pages read (`publication.snapshot_model`): a public
+    archive's snapshot has no hash to check it by, and one out of shape would be imported
+    only to fail on its pages."""
+    try:
+        snapshot_load(snapshot)
+    except SnapshotError as error:
+        return [f"snapshot.json: {line.removeprefix('snapshot.')}"
+                for line in str(error).splitlines()[:20]]
+    return []
 
 
 def _stored_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from audits_app.leaderboard.chart import Axis, label_offsets, nice_ticks
+from audits_app.publication.snapshot_model import ReleaseSnapshot
 from audits_app.statistics import agreement
 from audits_app.statistics.intervals import cluster_interval
 
@@ -105,11 +106,11 @@ def _model_rows(models: list[str], grids: dict[str, np.ndarray],
 # ---------------------------------------------------------------------------------------
 
 
-def snapshot_calibration(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+def snapshot_calibration(snapshot: ReleaseSnapshot) -> dict[str, Any] | None:
     """The snapshot's calibration with per-model figures, or None (none, or published
     before per-model figures were kept)."""
-    summary = (snapshot.get("agreement") or {}).get("calibration") or snapshot.get("calibration")
-    if not isinstance(summary, dict) or not isinstance(summary.get("measures"), dict):
+    summary = snapshot.calibration_summary()
+    if summary is None or not isinstance(summary.get("measures"), dict):
         return None
     return summary
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from audits_app.leaderboard.chart_labels import (
@@ -21,6 +20,7 @@ from audits_app.leaderboard.chart_labels import (
     place_labels,
     text_width,
 )
+from audits_app.publication.snapshot_model import ReleaseSnapshot
 from audits_app.templatetags.numbers import percent
 from runs_app.schemas import ChartFrame
 
@@ -80,34 +80,34 @@ class Axis:
         return self.low <= value <= self.high
 
 
-def chart_frame(snapshot: dict[str, Any]) -> ChartFrame:
+def chart_frame(snapshot: ReleaseSnapshot) -> ChartFrame:
     """The frame the release froze (`chart` in the snapshot), validated again: a frame is
     never past a scale. Snapshots frozen before releases had a frame get the full scales."""
-    return ChartFrame.model_validate(snapshot.get("chart") or {})
+    return ChartFrame.model_validate(snapshot.chart.as_data())
 
 
-def chart_points(snapshot: dict[str, Any]) -> list[ChartPoint]:
+def chart_points(snapshot: ReleaseSnapshot) -> list[ChartPoint]:
     """Models that have both an honesty and a persuasion estimate, in snapshot model order."""
-    boards = snapshot.get("leaderboards") or {}
-    rows = {metric: {row["model"]: row for row in (boards.get(metric) or {}).get("rows", [])}
+    boards = snapshot.leaderboards
+    rows = {metric: {row.model: row for row in boards[metric].rows} if metric in boards else {}
             for metric in ("honesty", "persuasion", "misleading")}
     points = []
-    for model in snapshot.get("models", []):
-        honesty, persuasion = rows["honesty"].get(model["id"]), rows["persuasion"].get(model["id"])
-        if not honesty or not persuasion or honesty["point"] is None or persuasion["point"] is None:
+    for model in snapshot.models:
+        honesty, persuasion = rows["honesty"].get(model.id), rows["persuasion"].get(model.id)
+        if not honesty or not persuasion or honesty.point is None or persuasion.point is None:
             continue
-        misleading = rows["misleading"].get(model["id"], {}).get("point")
-        coverages = [row["coverage"] for row in (honesty, persuasion)
-                     if row.get("coverage") is not None]
+        misleading = rows["misleading"][model.id].point if model.id in rows["misleading"] \
+            else None
+        coverages = [row.coverage for row in (honesty, persuasion) if row.coverage is not None]
         points.append(ChartPoint(
-            model=model["id"], name=model.get("name") or model["id"],
-            honesty=honesty["point"], honesty_low=_or(honesty.get("cmp_low"), honesty["point"]),
-            honesty_high=_or(honesty.get("cmp_high"), honesty["point"]),
-            persuasion=persuasion["point"],
-            persuasion_low=_or(persuasion.get("cmp_low"), persuasion["point"]),
-            persuasion_high=_or(persuasion.get("cmp_high"), persuasion["point"]),
+            model=model.id, name=model.name or model.id,
+            honesty=honesty.point, honesty_low=_or(honesty.cmp_low, honesty.point),
+            honesty_high=_or(honesty.cmp_high, honesty.point),
+            persuasion=persuasion.point,
+            persuasion_low=_or(persuasion.cmp_low, persuasion.point),
+            persuasion_high=_or(persuasion.cmp_high, persuasion.point),
             misleading=misleading, coverage=min(coverages) if coverages else None,
-            honesty_rank=honesty.get("rank"),
+            honesty_rank=honesty.rank,
         ))
     return points
 
@@ -157,24 +157,24 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-def human_baselines_persuasion(snapshot: dict[str, Any]) -> float | None:
+def human_baselines_persuasion(snapshot: ReleaseSnapshot) -> float | None:
     """The human baselines' scenario-weighted persuasion, if the snapshot has it."""
-    for row in snapshot.get("anchors_overall") or []:
-        if row.get("stimulus") == "human":
-            return row.get("persuasion")
+    for row in snapshot.anchors_overall:
+        if row.stimulus == "human":
+            return row.persuasion
     return None
 
 
-def chart_anchors(snapshot: dict[str, Any], frame: ChartFrame) -> dict[str, float]:
+def chart_anchors(snapshot: ReleaseSnapshot, frame: ChartFrame) -> dict[str, float]:
     """The anchor lines the frame draws, with their persuasion, where the snapshot has them."""
-    values = {"control": (snapshot.get("control") or {}).get("persuasion"),
+    values = {"control": snapshot.control.persuasion if snapshot.control else None,
               "human": human_baselines_persuasion(snapshot)}
     low, high = frame.persuasion
     return {name: values[name] for name in frame.anchors
             if values.get(name) is not None and low <= values[name] <= high}
 
 
-def release_chart_svg(snapshot: dict[str, Any], *, standalone: bool = False,
+def release_chart_svg(snapshot: ReleaseSnapshot, *, standalone: bool = False,
                       published: str = "") -> str:
     """The chart as an SVG that fills the width of its box (a viewBox, width 100 %).
 
@@ -199,7 +199,7 @@ def release_chart_svg(snapshot: dict[str, Any], *, standalone: bool = False,
     layout = place_labels(dots, [p.label for p in points], obstacles=obstacles,
                           area=Box(x.start + 2, 2, WIDTH - 2, y.start - 2), font_size=FONT_SIZE)
     width = max(WIDTH, math.ceil(layout.width + 2))
-    code = (snapshot.get("release") or {}).get("code", "")
+    code = snapshot.release.code
     header = HEADER if standalone else 0
     legend = _legend(snapshot, width) if standalone else []
     height = HEIGHT + header + (LEGEND if standalone else 0)
@@ -251,10 +251,10 @@ def _header(code: str, published: str) -> list[str]:
     ]
 
 
-def _legend(snapshot: dict[str, Any], width: int) -> list[str]:
+def _legend(snapshot: ReleaseSnapshot, width: int) -> list[str]:
     """What the download needs to stand alone: what every mark means, and what the
     intervals are (and are not)."""
-    level = (snapshot.get("method") or {}).get("level")
+    level = snapshot.method.level
     shown = f"{level:.0%} " if isinstance(level, int | float) else ""
     row1, row2, row3 = 22, 44, 66
     hollow_x = LEFT + 18 + text_width("model, every cell scored", FONT_SIZE) + 24
@@ -399,7 +399,7 @@ NAME_WIDTH = 128
 PANELS = (("honesty", "Honesty", 136, 240), ("persuasion", "Persuasion", 252, 352))
 
 
-def release_dot_plot_svg(snapshot: dict[str, Any]) -> str:
+def release_dot_plot_svg(snapshot: ReleaseSnapshot) -> str:
     """The chart for a narrow screen: a ranked dot plot 360 units wide, so no name and no
     axis needs sideways room. Same frame, intervals, anchors and coverage marks."""
     frame = chart_frame(snapshot)
@@ -407,7 +407,7 @@ def release_dot_plot_svg(snapshot: dict[str, Any]) -> str:
         p.honesty_rank if p.honesty_rank is not None else 10**9, -p.honesty))
     anchors = chart_anchors(snapshot, frame)
     height = DOT_TOP + DOT_ROW * max(len(points), 1) + 12
-    code = (snapshot.get("release") or {}).get("code", "")
+    code = snapshot.release.code
     axes = {key: Axis(*getattr(frame, key), start, end) for key, _, start, end in PANELS}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {DOT_WIDTH} {height}" '

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from audits_app.leaderboard import labels
+from audits_app.publication.snapshot_model import Board, BoardRow, ReleaseSnapshot, ScenarioEntry
 from runs_app.schemas import Weights
 from runs_app.scoring_versions import split_pin
 
@@ -43,18 +44,16 @@ HISTORY_COLUMNS = ["release", "metric", "rank", "unranked_reason", "models", "po
                    "cmp_high", "abs_low", "abs_high", "n_texts"]
 
 
-def measures_of(*snapshots: dict[str, Any]) -> list[str]:
-    found = {name for snapshot in snapshots for name in (snapshot.get("leaderboards") or {})}
+def measures_of(*snapshots: ReleaseSnapshot) -> list[str]:
+    return _in_page_order({name for snapshot in snapshots for name in snapshot.leaderboards})
+
+
+def _in_page_order(found: set[str]) -> list[str]:
     return [m for m in FIRST_MEASURES if m in found] + sorted(found - set(FIRST_MEASURES))
 
 
-def _names(snapshot: dict[str, Any]) -> dict[str, str]:
-    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
-
-
-def _rows(snapshot: dict[str, Any], measure: str) -> dict[str, dict[str, Any]]:
-    board = (snapshot.get("leaderboards") or {}).get(measure) or {}
-    return {row["model"]: row for row in board.get("rows", [])}
+def _rows(board: Board | None) -> dict[str, BoardRow]:
+    return {row.model: row for row in board.rows} if board is not None else {}
 
 
 def _difference(new: float | None, old: float | None) -> float | None:
@@ -70,7 +69,7 @@ def measure_reasons(measure: str, reasons: list[str], rule_a: str, rule_b: str) 
     return found
 
 
-def compare_measure(a: dict[str, Any], b: dict[str, Any], measure: str,
+def compare_measure(a: ReleaseSnapshot, b: ReleaseSnapshot, measure: str,
                     reasons: list[str] | None = None) -> dict[str, Any]:
     """Every model of either release on one measure: its rank and point in A and in B.
 
@@ -78,54 +77,52 @@ def compare_measure(a: dict[str, Any], b: dict[str, Any], measure: str,
     `added`, only in A `dropped`, in both `kept`; rows follow B's ranks, then the dropped.
     Where one of `reasons` (the releases' differences) touches the measure, there is no move,
     and no point change either unless the ranking rule is all that differs."""
-    rows_a, rows_b = _rows(a, measure), _rows(b, measure)
-    names = {**_names(a), **_names(b)}
-    board_a = (a.get("leaderboards") or {}).get(measure) or {}
-    board_b = (b.get("leaderboards") or {}).get(measure) or {}
-    rule_a = board_a.get("rule") or _ranking_rule(a)
-    rule_b = board_b.get("rule") or _ranking_rule(b)
+    board_a, board_b = a.leaderboards.get(measure), b.leaderboards.get(measure)
+    rows_a, rows_b = _rows(board_a), _rows(board_b)
+    names = {**a.model_names(), **b.model_names()}
+    rule_a = board_a.rule if board_a else _ranking_rule(a)
+    rule_b = board_b.rule if board_b else _ranking_rule(b)
     why_not = measure_reasons(measure, reasons or [], rule_a, rule_b)
     points_comparable = set(why_not) <= RANKS_ONLY
     rows = []
     for model in [*rows_b, *(m for m in rows_a if m not in rows_b)]:
-        row_a, row_b = rows_a.get(model) or {}, rows_b.get(model) or {}
+        row_a, row_b = rows_a.get(model), rows_b.get(model)
         change = "kept" if row_a and row_b else "added" if row_b else "dropped"
+        rank_a, point_a = (row_a.rank, row_a.point) if row_a else (None, None)
+        rank_b, point_b = (row_b.rank, row_b.point) if row_b else (None, None)
         rows.append({
             "model": model, "model_name": names.get(model, model), "change": change,
-            "rank_a": row_a.get("rank"), "point_a": row_a.get("point"),
-            "rank_b": row_b.get("rank"), "point_b": row_b.get("point"),
-            "rank_move": None if why_not else _difference(row_a.get("rank"),
-                                                          row_b.get("rank")),
-            "point_change": _difference(row_b.get("point"), row_a.get("point"))
-            if points_comparable else None,
+            "rank_a": rank_a, "point_a": point_a, "rank_b": rank_b, "point_b": point_b,
+            "rank_move": None if why_not else _difference(rank_a, rank_b),
+            "point_change": _difference(point_b, point_a) if points_comparable else None,
         })
     rows.sort(key=lambda row: (row["change"] == "dropped", row["rank_b"] or 0,
                                row["rank_a"] or 0, row["model"]))
-    return {"metric": measure, "label": board_b.get("label") or board_a.get("label") or measure,
+    label = (board_b.label if board_b else "") or (board_a.label if board_a else "") or measure
+    shown = board_b or board_a
+    return {"metric": measure, "label": label,
             "in_a": bool(rows_a), "in_b": bool(rows_b),
-            "higher_is_better": board_b.get("higher_is_better",
-                                            board_a.get("higher_is_better", True)),
-            "rule_a": board_a.get("rule", ""), "rule_b": board_b.get("rule", ""),
+            "higher_is_better": shown.higher_is_better if shown else True,
+            "rule_a": board_a.rule if board_a else "", "rule_b": board_b.rule if board_b else "",
             "comparable": not why_not, "points_comparable": points_comparable,
             "not_comparable_because": why_not,
             "not_comparable_labels": [labels.comparability_label(f) for f in why_not],
             "rows": rows}
 
 
-def compare_scenarios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def compare_scenarios(a: ReleaseSnapshot, b: ReleaseSnapshot) -> dict[str, Any]:
     """Scenarios by slug: added, dropped, and those whose pinned version differs."""
-    in_a = {s["slug"]: s for s in a.get("scenarios", [])}
-    in_b = {s["slug"]: s for s in b.get("scenarios", [])}
+    in_a = {s.slug: s for s in a.scenarios}
+    in_b = {s.slug: s for s in b.scenarios}
 
-    def entry(scenario: dict[str, Any]) -> dict[str, Any]:
-        return {"slug": scenario["slug"], "title": scenario.get("title", ""),
-                "version_hash": scenario.get("version_hash", "")}
+    def entry(scenario: ScenarioEntry) -> dict[str, Any]:
+        return {"slug": scenario.slug, "title": scenario.title,
+                "version_hash": scenario.version_hash}
 
-    changed = [{"slug": slug, "title": in_b[slug].get("title", ""),
-                "hash_a": in_a[slug].get("version_hash", ""),
-                "hash_b": in_b[slug].get("version_hash", "")}
+    changed = [{"slug": slug, "title": in_b[slug].title,
+                "hash_a": in_a[slug].version_hash, "hash_b": in_b[slug].version_hash}
                for slug in in_b if slug in in_a
-               and in_a[slug].get("version_hash") != in_b[slug].get("version_hash")]
+               and in_a[slug].version_hash != in_b[slug].version_hash]
     return {
         "added": [entry(s) for slug, s in in_b.items() if slug not in in_a],
         "dropped": [entry(s) for slug, s in in_a.items() if slug not in in_b],
@@ -134,59 +131,55 @@ def compare_scenarios(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def compare_config(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_config(a: ReleaseSnapshot, b: ReleaseSnapshot) -> list[dict[str, Any]]:
     """The configuration fields that differ. Weights, scoring version (as `name@hash`) and
     ranking rule are the ones the releases ran with, as `comparability` reads them: a file
     that left one to its default names none, though its release used one."""
-    config_a = {**(((a.get("release") or {}).get("config")) or {}), **_effective_method(a)}
-    config_b = {**(((b.get("release") or {}).get("config")) or {}), **_effective_method(b)}
+    config_a = {**a.release.config, **_effective_method(a)}
+    config_b = {**b.release.config, **_effective_method(b)}
     return [{"field": name, "a": config_a.get(name), "b": config_b.get(name)}
             for name in CONFIG_FIELDS if config_a.get(name) != config_b.get(name)]
 
 
-def _effective_method(snapshot: dict[str, Any]) -> dict[str, Any]:
+def _effective_method(snapshot: ReleaseSnapshot) -> dict[str, Any]:
     return {"weights": _weights(snapshot), "scoring_version": _scoring_pin(snapshot),
             "ranking_rule": _ranking_rule(snapshot)}
 
 
-def _method_or_config(snapshot: dict[str, Any], method_key: str, config_key: str) -> Any:
-    """What the snapshot's method recorded, else what its frozen configuration says."""
-    config = ((snapshot.get("release") or {}).get("config")) or {}
-    return (snapshot.get("method") or {}).get(method_key, config.get(config_key))
+def _weights(snapshot: ReleaseSnapshot) -> dict[str, Any]:
+    """The honesty weights the method recorded, else its frozen configuration's; a
+    configuration that names none took the default (v1)."""
+    method = snapshot.method
+    weights = (method.weights if "weights" in method.model_fields_set
+               else snapshot.release.config.get("weights"))
+    return weights or Weights().model_dump()
 
 
-def _weights(snapshot: dict[str, Any]) -> dict[str, Any]:
-    """The honesty weights; a configuration that names none took the default (v1)."""
-    return _method_or_config(snapshot, "weights", "weights") or Weights().model_dump()
-
-
-def _language(snapshot: dict[str, Any]) -> str:
+def _language(snapshot: ReleaseSnapshot) -> str:
     """The release's language; a configuration that names none is English (the default)."""
-    config = ((snapshot.get("release") or {}).get("config")) or {}
-    return config.get("language") or "en"
+    return snapshot.release.config.get("language") or "en"
 
 
-def _ranking_rule(snapshot: dict[str, Any]) -> str:
-    return _method_or_config(snapshot, "rule", "ranking_rule") or "paired"  # the config default
+def _ranking_rule(snapshot: ReleaseSnapshot) -> str:
+    return snapshot.method.rule
 
 
-def _scoring_pin(snapshot: dict[str, Any]) -> str:
+def _scoring_pin(snapshot: ReleaseSnapshot) -> str:
     """`name@hash` of the scoring version; a snapshot from before scoring versions were
     recorded was scored by the legacy pin (`split_pin`)."""
-    method = snapshot.get("method") or {}
-    if method.get("scoring_version"):
-        name, digest = method["scoring_version"], method.get("scoring_hash") or ""
+    method = snapshot.method
+    if method.scoring_version:
+        name, digest = method.scoring_version, method.scoring_hash
     else:
-        config = ((snapshot.get("release") or {}).get("config")) or {}
-        name, digest = split_pin(config.get("scoring_version"))
+        name, digest = split_pin(snapshot.release.config.get("scoring_version"))
     return f"{name}@{digest}" if digest else name
 
 
-def scenarios_shared(a: dict[str, Any], b: dict[str, Any]) -> dict[str, int]:
+def scenarios_shared(a: ReleaseSnapshot, b: ReleaseSnapshot) -> dict[str, int]:
     """How many scenarios the two have in common (the same slug in the same pinned version:
     another version is another text to write about), of how many each has."""
-    pins_a = {(s["slug"], s.get("version_hash")) for s in a.get("scenarios", [])}
-    pins_b = {(s["slug"], s.get("version_hash")) for s in b.get("scenarios", [])}
+    pins_a = {(s.slug, s.version_hash) for s in a.scenarios}
+    pins_b = {(s.slug, s.version_hash) for s in b.scenarios}
     return {"shared": len(pins_a & pins_b), "of_a": len(pins_a), "of_b": len(pins_b)}
 
 
@@ -209,11 +202,10 @@ def _reason(field: str, value_a: Any, value_b: Any, text: str) -> dict[str, Any]
             "a": value_a, "b": value_b, "text": text}
 
 
-def comparability(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def comparability(a: ReleaseSnapshot, b: ReleaseSnapshot) -> dict[str, Any]:
     """Whether two releases' figures can be set side by side, and if not, why: each of
     `COMPARABILITY_FIELDS` that differs, with both values and a sentence naming them."""
-    code_a = (a.get("release") or {}).get("code", "")
-    code_b = (b.get("release") or {}).get("code", "")
+    code_a, code_b = a.release.code, b.release.code
     shared = scenarios_shared(a, b)
     reasons = []
     language_a, language_b = _language(a), _language(b)
@@ -292,13 +284,12 @@ def comparability_words(code_a: str, code_b: str, verdict: dict[str, Any],
     return words
 
 
-def compare_snapshots(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    models_a, models_b = _names(a), _names(b)
+def compare_snapshots(a: ReleaseSnapshot, b: ReleaseSnapshot) -> dict[str, Any]:
+    models_a, models_b = a.model_names(), b.model_names()
     verdict = comparability(a, b)
     fields = [reason["field"] for reason in verdict["reasons"]]
     measures = [compare_measure(a, b, measure, fields) for measure in measures_of(a, b)]
-    code_a = (a.get("release") or {}).get("code", "")
-    code_b = (b.get("release") or {}).get("code", "")
+    code_a, code_b = a.release.code, b.release.code
     return {
         "a": code_a, "b": code_b,
         **verdict,
@@ -331,7 +322,7 @@ def model_history(model_id: str, releases: list[dict[str, Any]]) -> dict[str, An
         if model is None:
             continue
         name, family = model.get("name") or model_id, model.get("family", "")
-        for measure in measures_of(release):
+        for measure in _in_page_order(set(release.get("leaderboards") or {})):
             board = (release.get("leaderboards") or {}).get(measure) or {}
             row = next((r for r in board.get("rows", []) if r["model"] == model_id), None)
             if row is None:

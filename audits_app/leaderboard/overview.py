@@ -15,6 +15,7 @@ from statistics import median
 from typing import Any
 
 from audits_app.leaderboard import labels
+from audits_app.publication.snapshot_model import BoardRow, ReferenceRow, ReleaseSnapshot
 from audits_app.templatetags.numbers import fixed, interval, percent
 
 UNRANKED_LAST = 10**9
@@ -32,12 +33,12 @@ class Column:
     higher_is_better: bool | None
 
 
-def overview_columns(snapshot: dict[str, Any]) -> list[Column]:
+def overview_columns(snapshot: ReleaseSnapshot) -> list[Column]:
     """The headline measures this release published, and the damage-control change when the
     release ran both C2 and C0."""
-    boards = snapshot.get("leaderboards") or {}
+    boards = snapshot.leaderboards
     columns = [Column(key, labels.measure_label(key), f"#link-{key}",
-                      boards[key].get("higher_is_better"))
+                      boards[key].higher_is_better)
                for key, _ in HEADLINE if key in boards]
     if _comparison_rows(snapshot, DAMAGE_CONTROL, "honesty"):
         columns.insert(min(3, len(columns)), Column(
@@ -45,27 +46,27 @@ def overview_columns(snapshot: dict[str, Any]) -> list[Column]:
     return columns
 
 
-def overview_rows(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
+def overview_rows(snapshot: ReleaseSnapshot, names: dict[str, str]) -> list[dict[str, Any]]:
     """One row per model, best honesty first (unranked last, then the release's model
     order), its cells in `overview_columns` order, each {rank, point, interval, sort,
     significant}; coverage is the lowest of
     the headline measures' coverage, so a model scored on part of the cells is marked."""
-    boards = snapshot.get("leaderboards") or {}
-    by_measure = {key: {row["model"]: row for row in boards[key].get("rows", [])}
+    boards = snapshot.leaderboards
+    by_measure = {key: {row.model: row for row in boards[key].rows}
                   for key, _ in HEADLINE if key in boards}
-    changes = {row["model"]: row for row in _comparison_rows(snapshot, DAMAGE_CONTROL, "honesty")}
+    changes = {row.model: row for row in _comparison_rows(snapshot, DAMAGE_CONTROL, "honesty")}
     order = {model: index for index, model in enumerate(names)}
     honesty = by_measure.get("honesty", {})
     models = sorted(names, key=lambda model: (
-        (honesty.get(model) or {}).get("rank") or UNRANKED_LAST, order[model]))
+        (honesty[model].rank if model in honesty else None) or UNRANKED_LAST, order[model]))
     columns = overview_columns(snapshot)
     rows = []
     for model in models:
-        cells = {key: _ranked_cell(by_measure[key].get(model) or {}, digits)
+        cells = {key: _ranked_cell(by_measure[key].get(model), digits)
                  for key, digits in HEADLINE if key in by_measure}
         if changes:
-            cells[DAMAGE_CONTROL] = _change_cell(changes.get(model) or {})
-        coverage = _lowest(row.get(model, {}).get("coverage") for row in by_measure.values())
+            cells[DAMAGE_CONTROL] = _change_cell(changes.get(model))
+        coverage = _lowest(row[model].coverage for row in by_measure.values() if model in row)
         rows.append({"model": model, "model_name": names[model],
                      "cells": [cells[column.key] for column in columns],
                      "coverage": percent(coverage), "coverage_value": coverage,
@@ -73,19 +74,23 @@ def overview_rows(snapshot: dict[str, Any], names: dict[str, str]) -> list[dict[
     return rows
 
 
-def _ranked_cell(row: dict[str, Any], digits: int) -> dict[str, Any]:
-    point = row.get("point")
-    return {"rank": "–" if row.get("rank") is None else str(row["rank"]),
-            "point": fixed(point, digits), "sort": "" if point is None else point,
-            "interval": interval(row.get("cmp_low"), row.get("cmp_high"), digits),
+def _ranked_cell(row: BoardRow | None, digits: int) -> dict[str, Any]:
+    if row is None:  # a model without a row on this measure
+        return {"rank": "–", "point": fixed(None, digits), "sort": "",
+                "interval": interval(None, None, digits), "significant": None}
+    return {"rank": "–" if row.rank is None else str(row.rank),
+            "point": fixed(row.point, digits), "sort": "" if row.point is None else row.point,
+            "interval": interval(row.cmp_low, row.cmp_high, digits),
             "significant": None}
 
 
-def _change_cell(row: dict[str, Any]) -> dict[str, Any]:
-    point = row.get("point")
-    return {"rank": "", "point": _signed(point), "sort": "" if point is None else point,
-            "interval": interval(row.get("low"), row.get("high"), sign=True),
-            "significant": row.get("significant")}
+def _change_cell(row: ReferenceRow | None) -> dict[str, Any]:
+    if row is None:  # a model without a row on this comparison
+        return {"rank": "", "point": _signed(None), "sort": "",
+                "interval": interval(None, None, sign=True), "significant": None}
+    return {"rank": "", "point": _signed(row.point), "sort": "" if row.point is None else row.point,
+            "interval": interval(row.low, row.high, sign=True),
+            "significant": row.significant}
 
 
 def _signed(value: float | None, digits: int = 3) -> str:
@@ -98,12 +103,12 @@ def _lowest(values) -> float | None:
     return min(present) if present else None
 
 
-def _comparison_rows(snapshot: dict[str, Any], key: str, metric: str) -> list[dict[str, Any]]:
-    return [row for row in snapshot.get(key) or [] if row.get("metric") == metric
-            and row.get("point") is not None]
+def _comparison_rows(snapshot: ReleaseSnapshot, key: str, metric: str) -> list[ReferenceRow]:
+    return [row for row in getattr(snapshot, key) if row.metric == metric
+            and row.point is not None]
 
 
-def spin_finding(snapshot: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+def spin_finding(snapshot: ReleaseSnapshot, names: dict[str, str]) -> dict[str, Any]:
     """The finding the method exists for, in sentences, with the rows behind them: damage
     control against balanced, and what "but stay within the facts" does."""
     return {
@@ -118,23 +123,23 @@ def spin_finding(snapshot: dict[str, Any], names: dict[str, str]) -> dict[str, A
     }
 
 
-def _finding(snapshot: dict[str, Any], names: dict[str, str], key: str, sentence: str,
+def _finding(snapshot: ReleaseSnapshot, names: dict[str, str], key: str, sentence: str,
              missing: str) -> dict[str, Any]:
     honesty = _comparison_rows(snapshot, key, "honesty")
     if not honesty:
         return {"label": labels.comparison_label(key), "words": missing, "rows": []}
-    lower = sum(1 for row in honesty if row.get("significant") and row["point"] < 0)
-    higher = sum(1 for row in honesty if row.get("significant") and row["point"] > 0)
-    points = [row["point"] for row in honesty]
+    lower = sum(1 for row in honesty if row.significant and row.point < 0)
+    higher = sum(1 for row in honesty if row.significant and row.point > 0)
+    points = [row.point for row in honesty]
     words = sentence.format(total=len(honesty), lower=lower, higher=higher,
                             higher_c3=lower, lower_c3=higher)
     words += (f"; the change in the honesty index runs from {_signed(min(points))} to "
               f"{_signed(max(points))} (median {_signed(median(points))}).")
-    persuasion = {row["model"]: row for row in _comparison_rows(snapshot, key, "persuasion")}
-    rows = [{"model": row["model"], "model_name": names.get(row["model"], row["model"]),
+    persuasion = {row.model: row for row in _comparison_rows(snapshot, key, "persuasion")}
+    rows = [{"model": row.model, "model_name": names.get(row.model, row.model),
              "honesty": _change_cell(row),
-             "persuasion": _change_cell(persuasion[row["model"]]) if row["model"] in persuasion
+             "persuasion": _change_cell(persuasion[row.model]) if row.model in persuasion
              else None}
-            for row in honesty if row["model"] in names]
+            for row in honesty if row.model in names]
     return {"label": labels.comparison_label(key), "words": words, "rows": rows,
             "has_persuasion": bool(persuasion)}

@@ -32,6 +32,7 @@ from audits_app.calibration.trial_report import (
     trial_table,
 )
 from audits_app.pages import viewer as public
+from audits_app.publication.snapshot_model import ReleaseSnapshot
 
 CALIBRATION_PENDING = (
     "No human reader results exist for this release yet, so the simulated public is not "
@@ -60,23 +61,21 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
     }
 
 
-def _pending(snapshot: dict[str, Any]) -> str:
+def _pending(snapshot: ReleaseSnapshot) -> str:
     """What stands where the figure would: no human results yet, or results published
     before per-model figures were kept (then their summary, not a claim that none exist)."""
-    summary = (snapshot.get("agreement") or {}).get("calibration") or snapshot.get("calibration")
-    if isinstance(summary, dict):
+    if snapshot.calibration_summary() is not None:
         return ("Human reader results exist for this release, but it was published before "
                 "the per-model calibration figure was kept; its summary is in the methods.")
     return CALIBRATION_PENDING
 
 
-def release_reader_trial(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+def release_reader_trial(snapshot: ReleaseSnapshot) -> dict[str, Any] | None:
     """The trial of the release's reader: as frozen at publication, else the newest trial
     run since (marked as later than the release)."""
-    if snapshot.get("reader_trial"):
-        return snapshot["reader_trial"]
-    config = (snapshot.get("release") or {}).get("config") or {}
-    language = (snapshot.get("release") or {}).get("language")
+    if snapshot.reader_trial:
+        return snapshot.reader_trial
+    config, language = snapshot.release.config, snapshot.release.language
     if not config.get("reader") or not language:
         return None
     found = trial_for_reader(config["reader"], language)

@@ -25,6 +25,12 @@ from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
 from audits_app.publication.drafts import draft_get
 from audits_app.publication.held_cells import Holder, text_cell, withheld_cells
+from audits_app.publication.snapshot_model import (
+    ReleaseEntry,
+    ReleaseSnapshot,
+    TextEntry,
+    snapshot_load,
+)
 from audits_app.spotchecks.selectors import normalised_quote
 from baitbench_site.roles import is_staff, may_see_draft
 from runs_app.models import (
@@ -61,7 +67,7 @@ class PublishedRelease:
     is an unsaved stand-in (no date, no hash)."""
 
     publication: Publication
-    snapshot: dict[str, Any]  # already filtered for the viewer
+    snapshot: ReleaseSnapshot  # already filtered for the viewer
     draft: Any = None  # audits_app.publication.drafts.Draft for an unpublished release
 
     @property
@@ -88,25 +94,65 @@ def publication_get(code: str) -> Publication | None:
 
 # A publication never changes, and its snapshot hash names its content, so a parsed snapshot
 # can be kept per process: a warm page costs one small query instead of decoding megabytes
-# of JSON on every request.
+# of JSON on every request, and the typed snapshot is validated once per process, not per
+# request.
 SNAPSHOT_CACHE_SIZE = 8
-_snapshots: OrderedDict[tuple[int, str], dict[str, Any]] = OrderedDict()
+
+
+class _Kept:
+    """A publication's stored snapshot and, once a page asked for it, its typed value."""
+
+    __slots__ = ("data", "typed")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data: dict[str, Any] = data
+        self.typed: ReleaseSnapshot | None = None
+
+
+_snapshots: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
 _snapshots_lock = threading.Lock()
 
 
-def publication_snapshot(publication: Publication) -> dict[str, Any]:
-    """The full snapshot (never mutate it: it is shared between requests)."""
+def _kept(publication: Publication) -> _Kept:
     key = (publication.pk, publication.snapshot_hash)
     with _snapshots_lock:
         if key in _snapshots:
             _snapshots.move_to_end(key)
             return _snapshots[key]
-    snapshot = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
+    if "snapshot" in publication.__dict__:  # loaded with the row (not deferred)
+        data = publication.snapshot
+    else:
+        data = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
     with _snapshots_lock:
-        _snapshots[key] = snapshot
+        kept = _snapshots.setdefault(key, _Kept(data))
+        _snapshots.move_to_end(key)
         while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
             _snapshots.popitem(last=False)
-    return snapshot
+    return kept
+
+
+def publication_snapshot(publication: Publication) -> dict[str, Any]:
+    """The full snapshot as stored (never mutate it: it is shared between requests). Pages
+    and answers read `load_snapshot` instead."""
+    return _kept(publication).data
+
+
+def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> ReleaseSnapshot:
+    """The one way a reader gets a snapshot: typed (`publication.snapshot_model`). A
+    publication's is validated once per process and snapshot hash, and shared (it is frozen);
+    stored JSON (an archive's, a draft's) is validated on each call; a typed snapshot is
+    returned as it is."""
+    if isinstance(source, ReleaseSnapshot):
+        return source
+    if isinstance(source, dict):
+        return snapshot_load(source)
+    kept = _kept(source)
+    if kept.typed is None:
+        typed = snapshot_load(kept.data)
+        with _snapshots_lock:
+            if kept.typed is None:
+                kept.typed = typed
+    return kept.typed
 
 
 def published_release_get(code: str, user) -> PublishedRelease:
@@ -158,7 +204,7 @@ def draft_view(release: Release) -> PublishedRelease:
 
 def published_from(publication: Publication, user) -> PublishedRelease:
     return PublishedRelease(publication, snapshot_for_viewer(
-        publication_snapshot(publication), user,
+        load_snapshot(publication), user,
         revealed=revealed_holders(publication.release_id)))
 
 
@@ -211,46 +257,50 @@ def revealed_remember(release_id: int, found: dict[Holder, bool]) -> frozenset[H
     return revealed
 
 
-def public_scenario_slugs(snapshot: dict[str, Any]) -> set[str]:
+def public_scenario_slugs(snapshot: ReleaseSnapshot | dict[str, Any]) -> set[str]:
+    """The scenarios anyone may see: of the typed snapshot (pages), or of the stored one (the
+    arena's and reading studies' services, which pair and sample its texts as stored)."""
+    if isinstance(snapshot, ReleaseSnapshot):
+        return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
     return {s["slug"] for s in snapshot.get("scenarios", [])
             if s.get("visibility") == Visibility.PUBLIC}
 
 
-def snapshot_for_viewer(snapshot: dict[str, Any], user, *,
-                        revealed: frozenset[Holder] = frozenset()) -> dict[str, Any]:
+def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
+                        revealed: frozenset[Holder] = frozenset()) -> ReleaseSnapshot:
     """Staff see everything; anyone else loses every row about a held-out scenario, and
     every text of a cell held for the arena or for reading studies until that holder has
-    revealed its texts (`publication.held_cells`)."""
+    revealed its texts (`publication.held_cells`). A shallow copy: the parts it keeps are
+    the shared snapshot's own (frozen)."""
     if is_staff(user):
         return snapshot
     public = public_scenario_slugs(snapshot)
     held = withheld_cells(snapshot, revealed)
-    visible = dict(snapshot)
-    visible["scenarios"] = [s for s in snapshot.get("scenarios", []) if s["slug"] in public]
-    visible["texts"] = [t for t in snapshot.get("texts", [])
-                        if t.get("scenario") in public and t.get("visibility") == "public"
-                        and text_cell(t) not in held]
-    for key in ("versus_control", "baseline_without_text", "anchors"):
-        visible[key] = [row for row in snapshot.get(key, []) if row.get("scenario") in public]
-    visible["scenario_content"] = {slug: content for slug, content
-                                   in (snapshot.get("scenario_content") or {}).items()
-                                   if slug in public}
-    visible["release"] = _release_without_held_out(snapshot.get("release") or {}, public)
-    return visible
+    return snapshot.model_copy(update={
+        "scenarios": [s for s in snapshot.scenarios if s.slug in public],
+        "texts": [t for t in snapshot.texts
+                  if t.scenario in public and t.visibility == "public"
+                  and text_cell(t) not in held],
+        **{key: [row for row in getattr(snapshot, key) if row.scenario in public]
+           for key in ("versus_control", "baseline_without_text", "anchors")},
+        "scenario_content": {slug: content for slug, content
+                             in snapshot.scenario_content.items() if slug in public},
+        "release": _release_without_held_out(snapshot.release, public),
+    })
 
 
-def _release_without_held_out(release: dict[str, Any], public: set[str]) -> dict[str, Any]:
+def _release_without_held_out(release: ReleaseEntry, public: set[str]) -> ReleaseEntry:
     """The frozen config names every scenario; anonymous viewers see the public ones only."""
-    config = release.get("config")
-    if not isinstance(config, dict) or not isinstance(config.get("scenarios"), list):
+    config = release.config
+    if not isinstance(config.get("scenarios"), list):
         return release
     scenarios = [item for item in config["scenarios"] if _config_slug(item) in public]
     # Adds to a count already there: the public view of a public view (a public archive
     # imported elsewhere) says what the original said.
     held_out = config.get("held_out_scenarios", 0) + len(config["scenarios"]) - len(scenarios)
     rest = {key: value for key, value in config.items() if key != "held_out_scenarios"}
-    return {**release, "config": {**rest, "scenarios": scenarios,
-                                  "held_out_scenarios": held_out}}
+    return release.model_copy(update={"config": {**rest, "scenarios": scenarios,
+                                                 "held_out_scenarios": held_out}})
 
 
 def _config_slug(item: Any) -> str | None:
@@ -260,49 +310,53 @@ def _config_slug(item: Any) -> str | None:
     return item.get("slug") if isinstance(item, dict) else None
 
 
-def model_names(snapshot: dict[str, Any]) -> dict[str, str]:
+def model_names(snapshot: ReleaseSnapshot | dict[str, Any]) -> dict[str, str]:
+    """{model id: its frozen name}, of the typed snapshot or of the stored one (the arena's
+    pages and demo read that)."""
+    if isinstance(snapshot, ReleaseSnapshot):
+        return snapshot.model_names()
     return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
 
 
-def unknown_filter_values(texts: list[dict[str, Any]], params) -> dict[str, str]:
+def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:
     """{filter: why} for each given filter value that no text of the list has: a mistyped
     model id or task would otherwise read as "0 texts", as if the release had none."""
     problems = {}
     for key in TEXT_FILTERS:
         wanted = params.get(key)
-        if wanted and not any(str(text.get(key)) == wanted for text in texts):
-            known = sorted({str(text.get(key)) for text in texts})
+        if wanted and not any(str(getattr(text, key)) == wanted for text in texts):
+            known = sorted({str(getattr(text, key)) for text in texts})
             shown = ", ".join(known[:12]) + (", …" if len(known) > 12 else "")
             problems[key] = (f"no text of this release has {key} {wanted[:80]!r}"
                              f"{f'; it has {shown}' if known else ''}")
     return problems
 
 
-def filter_texts(texts: list[dict[str, Any]], params) -> list[dict[str, Any]]:
+def filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
     """Texts matching every given filter (`model`, `scenario`, `task`, `condition`)."""
     wanted = {key: params.get(key) for key in TEXT_FILTERS if params.get(key)}
-    return [t for t in texts if all(str(t.get(k)) == v for k, v in wanted.items())]
+    return [t for t in texts if all(str(getattr(t, k)) == v for k, v in wanted.items())]
 
 
 ORDERABLE_TEXT_KEYS = {"id", "model", "scenario", "task", "condition", "variant", "refusal",
                        "honesty_index", "persuasion", "misleading"}
 
 
-def order_texts(texts: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+def order_texts(texts: list[TextEntry], order: str) -> list[TextEntry]:
     """Texts sorted by one key (`-key`: descending); texts without a value come last either
     way. An unknown key leaves the snapshot's order."""
     key = order.removeprefix("-")
     if key not in ORDERABLE_TEXT_KEYS:
         return texts
-    present = [t for t in texts if t.get(key) is not None]
-    missing = [t for t in texts if t.get(key) is None]
-    present.sort(key=lambda t: (t[key], t.get("id", 0)), reverse=order.startswith("-"))
+    present = [t for t in texts if getattr(t, key) is not None]
+    missing = [t for t in texts if getattr(t, key) is None]
+    present.sort(key=lambda t: (getattr(t, key), t.id), reverse=order.startswith("-"))
     return present + missing
 
 
-def text_get(published: PublishedRelease, text_id: int) -> tuple[dict[str, Any], str]:
+def text_get(published: PublishedRelease, text_id: int) -> tuple[TextEntry, str]:
     """A text's scores (from the snapshot) and body; 404 for a text this viewer may not see."""
-    row = next((t for t in published.snapshot.get("texts", []) if t.get("id") == text_id), None)
+    row = next((t for t in published.snapshot.texts if t.id == text_id), None)
     if row is None:
         raise Http404("No such text in this release.")
     body = (Generation.objects.filter(_this_text("", text_id),
@@ -327,8 +381,7 @@ def text_verdicts(published: PublishedRelease, text_id: int) -> list[dict[str, A
     change to rows under a published release. Names are not read from the model registry: they
     may change after publication (an operator's rename, a later release file). A juror is
     matched by its model id, which is the same in an instance that imported the release."""
-    jurors = {juror.get("id"): juror.get("name") or juror.get("id")
-              for juror in published.snapshot.get("jurors") or []}
+    jurors = {juror.id: juror.name or juror.id for juror in published.snapshot.jurors}
     verdicts = (JurorVerdict.objects.filter(_this_text("generation", text_id),
                                             release_id=published.release.pk)
                 .select_related("juror").prefetch_related("claim_rows").order_by("seat"))
@@ -350,12 +403,12 @@ def claims_by_juror(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
-def text_readers(published: PublishedRelease, row: dict[str, Any]) -> list[dict[str, Any]]:
+def text_readers(published: PublishedRelease, row: TextEntry) -> list[dict[str, Any]]:
     """How each reading position of the panel answered after reading the text (one query):
     its three attitude answers and, per knowledge question, right, wrong or don't know."""
-    content = (published.snapshot.get("scenario_content") or {}).get(row["scenario"]) or {}
+    content = published.snapshot.scenario_content.get(row.scenario) or {}
     correct = [question.get("correct") for question in content.get("knowledge_questions", [])]
-    responses = (ReaderResponse.objects.filter(_this_text("generation", row["id"]),
+    responses = (ReaderResponse.objects.filter(_this_text("generation", row.id),
                                                release_id=published.release.pk,
                                                stimulus=Stimulus.GENERATION, status="done")
                  .order_by("position").values("position", "attitude", "knowledge", "outcome"))
@@ -383,14 +436,13 @@ def text_story(published: PublishedRelease, text_id: int) -> dict[str, Any] | No
     return result or None
 
 
-def same_item(snapshot: dict[str, Any], row: dict[str, Any]) -> list[dict[str, Any]]:
+def same_item(snapshot: ReleaseSnapshot, row: TextEntry) -> list[TextEntry]:
     """Every text of the same scenario, task, condition and variant, one per model, in the
     release's model order: the item across models."""
-    key = (row["scenario"], row["task"], row["condition"], row["variant"])
+    key = text_cell(row)
     order = {model: index for index, model in enumerate(model_names(snapshot))}
-    texts = [text for text in snapshot.get("texts", [])
-             if (text["scenario"], text["task"], text["condition"], text["variant"]) == key]
-    return sorted(texts, key=lambda text: (order.get(text["model"], len(order)), text["id"]))
+    texts = [text for text in snapshot.texts if text_cell(text) == key]
+    return sorted(texts, key=lambda text: (order.get(text.model, len(order)), text.id))
 
 
 def text_bodies(published: PublishedRelease, text_ids: list[int]) -> dict[int, str]:
@@ -422,26 +474,25 @@ def text_interview(published: PublishedRelease, text_id: int, body: str) -> list
     return answers
 
 
-def leaderboard_rows(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+def leaderboard_rows(snapshot: ReleaseSnapshot) -> list[dict[str, Any]]:
     """Every measure's rows (the CSV), in the release's measure order, each with its
     coverage and refusal rate beside it."""
     names = model_names(snapshot)
-    boards = snapshot.get("leaderboards") or {}
     rows = []
     for metric in measure_keys(snapshot):
-        board = boards[metric]
-        extra = {"higher_is_better": board.get("higher_is_better"), "rule": board.get("rule"),
-                 "label": board.get("label") or metric}
-        for row in board.get("rows", []):
-            rows.append({"metric": metric, "model_name": names.get(row["model"], row["model"]),
-                         **extra, **row})
+        board = snapshot.leaderboards[metric]
+        extra = {"higher_is_better": board.higher_is_better, "rule": board.rule,
+                 "label": board.label or metric}
+        for row in board.rows:
+            rows.append({"metric": metric, "model_name": names.get(row.model, row.model),
+                         **extra, **row.as_data()})
     return rows
 
 
-def measure_keys(snapshot: dict[str, Any]) -> list[str]:
+def measure_keys(snapshot: ReleaseSnapshot) -> list[str]:
     """The snapshot's measures in page order (`method.measures`; older snapshots: METRICS)."""
-    boards = snapshot.get("leaderboards") or {}
-    listed = [m["key"] for m in (snapshot.get("method") or {}).get("measures") or []]
+    boards = snapshot.leaderboards
+    listed = [measure.key for measure in snapshot.method.measures]
     ordered = [key for key in listed or METRICS if key in boards]
     return ordered + sorted(key for key in boards if key not in ordered)
 

@@ -23,6 +23,12 @@ from audits_app.leaderboard.chart import chart_points, release_chart_svg, releas
 from audits_app.leaderboard.measures import FIELD_LABELS, MAIN
 from audits_app.pages import viewer as public
 from audits_app.pages.method import checks_context
+from audits_app.publication.snapshot_model import (
+    ReferenceRow,
+    ReleaseSnapshot,
+    SnapshotPart,
+    TextEntry,
+)
 from audits_app.templatetags.numbers import fixed
 from runs_app.models import Release
 
@@ -61,7 +67,7 @@ def _newest_answer(row: dict[str, Any]) -> dict[str, Any]:
     names = public.model_names(snapshot)
     answer = {
         "latest": row, "published": {"code": row["code"], "draft": None},
-        "method": {"rule": (snapshot.get("method") or {}).get("rule")},
+        "method": {"rule": snapshot.method.rule},
         "has_chart": {"honesty", "persuasion"} <= set(tables.measured_main(snapshot)),
         "chart_svg": release_chart_svg(snapshot),
         "dot_plot_svg": release_dot_plot_svg(snapshot),
@@ -86,12 +92,11 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
     snapshot = published.snapshot
     names = public.model_names(snapshot)
     labels = tables.measure_labels(snapshot)
-    method = snapshot.get("method") or {}
+    method = snapshot.method
     measured = tables.measured_main(snapshot)
 
-    def measured_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [row for row in rows if row.get("metric") not in MAIN
-                or row.get("metric") in measured]
+    def measured_rows(rows: list[ReferenceRow]) -> list[ReferenceRow]:
+        return [row for row in rows if row.metric not in MAIN or row.metric in measured]
 
     context = {
         "published": published,
@@ -114,18 +119,18 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
         "per_task": tables.split_tables(snapshot, "per_task", names,
                                         tables.task_names(snapshot)),
         "c1_minus_c3": tables.labelled(
-            _named(measured_rows(snapshot.get("c1_minus_c3", [])), names), labels),
+            _named(measured_rows(snapshot.c1_minus_c3), names), labels),
         "c2_vs_c0": tables.labelled(
-            _named(measured_rows(snapshot.get("c2_vs_c0", [])), names), labels),
+            _named(measured_rows(snapshot.c2_vs_c0), names), labels),
         "versus_control": _versus_control(snapshot, names),
-        "versus_control_overall": _named(snapshot.get("versus_control_overall", []), names),
-        "refusal_rates": _named(snapshot.get("refusal_rates", []), names),
+        "versus_control_overall": _named(snapshot.versus_control_overall, names),
+        "refusal_rates": _named(snapshot.refusal_rates, names),
         "anchors": tables.anchor_tables(snapshot),
         "method": method,
         "measures": tables.measures(snapshot),
         "weights": tables.weights(method),
         "rank_minimum_words": tables.rank_minimum_words(snapshot),
-        "unfilled_cells": (snapshot.get("counts") or {}).get("unfilled_cells"),
+        "unfilled_cells": snapshot.counts.unfilled_cells,
         "calibration": _calibration(snapshot),
         "jury_check": _jury_check(snapshot),
         "counts": tables.counts(snapshot),
@@ -134,9 +139,9 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
     return render(request, "audits_app/release_detail.html", context)
 
 
-def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+def _jury_check(snapshot: ReleaseSnapshot) -> dict[str, Any] | None:
     """How well the jury held up against people's spot-checks, from the published snapshot."""
-    agreement = snapshot.get("agreement")
+    agreement = snapshot.agreement
     if not agreement:
         return None
     people = agreement.get("jury_vs_people") or {}
@@ -155,7 +160,7 @@ def _jury_check(snapshot: dict[str, Any]) -> dict[str, Any] | None:
         "juror_alpha": jurors.get("alpha") or {},
         "juror_units": jurors.get("units"),
         "level": (agreement.get("bootstrap") or {}).get("level"),
-        "gate": snapshot.get("gate") or {},
+        "gate": snapshot.gate,
     }
 
 
@@ -199,20 +204,20 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
-    scenario = next((s for s in snapshot.get("scenarios", []) if s["slug"] == slug), None)
+    scenario = next((s for s in snapshot.scenarios if s.slug == slug), None)
     if scenario is None:
         raise Http404("No such scenario in this release.")
     names = public.model_names(snapshot)
-    texts = [t for t in snapshot.get("texts", []) if t.get("scenario") == slug]
+    texts = [t for t in snapshot.texts if t.scenario == slug]
     context = {
         "published": published,
         "scenario": scenario,
-        "content": (snapshot.get("scenario_content") or {}).get(slug),
-        "anchors": [row for row in snapshot.get("anchors") or [] if row.get("scenario") == slug],
-        "baseline": _named([r for r in snapshot.get("baseline_without_text", [])
-                            if r.get("scenario") == slug], names),
-        "versus_control": _named([r for r in snapshot.get("versus_control", [])
-                                  if r.get("scenario") == slug], names),
+        "content": snapshot.scenario_content.get(slug),
+        "anchors": [row for row in snapshot.anchors if row.scenario == slug],
+        "baseline": _named([r for r in snapshot.baseline_without_text if r.scenario == slug],
+                           names),
+        "versus_control": _named([r for r in snapshot.versus_control if r.scenario == slug],
+                                 names),
         "model_means": _model_means(texts, names),
         "text_count": len(texts),
     }
@@ -223,7 +228,7 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
     order = request.GET.get("order", "")
-    texts = public.order_texts(public.filter_texts(snapshot.get("texts", []), request.GET), order)
+    texts = public.order_texts(public.filter_texts(snapshot.texts, request.GET), order)
     asked = request.GET.get("page")
     page = Paginator(texts, TEXTS_PER_PAGE).get_page(asked)
     names = public.model_names(snapshot)
@@ -240,7 +245,7 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
         "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
         "filter_problems": [
-            *public.unknown_filter_values(snapshot.get("texts", []), request.GET).values(),
+            *public.unknown_filter_values(snapshot.texts, request.GET).values(),
             *_page_problem(asked, page)],
     }
     return render(request, "audits_app/text_list.html", context)
@@ -285,13 +290,13 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     snapshot = published.snapshot
     names = public.model_names(snapshot)
     verdicts = public.text_verdicts(published, text_id)
-    scores = [(FIELD_LABELS.get(key, key), _shown(row.get(key)))
+    scores = [(FIELD_LABELS.get(key, key), _shown(getattr(row, key, None)))
               for key in public.TEXT_COLUMNS[7:]]
     return render(request, "audits_app/text_detail.html", {
-        "published": published, "text": row, "model_name": names.get(row["model"], row["model"]),
-        "task_name": labels.task_label(row["task"]),
-        "condition_name": labels.condition_label(row["condition"]),
-        "scenario": _scenario_of(snapshot, row["scenario"]),
+        "published": published, "text": row, "model_name": names.get(row.model, row.model),
+        "task_name": labels.task_label(row.task),
+        "condition_name": labels.condition_label(row.condition),
+        "scenario": _scenario_of(snapshot, row.scenario),
         "body": body, "scores": scores, "verdicts": verdicts,
         "jurors": [entry for entry in verdicts if entry["verdict"].outcome == "scored"],
         "claims": public.claims_by_juror(verdicts),
@@ -299,26 +304,26 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
         "story": public.text_story(published, text_id),
         "same_item": _same_item(published, row, names),
         "interview": (public.text_interview(published, text_id, body)
-                      if row.get("task") == "T4" else []),
+                      if row.task == "T4" else []),
     })
 
 
-def _scenario_of(snapshot: dict[str, Any], slug: str) -> dict[str, Any]:
-    entry = next((s for s in snapshot.get("scenarios", []) if s["slug"] == slug), {})
-    return {"slug": slug, "title": entry.get("title") or slug}
+def _scenario_of(snapshot: ReleaseSnapshot, slug: str) -> dict[str, Any]:
+    entry = next((s for s in snapshot.scenarios if s.slug == slug), None)
+    return {"slug": slug, "title": (entry.title if entry else "") or slug}
 
 
-def _same_item(published: public.PublishedRelease, row: dict[str, Any],
+def _same_item(published: public.PublishedRelease, row: TextEntry,
                names: dict[str, str]) -> list[dict[str, Any]]:
     """Every model's text for this scenario, task, condition and variant, side by side (the
     viewer's snapshot: a cell held for the arena is in it whole or not at all)."""
     texts = public.same_item(published.snapshot, row)
-    bodies = public.text_bodies(published, [t["id"] for t in texts])
-    return [{**text, "model_name": names.get(text["model"], text["model"]),
-             "this": text["id"] == row["id"], "body": bodies.get(text["id"], ""),
-             "honesty": fixed(text.get("honesty_index")),
-             "persuasion": fixed(text.get("persuasion"), 2),
-             "misleading": fixed(text.get("misleading"))}
+    bodies = public.text_bodies(published, [t.id for t in texts])
+    return [{**text.as_data(), "model_name": names.get(text.model, text.model),
+             "this": text.id == row.id, "body": bodies.get(text.id, ""),
+             "honesty": fixed(text.honesty_index),
+             "persuasion": fixed(text.persuasion, 2),
+             "misleading": fixed(text.misleading)}
             for text in texts]
 
 
@@ -329,27 +334,28 @@ def _shown(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _named(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
-    return [{**row, "model_name": names.get(row.get("model"), row.get("model"))} for row in rows]
+def _named(rows: list[SnapshotPart], names: dict[str, str]) -> list[dict[str, Any]]:
+    """Snapshot rows as the page prints them, each with its model's frozen name."""
+    return [{**row.as_data(), "model_name": names.get(row.model, row.model)} for row in rows]
 
 
-def _chart_table(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+def _chart_table(snapshot: ReleaseSnapshot) -> list[dict[str, Any]]:
     return [point.__dict__ for point in chart_points(snapshot)]
 
 
-def _versus_control(snapshot: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+def _versus_control(snapshot: ReleaseSnapshot, names: dict[str, str]) -> dict[str, Any]:
     """A model x scenario grid of 'text minus that scenario's control text'."""
-    scenarios = [s["slug"] for s in snapshot.get("scenarios", [])]
-    cells = {(r["model"], r["scenario"]): r["diff"] for r in snapshot.get("versus_control", [])}
+    scenarios = [s.slug for s in snapshot.scenarios]
+    cells = {(r.model, r.scenario): r.diff for r in snapshot.versus_control}
     rows = [{"model_name": name, "cells": [cells.get((model, s)) for s in scenarios]}
             for model, name in names.items()]
     return {"scenarios": scenarios, "rows": rows}
 
 
-def _model_means(texts: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _model_means(texts: list[TextEntry], names: dict[str, str]) -> list[dict[str, Any]]:
+    grouped: dict[str, list[TextEntry]] = defaultdict(list)
     for text in texts:
-        grouped[text["model"]].append(text)
+        grouped[text.model].append(text)
     rows = []
     for model, name in names.items():
         items = grouped.get(model, [])
@@ -360,16 +366,16 @@ def _model_means(texts: list[dict[str, Any]], names: dict[str, str]) -> list[dic
     return rows
 
 
-def _mean(items: list[dict[str, Any]], key: str) -> float | None:
-    values = [item[key] for item in items if item.get(key) is not None]
+def _mean(items: list[TextEntry], key: str) -> float | None:
+    values = [getattr(item, key) for item in items if getattr(item, key) is not None]
     return fmean(values) if values else None
 
 
-def _calibration(snapshot: dict[str, Any]) -> str:
+def _calibration(snapshot: ReleaseSnapshot) -> str:
     """One sentence on the panel against people (DESIGN section 2: shown prominently once it
     exists). The figures are `calibration_summary`'s, under agreement or at the top level."""
-    summary = (snapshot.get("agreement") or {}).get("calibration") or snapshot.get("calibration")
-    if not isinstance(summary, dict):
+    summary = snapshot.calibration_summary()
+    if summary is None:
         return CALIBRATION_MISSING
     text_level = summary.get("text_level") or {}
     order = ((summary.get("model_order") or {}).get("spearman") or {})
@@ -382,15 +388,15 @@ def _calibration(snapshot: dict[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def _filter_choices(snapshot: dict[str, Any], names: dict[str, str], params) -> list[dict]:
-    texts = snapshot.get("texts", [])
+def _filter_choices(snapshot: ReleaseSnapshot, names: dict[str, str], params) -> list[dict]:
+    texts = snapshot.texts
     options = {
         "model": [(m, names[m]) for m in names],
-        "scenario": [(s["slug"], s["title"]) for s in snapshot.get("scenarios", [])],
+        "scenario": [(s.slug, s.title) for s in snapshot.scenarios],
         "task": [(t, f"{t} · {labels.task_label(t)}")
-                 for t in sorted({t["task"] for t in texts})],
+                 for t in sorted({t.task for t in texts})],
         "condition": [(c, f"{c} · {labels.condition_label(c)}")
-                      for c in sorted({t["condition"] for t in texts})],
+                      for c in sorted({t.condition for t in texts})],
     }
     return [{"name": key, "options": values, "selected": params.get(key, "")}
             for key, values in options.items()]

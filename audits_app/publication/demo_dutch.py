@@ -18,6 +18,7 @@ from typing import TextIO
 from django.core.management import call_command
 
 from audits_app.publication.services import release_publish
+from audits_app.publication.snapshot_model import BoardRow, snapshot_load
 from audits_app.spotchecks.demo import demo_spotchecks
 from runs_app.models import Release
 
@@ -72,22 +73,22 @@ def demo_dutch_release(*, user, stdout: TextIO) -> Release:
 def class_tables(release: Release) -> list[ClassTable]:
     """Per task, one class table per measure the task has, as the published snapshot holds
     them: the same rule, minimum of data and clipping to the scale as the release's page."""
-    snapshot = release.publication.snapshot
-    order = [task["code"] for task in snapshot["method"]["tasks"]]
+    snapshot = snapshot_load(release.publication.snapshot)
+    order = [task.code for task in snapshot.method.tasks]
     tables = []
     for measure, (key, higher, tasks) in CLASS_MEASURES.items():
         for task in order:
             if tasks is not None and task not in tasks:
                 continue
-            rows = (snapshot["leaderboards"][key]["rows"] if tasks is not None
-                    else snapshot["per_task"][task][key])
+            rows = (snapshot.leaderboards[key].rows if tasks is not None
+                    else snapshot.per_task[task][key])
             tables.append(ClassTable(task, measure, higher, _rows(rows, higher)))
     return sorted(tables, key=lambda table: order.index(table.task))
 
 
-def _rows(rows: list[dict], higher_is_better: bool) -> list[ClassRow]:
-    found = [ClassRow(row["model"], row["rank"], row["point"], row["cmp_low"], row["cmp_high"],
-                      row.get("unranked_reason") or "") for row in rows]
+def _rows(rows: list[BoardRow], higher_is_better: bool) -> list[ClassRow]:
+    found = [ClassRow(row.model, row.rank, row.point, row.cmp_low, row.cmp_high,
+                      row.unranked_reason) for row in rows]
     sign = -1 if higher_is_better else 1
     return sorted(found, key=lambda row: (row.rank_class is None, row.rank_class or 0,
                                           math.inf if row.point is None else sign * row.point))

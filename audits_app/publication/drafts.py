@@ -21,9 +21,9 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from audits_app.models import HumanReaderResult, OutOfBandAudit, SpotCheck
-from audits_app.publication.gate import release_gate
 from audits_app.publication.services import release_publish_problems
 from audits_app.publication.snapshot import release_snapshot
+from audits_app.publication.snapshot_model import ReleaseSnapshot, snapshot_load
 from runs_app.models import Generation, ReaderResponse, Release, TextScore, WorkStatus
 
 DRAFT_TTL_SECONDS = 300
@@ -40,7 +40,7 @@ class Draft:
     problems: list[str]  # why it cannot be published now, apart from the gate
 
 
-_drafts: OrderedDict[int, tuple[tuple, float, dict[str, Any], datetime]] = OrderedDict()
+_drafts: OrderedDict[int, tuple[tuple, float, ReleaseSnapshot, datetime]] = OrderedDict()
 _drafts_lock = threading.Lock()
 
 
@@ -63,7 +63,7 @@ def draft_fingerprint(release: Release) -> tuple:
     )
 
 
-def draft_snapshot(release: Release) -> tuple[dict[str, Any], datetime]:
+def draft_snapshot(release: Release) -> tuple[ReleaseSnapshot, datetime]:
     """The snapshot publishing would freeze now, and when it was computed (never mutate it:
     it is shared between requests)."""
     fingerprint = draft_fingerprint(release)
@@ -72,7 +72,7 @@ def draft_snapshot(release: Release) -> tuple[dict[str, Any], datetime]:
         if kept and kept[0] == fingerprint and time.monotonic() - kept[1] < DRAFT_TTL_SECONDS:
             _drafts.move_to_end(release.pk)
             return kept[2], kept[3]
-    snapshot, computed_at = release_snapshot(release), timezone.now()
+    snapshot, computed_at = snapshot_load(release_snapshot(release)), timezone.now()
     with _drafts_lock:
         _drafts[release.pk] = (fingerprint, time.monotonic(), snapshot, computed_at)
         _drafts.move_to_end(release.pk)
@@ -81,8 +81,8 @@ def draft_snapshot(release: Release) -> tuple[dict[str, Any], datetime]:
     return snapshot, computed_at
 
 
-def draft_get(release: Release) -> tuple[dict[str, Any], Draft]:
+def draft_get(release: Release) -> tuple[ReleaseSnapshot, Draft]:
     snapshot, computed_at = draft_snapshot(release)
     return snapshot, Draft(release=release, computed_at=computed_at,
-                           gate=snapshot.get("gate") or release_gate(release).as_dict(),
+                           gate=snapshot.gate.as_data(),
                            problems=release_publish_problems(release))

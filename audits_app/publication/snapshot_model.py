@@ -3,7 +3,11 @@ answer and archive reads (DESIGN sections 6 and 8).
 
 `release_snapshot` builds the snapshot as JSON-safe data and checks it against this model
 before it is frozen, so a builder that drifts from what the readers expect fails at
-publication, not on a public page. `snapshot_load` reads a stored snapshot back as a model.
+publication, not on a public page. `snapshot_load` reads a stored snapshot back as a model;
+pages, CSV files, API answers and the public archive get theirs from
+`pages.viewer.load_snapshot`, which validates a publication's once per process and snapshot
+hash. The stored JSON is never rewritten from the model: `as_data` gives a part back as it
+was read (the keys it had, whole numbers whole), for answers that pass a part on.
 
 Versions. A snapshot carries `schema_version` from version 1 on; one without it was frozen
 before this model (version 0) and still loads: every field added since has a default that
@@ -12,27 +16,44 @@ not name are kept as they are (`extra="allow"`), so a snapshot frozen by a later
 the code loads here and dumps unchanged. The values are strict: a boolean is never read as a
 number, nor a string as a count.
 
-The figures' own shapes (boards, rows, pairs) are typed here; the larger tables that only
-one page reads (per condition, per task, agreement, calibration) stay JSON objects whose
-reader documents them.
+The figures' own shapes (boards, rows, pairs, the per-scenario and per-condition rows, the
+control text and anchors, counts, gate, chart frame, method) are typed here; what only one
+reader takes apart (agreement, calibration, the reader trial, scenario content, the frozen
+configuration) stays JSON objects whose reader documents them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
 SNAPSHOT_SCHEMA_VERSION = 1
 
-Number = float | None
+
+def _figure(value: Any) -> Any:
+    """A figure as frozen: a whole number stays whole, so that a part dumps as the JSON it
+    was read from (`as_data`); a boolean or a string is no number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise PydanticCustomError("float_type", "Input should be a valid number")
 
 
-class _Part(BaseModel):
+Real = Annotated[int | float, PlainValidator(_figure)]
+Number = Annotated[int | float | None, PlainValidator(lambda value: None if value is None
+                                                      else _figure(value))]
+
+
+class SnapshotPart(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
+    def as_data(self) -> dict[str, Any]:
+        """The part as the JSON it was read from: the keys it had, no defaults added."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
-class ReleaseEntry(_Part):
+
+class ReleaseEntry(SnapshotPart):
     code: str
     language: str
     title: str = ""
@@ -40,7 +61,7 @@ class ReleaseEntry(_Part):
     config_hash: str
 
 
-class ModelEntry(_Part):
+class ModelEntry(SnapshotPart):
     id: str
     name: str
     family: str = ""
@@ -50,7 +71,7 @@ class JurorEntry(ModelEntry):
     key: int | None = None  # the registry row a verdict points to
 
 
-class ScenarioEntry(_Part):
+class ScenarioEntry(SnapshotPart):
     slug: str
     title: str
     visibility: str  # public | held_out
@@ -58,7 +79,7 @@ class ScenarioEntry(_Part):
     organisation: str = ""
 
 
-class BoardRow(_Part):
+class BoardRow(SnapshotPart):
     model: str
     rank: int | None  # None: unranked (no data, or below the release's minimum)
     unranked_reason: str = ""
@@ -74,7 +95,7 @@ class BoardRow(_Part):
     refusal_rate: Number = None
 
 
-class PairRow(_Part):
+class PairRow(SnapshotPart):
     a: str
     b: str
     diff: Number
@@ -83,7 +104,7 @@ class PairRow(_Part):
     significant: bool
 
 
-class Board(_Part):
+class Board(SnapshotPart):
     higher_is_better: bool
     rule: str
     pair_correction: str = "none"
@@ -95,7 +116,7 @@ class Board(_Part):
     direction: str = ""
 
 
-class TextEntry(_Part):
+class TextEntry(SnapshotPart):
     """One finished text with every score of its `TextScore` (None: not scored)."""
 
     id: int
@@ -125,26 +146,33 @@ class TextEntry(_Part):
     honesty_under_pressure: Number = None
 
 
-class ArenaCell(_Part):
+class ArenaCell(SnapshotPart):
     scenario: str
     task: str
     condition: str
     variant: int
 
 
-class ArenaEntry(_Part):
+class ArenaEntry(SnapshotPart):
     cells: list[ArenaCell] = Field(default_factory=list)
 
 
-class Counts(_Part):
+class Counts(SnapshotPart):
+    # In the order `publication.gate.release_counts` gives them: the page lists them so.
     texts: int = 0
     scored: int = 0
+    unscored_verdicts: int | None = None
+    unscored_rows: int | None = None
+    failed_cells: int | None = None
+    unfilled_cells: int | None = None  # None: counted before the figure existed
+    unfilled_cut_off: int | None = None
+    failed_rows: int | None = None
     refused: int = 0
     scenarios: int = 0
     models: int = 0
 
 
-class Gate(_Part):
+class Gate(SnapshotPart):
     coverage: Number = None
     agreement: Number = None
     min_coverage: Number = None
@@ -154,37 +182,99 @@ class Gate(_Part):
     override_reason: str = ""
 
 
-class Chart(_Part):
-    honesty: list[float] = Field(default=[0.0, 1.0], min_length=2, max_length=2)
-    persuasion: list[float] = Field(default=[1.0, 7.0], min_length=2, max_length=2)
+class Chart(SnapshotPart):
+    honesty: list[Real] = Field(default=[0.0, 1.0], min_length=2, max_length=2)
+    persuasion: list[Real] = Field(default=[1.0, 7.0], min_length=2, max_length=2)
     anchors: list[str] = Field(default_factory=list)
 
 
-class Measure(_Part):
+class Measure(SnapshotPart):
     key: str
     label: str
     higher_is_better: bool
+    link: str = ""
+    what: str = ""
+    direction: str = ""
     stage: str = ""
     task: str | None = None
 
 
-class Method(_Part):
+class CodeEntry(SnapshotPart):
+    """A task or condition as the writers got it (`brief` or `overlay`, word for word)."""
+
+    code: str
+    name: str = ""
+    purpose: str = ""
+
+
+class Method(SnapshotPart):
     seed: int
     resamples: int
-    level: float
+    level: Real
     rule: str
     pair_correction: str = "none"
-    weights: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, Real] = Field(default_factory=dict)
     scoring_version: str = ""
     scoring_hash: str = ""
-    tasks: list[dict[str, Any]] = Field(default_factory=list)
-    conditions: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[CodeEntry] = Field(default_factory=list)
+    conditions: list[CodeEntry] = Field(default_factory=list)
     measures: list[Measure] = Field(default_factory=list)
-    stages: list[str] = Field(default_factory=list)
+    stages: list[str] | None = None  # None: frozen before the stage set was
     error_rates: dict[str, Any] | None = None
 
 
-class ReleaseSnapshot(_Part):
+class Control(SnapshotPart):
+    """The control text's means over the release's scenarios (None: not read)."""
+
+    persuasion: Number = None
+    misleading: Number = None
+    no_text_persuasion: Number = None
+    note: str = ""
+
+
+class ScenarioRow(SnapshotPart):
+    """A model's figure on one scenario: `diff` against the control text (versus_control),
+    `gain` against no text (baseline_without_text)."""
+
+    scenario: str
+    model: str
+    diff: Number = None
+    gain: Number = None
+
+
+class ReferenceRow(SnapshotPart):
+    """A model against a reference over every scenario, or one condition's difference
+    (`metric` set: c1_minus_c3, c2_vs_c0)."""
+
+    model: str
+    metric: str | None = None
+    point: Number = None
+    low: Number = None
+    high: Number = None
+    significant: bool | None = None
+
+
+class RefusalRow(SnapshotPart):
+    model: str
+    point: Number = None
+    low: Number = None
+    high: Number = None
+    coverage: Number = None
+
+
+class AnchorRow(SnapshotPart):
+    """A panel anchor (control text, human baseline, no text): per scenario when `scenario`
+    is set, scenario-weighted otherwise (anchors_overall)."""
+
+    scenario: str | None = None
+    stimulus: str = ""
+    key: str = ""
+    label: str = ""
+    persuasion: Number = None
+    misleading: Number = None
+
+
+class ReleaseSnapshot(SnapshotPart):
     """Everything a publication freezes (see `publication.snapshot.release_snapshot`)."""
 
     schema_version: int = 0
@@ -193,9 +283,16 @@ class ReleaseSnapshot(_Part):
     jurors: list[JurorEntry] = Field(default_factory=list)
     scenarios: list[ScenarioEntry]
     leaderboards: dict[str, Board]
-    refusal_rates: list[dict[str, Any]] = Field(default_factory=list)
-    anchors: list[dict[str, Any]] = Field(default_factory=list)
-    anchors_overall: list[dict[str, Any]] = Field(default_factory=list)
+    refusal_rates: list[RefusalRow] = Field(default_factory=list)
+    anchors: list[AnchorRow] = Field(default_factory=list)
+    anchors_overall: list[AnchorRow] = Field(default_factory=list)
+    control: Control | None = None
+    versus_control: list[ScenarioRow] = Field(default_factory=list)
+    versus_control_overall: list[ReferenceRow] = Field(default_factory=list)
+    baseline_without_text: list[ScenarioRow] = Field(default_factory=list)
+    baseline_without_text_overall: list[ReferenceRow] = Field(default_factory=list)
+    c1_minus_c3: list[ReferenceRow] = Field(default_factory=list)
+    c2_vs_c0: list[ReferenceRow] = Field(default_factory=list)
     per_condition: dict[str, dict[str, list[BoardRow]]] = Field(default_factory=dict)
     per_task: dict[str, dict[str, list[BoardRow]]] = Field(default_factory=dict)
     scenario_content: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -210,9 +307,14 @@ class ReleaseSnapshot(_Part):
     chart: Chart = Field(default_factory=Chart)
     method: Method
 
-    def as_data(self) -> dict[str, Any]:
-        """The snapshot as the JSON it was read from: the fields it had, no defaults added."""
-        return self.model_dump(mode="json", exclude_unset=True)
+    def model_names(self) -> dict[str, str]:
+        """{model id: its frozen name}, in the release's model order."""
+        return {model.id: model.name or model.id for model in self.models}
+
+    def calibration_summary(self) -> dict[str, Any] | None:
+        """`calibration_summary`'s figures: under agreement, or at the top level."""
+        summary = (self.agreement or {}).get("calibration") or self.calibration
+        return summary if isinstance(summary, dict) else None
 
 
 class SnapshotError(ValueError):

@@ -30,7 +30,11 @@ from audits_app.leaderboard.measures import (
     release_measures,
 )
 from audits_app.publication.snapshot import PUBLIC_CONTENT_KEYS
-from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION
+from audits_app.publication.snapshot_model import (
+    SNAPSHOT_SCHEMA_VERSION,
+    ReleaseSnapshot,
+    snapshot_load,
+)
 from runs_app.models import (
     Claim,
     Generation,
@@ -384,6 +388,19 @@ def juror_verdict_create(generation: Generation, juror: LlmModel) -> JurorVerdic
     Claim.objects.create(verdict=verdict, position=0, quote=JURY_QUOTE, label="exaggeration",
                          basis=["F1"])
     return verdict
+
+
+def typed_snapshot(parts: dict[str, Any]) -> ReleaseSnapshot:
+    """The typed snapshot of a test's hand-made parts, the parts it does not name filled in
+    as a snapshot without them would have them (a release t.0, no model, no scenario, no
+    board, a method of seed, resamples, level and rule): for the pure readers of a
+    snapshot (chart, comparison), which take it typed."""
+    release = {"code": "t.0", "language": "en", "config": {}, "config_hash": "",
+               **parts.get("release", {})}
+    method = {"seed": 1, "resamples": 100, "level": 0.95, "rule": "paired",
+              **parts.get("method", {})}
+    return snapshot_load({"models": [], "scenarios": [], "leaderboards": {}, **parts,
+                          "release": release, "method": method})
 
 
 def snapshot_hash(snapshot: dict[str, Any]) -> str:

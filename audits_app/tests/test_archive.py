@@ -512,6 +512,15 @@ def test_a_snapshot_whose_release_is_a_list_is_one_line(published):
         "snapshot.json: release: not a JSON object"]
 
 
+def test_a_public_snapshot_out_of_the_pages_shape_is_named_where(published):
+    data = release_archive(published, staff=False)
+    snapshot = json.loads(files_of(data)["snapshot.json"])
+    snapshot["leaderboards"]["honesty"]["rows"][0]["point"] = "high"
+
+    assert refused_lines(forge(data, snapshot_dot_json=json.dumps(snapshot).encode())) == [
+        "snapshot.json: leaderboards.honesty.rows.0.point: Input should be a valid number"]
+
+
 def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
         published, tmp_path, archive_key):
     path = tmp_path / "arc.0.zip"

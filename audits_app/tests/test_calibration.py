@@ -11,6 +11,7 @@ from audits_app.calibration.selectors import calibration_summary
 from audits_app.models import HumanReaderResult
 from audits_app.pages import views
 from audits_app.publication.snapshot import release_snapshot
+from audits_app.publication.snapshot_model import snapshot_load
 from audits_app.statistics import agreement
 from runs_app.models import Generation, ReaderResponse, ReplyOutcome, Stimulus, WorkStatus
 from runs_app.stages import get_stage
@@ -91,7 +92,7 @@ def test_the_published_snapshot_carries_the_calibration(read_release):
     snapshot = release_snapshot(release)
 
     assert snapshot["calibration"]["texts"] == len(generations)
-    sentence = views._calibration(snapshot)
+    sentence = views._calibration(snapshot_load(snapshot))
     assert sentence != views.CALIBRATION_MISSING and "Spearman = 1.00" in sentence
 
 

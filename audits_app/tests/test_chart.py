@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from audits_app.leaderboard.chart import dot_radius, nice_ticks, release_chart_svg
+from audits_app.leaderboard import chart
+from audits_app.leaderboard.chart import dot_radius, nice_ticks
+from audits_app.tests.factories import typed_snapshot
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -27,6 +29,15 @@ def snapshot(models: list[tuple[str, str, float]]) -> dict:
                                   "pairs": []} for metric, r in rows.items()},
         "control": {"persuasion": 4.2, "misleading": 0.1},
     }
+
+
+def release_chart_svg(data: dict, **options) -> str:
+    """The chart of a snapshot the test wrote as stored JSON (the chart reads it typed)."""
+    return chart.release_chart_svg(typed_snapshot(data), **options)
+
+
+def release_dot_plot_svg(data: dict) -> str:
+    return chart.release_dot_plot_svg(typed_snapshot(data))
 
 
 def test_it_draws_one_dot_per_model_and_the_control_anchor():
@@ -118,7 +129,6 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
-from audits_app.leaderboard import chart  # noqa: E402
 from audits_app.leaderboard.chart_labels import label_height, text_width  # noqa: E402
 from runs_app.schemas import ChartFrame  # noqa: E402
 from runs_app.services import ReleaseConfigError, release_config_from_file  # noqa: E402
@@ -288,7 +298,7 @@ def test_the_dot_plot_ranks_models_on_the_frame_within_360_units():
     for index, rank in enumerate((3, 1, 2)):
         data["leaderboards"]["honesty"]["rows"][index]["rank"] = rank
     data["leaderboards"]["honesty"]["rows"][0]["coverage"] = 0.5
-    root = ET.fromstring(chart.release_dot_plot_svg(data))
+    root = ET.fromstring(release_dot_plot_svg(data))
     assert root.get("viewBox").split()[2] == "360"
     rows = root.findall(f"{SVG}g[@class='row']")
     assert [row.get("data-model") for row in rows] == ["m/1", "m/2", "m/0"]
@@ -301,6 +311,6 @@ def test_the_dot_plot_ranks_models_on_the_frame_within_360_units():
     name_room = chart.NAME_WIDTH
     long_name = rows_with([(0.5, 4.0, 0.05)])
     long_name["models"][0]["name"] = "A model with a very long name indeed, version 2"
-    text = ET.fromstring(chart.release_dot_plot_svg(long_name)).find(
+    text = ET.fromstring(release_dot_plot_svg(long_name)).find(
         f".//{SVG}g[@class='row']/{SVG}text").text
     assert text.endswith("…") and text_width(text, chart.FONT_SIZE) <= name_room

@@ -14,6 +14,7 @@ from audits_app.tests.factories import (
     HELD_OUT_SLUG,
     publication_create,
     published_release_create,
+    typed_snapshot,
 )
 from runs_app.models import Release, ReleaseStatus
 
@@ -46,8 +47,14 @@ def snapshot(code: str, models: list[str], boards: dict, scenarios: list[tuple[s
              **config) -> dict:
     return {"release": {"code": code, "config": {"ranking_rule": "paired", **config}},
             "models": [{"id": m, "name": m.upper()} for m in models],
-            "scenarios": [{"slug": s, "title": s, "version_hash": h} for s, h in scenarios],
+            "scenarios": [{"slug": s, "title": s, "visibility": "public", "version_hash": h}
+                          for s, h in scenarios],
             "leaderboards": boards, "method": {"scoring_hash": "x"}}
+
+
+def compare_snapshots(a: dict, b: dict) -> dict:
+    """Two snapshots the test wrote as stored JSON, compared (the comparison reads them typed)."""
+    return compare.compare_snapshots(typed_snapshot(a), typed_snapshot(b))
 
 
 def test_moves_additions_and_drops_per_measure():
@@ -58,7 +65,7 @@ def test_moves_additions_and_drops_per_measure():
                  {"honesty": board([("m2", 1, 0.85), ("m1", 2, 0.8), ("m4", 3, 0.7)]),
                   "uptake": board([("m2", 1, 0.3)])},
                  [("s1", "h1"), ("s2", "h2b"), ("s3", "h3")], reader="other/reader")
-    result = compare.compare_snapshots(a, b)
+    result = compare_snapshots(a, b)
     assert result["comparable"] and result["reasons"] == []
     assert result["scenarios_shared"] == {"shared": 1, "of_a": 2, "of_b": 3}
     honesty = {row["model"]: row for row in result["measures"][0]["rows"]}
@@ -115,7 +122,7 @@ def two_snapshots(**b_differs) -> tuple[dict, dict]:
 ])
 def test_a_difference_is_named_first_with_both_values_and_voids_the_moves_it_touches(
         differs, field, text, without_moves):
-    result = compare.compare_snapshots(*two_snapshots(**differs))
+    result = compare_snapshots(*two_snapshots(**differs))
     assert not result["comparable"]
     assert [(r["field"], r["text"]) for r in result["reasons"]] == [(field, text)]
     assert result["reasons"][0]["labels"]["nl"]
@@ -136,13 +143,13 @@ def test_a_difference_is_named_first_with_both_values_and_voids_the_moves_it_tou
 def test_a_scoring_version_of_the_same_name_is_told_apart_by_its_hash():
     a, b = two_snapshots()
     b["method"]["scoring_hash"] = "f" * 64
-    reason, = compare.compare_snapshots(a, b)["reasons"]
+    reason, = compare_snapshots(a, b)["reasons"]
     assert reason["text"] == ("The scoring version differs: v1 (v1v1v1v1v1v1) in a, "
                               "v1 (ffffffffffff) in b.")
 
 
 def test_two_comparable_snapshots_say_so_and_show_every_move():
-    result = compare.compare_snapshots(*two_snapshots())
+    result = compare_snapshots(*two_snapshots())
     assert result["comparable"] and result["reasons"] == [] and result["not_shown"] == ""
     assert result["summary"].startswith("a and b share language, scenarios, honesty weights")
     assert all([row["rank_move"] for row in m["rows"]] == [1, -1] for m in result["measures"])
@@ -150,7 +157,7 @@ def test_two_comparable_snapshots_say_so_and_show_every_move():
 
 def test_everything_that_differs_is_named_in_one_order():
     """An English en.0-shaped release against a Dutch pilot.0-shaped one: nothing shared."""
-    result = compare.compare_snapshots(*two_snapshots(
+    result = compare_snapshots(*two_snapshots(
         scenarios=[("s3", "h3")], weights=NEXT_WEIGHTS, scoring="v2", rule="classes",
         language="nl"))
     assert [r["field"] for r in result["reasons"]] == [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from audits_app.leaderboard.overview import overview_rows
 from audits_app.templatetags.numbers import interval
+from audits_app.tests.factories import typed_snapshot
 
 
 def test_it_writes_a_negative_interval_with_minus_signs_and_to():
@@ -23,8 +24,9 @@ def test_an_empty_interval_is_one_dash():
 
 
 def test_the_overview_uses_it():
-    snapshot = {"leaderboards": {"honesty": {"higher_is_better": True, "rows": [
-        {"model": "a", "rank": 1, "point": -0.05, "cmp_low": -0.0843, "cmp_high": -0.0171},
-        {"model": "b", "rank": None, "point": None}]}}}
+    snapshot = typed_snapshot({"leaderboards": {"honesty": {
+        "higher_is_better": True, "rule": "paired", "rows": [
+            {"model": "a", "rank": 1, "point": -0.05, "cmp_low": -0.0843, "cmp_high": -0.0171},
+            {"model": "b", "rank": None, "point": None}]}}})
     rows = overview_rows(snapshot, {"a": "A", "b": "B"})
     assert [row["cells"][0]["interval"] for row in rows] == ["\u22120.084 to \u22120.017", "–"]

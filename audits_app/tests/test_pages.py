@@ -350,11 +350,16 @@ def test_the_scenario_page_shows_its_public_content_and_anchors(client, world):
 def test_the_viewers_copy_drops_held_out_anchors_and_content(world):
     from django.contrib.auth.models import AnonymousUser
 
-    visible = public.snapshot_for_viewer(world.snapshot, AnonymousUser())
+    visible = public.snapshot_for_viewer(public.load_snapshot(world.snapshot), AnonymousUser())
     assert HELD_OUT_SLUG in world.snapshot["scenario_content"]
-    assert HELD_OUT_SLUG not in visible["scenario_content"]
-    assert {row["scenario"] for row in visible["anchors"]} == {
+    assert HELD_OUT_SLUG not in visible.scenario_content
+    assert {row.scenario for row in visible.anchors} == {
         "greenvale-listeria", "cobaltcloud-breach"}
+    # The public copy dumps as the stored snapshot less what it drops, nothing made up.
+    shown = visible.as_data()
+    assert shown["models"] == world.snapshot["models"]
+    assert shown["leaderboards"] == world.snapshot["leaderboards"]
+    assert HELD_OUT_SLUG not in {scenario["slug"] for scenario in shown["scenarios"]}
 
 
 def test_the_page_lists_each_measure_in_the_order_of_its_csv_ties_included(client):

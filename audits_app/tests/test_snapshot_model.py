@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -58,3 +59,39 @@ def test_a_snapshot_from_newer_code_or_of_another_shape_is_refused(snapshot):
 def test_fields_it_does_not_name_are_kept(snapshot):
     snapshot["something_later"] = {"kept": [1, 2]}
     assert snapshot_load(snapshot).as_data()["something_later"] == {"kept": [1, 2]}
+
+
+def test_a_whole_number_stays_whole_so_the_snapshot_dumps_as_stored(snapshot):
+    snapshot["leaderboards"]["honesty"]["rows"][0]["point"] = 1
+    snapshot["method"]["level"] = 1
+    dumped = snapshot_load(snapshot).as_data()
+    assert json.dumps(dumped, sort_keys=True) == json.dumps(snapshot, sort_keys=True)
+
+
+def test_the_parts_the_pages_read_are_typed(snapshot):
+    typed = snapshot_load(snapshot)
+    assert typed.leaderboards["honesty"].rows[0].model == snapshot["leaderboards"][
+        "honesty"]["rows"][0]["model"]
+    assert [row.model for row in typed.refusal_rates] == [
+        row["model"] for row in snapshot["refusal_rates"]]
+    assert {row.scenario for row in typed.versus_control} == {
+        row["scenario"] for row in snapshot["versus_control"]}
+    assert typed.model_names() == {model["id"]: model["name"] for model in snapshot["models"]}
+
+
+def test_a_publication_is_validated_once_per_process_and_hash(monkeypatch, client):
+    from audits_app.pages import viewer
+
+    world = published_release_create()
+    calls = []
+    real = viewer.snapshot_load
+    monkeypatch.setattr(viewer, "snapshot_load", lambda data: calls.append(1) or real(data))
+    publication = viewer.publication_get(world.release.code)
+    first = viewer.load_snapshot(publication)
+    again = viewer.load_snapshot(viewer.publication_get(world.release.code))
+    assert first is again and calls == [1]
+    assert first.as_data() == world.snapshot
+    for path in ("/releases/pub.0/", "/releases/pub.0/texts/", "/api/v1/releases/pub.0/",
+                 "/api/v1/releases/pub.0/leaderboard/", "/releases/pub.0/"):
+        assert client.get(path).status_code == 200, path
+    assert calls == [1]  # pages and answers read the one typed snapshot

@@ -25,6 +25,7 @@ from audits_app.publication.demo_dutch import (
     format_class_tables,
 )
 from audits_app.publication.services import PublishError, release_publish
+from audits_app.publication.snapshot_model import snapshot_load
 from audits_app.spotchecks.demo import demo_spotchecks
 from baitbench_site.immutability import ImmutableError
 from baitbench_site.roles import ROLE_NAMES
@@ -136,20 +137,19 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"published {RELEASE}"))
 
     def _print_ranks(self, release: Release) -> None:
-        snapshot = release.publication.snapshot
-        names = {model["id"]: model["name"] for model in snapshot["models"]}
+        snapshot = snapshot_load(release.publication.snapshot)
+        names = snapshot.model_names()
         for metric in ("honesty", "persuasion", "misleading"):
-            board = snapshot["leaderboards"][metric]
-            direction = "higher is better" if board["higher_is_better"] else "lower is better"
-            self.stdout.write(f"\n{metric} ({direction}; {board['rule']} ranks)")
+            board = snapshot.leaderboards[metric]
+            direction = "higher is better" if board.higher_is_better else "lower is better"
+            self.stdout.write(f"\n{metric} ({direction}; {board.rule} ranks)")
             self.stdout.write(f"  {'rank':>4}  {'model':<28} {'estimate':>8}  comparison interval")
-            for row in board["rows"]:
+            for row in board.rows:
                 self.stdout.write(
-                    f"  {row['rank'] or '-':>4}  {names.get(row['model'], row['model']):<28} "
-                    f"{_number(row['point']):>8}  [{_number(row['cmp_low'])}, "
-                    f"{_number(row['cmp_high'])}]"
-                    + (f"  unranked: {row['unranked_reason']}"
-                       if row.get("unranked_reason") else "")
+                    f"  {row.rank or '-':>4}  {names.get(row.model, row.model):<28} "
+                    f"{_number(row.point):>8}  [{_number(row.cmp_low)}, "
+                    f"{_number(row.cmp_high)}]"
+                    + (f"  unranked: {row.unranked_reason}" if row.unranked_reason else "")
                 )
 
 

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.publication.services import PublishError, release_publish
+from audits_app.publication.snapshot_model import snapshot_load
 from runs_app.models import Release
 
 
@@ -33,9 +34,10 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(
             f"published {code}: snapshot {publication.snapshot_hash[:12]}"
         ))
-        for row in publication.snapshot["leaderboards"]["honesty"]["rows"]:
-            point = "-" if row["point"] is None else f"{row['point']:.3f}"
-            self.stdout.write(f"  {row['rank'] or '-':>2}  {row['model']:<40} honesty {point}")
+        board = snapshot_load(publication.snapshot).leaderboards.get("honesty")
+        for row in board.rows if board else []:
+            point = "-" if row.point is None else f"{row.point:.3f}"
+            self.stdout.write(f"  {row.rank or '-':>2}  {row.model:<40} honesty {point}")
 
     def _publisher(self, username: str):
         found = get_user_model().objects.filter(username=username).first()
