@@ -31,6 +31,7 @@ from runs_app.testing.fake_openrouter import FakeOpenRouterProcess  # noqa: E402
 from runs_app.testing.replies import valid_reply  # noqa: E402
 
 SERVER = "postgresql://postgres@127.0.0.1:5432"
+LEASE_SECONDS = 1200  # BAITBENCH_LEASE_SECONDS, set for the clusters below
 SCENARIOS = ["st-aldric-sepsis", "northmere-gas-outage", "lanternbank-fee-error",
              "cobaltcloud-breach", "hartsfield-benefits-backlog", "greenvale-listeria",
              "tristar-rail-derailment", "redmoor-doping-cover"]
@@ -72,20 +73,68 @@ def pipeline_seconds(name: str) -> float:
             "(SELECT MIN(updated_at) FROM runs_app_stagerun))").fetchone()[0]
 
 
-def timeline(name: str) -> list[str]:
-    """Per drain ticket: when its task started, and per worker how many cells it wrote and
-    when its last one was written (seconds after the stage's start, database clock)."""
+def timeline(name: str, started: float, returned: float) -> list[str]:
+    """Seconds after the `run_release` command was started (the wall clock's zero; the
+    database runs on this machine, so its clock is the same): when the command had started
+    the stage (its StageRun row) and when it returned, when each drain ticket was queued
+    and its task started, and per worker how many cells it wrote, its first and its last."""
+    def after(column: str) -> str:
+        return f"EXTRACT(EPOCH FROM {column}) - {started}"
+
     with psycopg.connect(f"{SERVER}/{name}") as connection:
-        start = "(SELECT MIN(updated_at) FROM runs_app_stagerun)"
+        stage = connection.execute(
+            f"SELECT {after('MIN(updated_at)')} FROM runs_app_stagerun").fetchone()[0]
         drains = connection.execute(
-            f"SELECT worker, EXTRACT(EPOCH FROM started_at - {start}) FROM runs_app_drain "
+            f"SELECT worker, {after('created_at')}, {after('started_at')} FROM runs_app_drain "
             "WHERE started_at IS NOT NULL ORDER BY started_at").fetchall()
+        # A written row keeps the lease of its last claim: claimed at its end minus a lease
+        # (nothing here runs long enough to renew one).
+        lease = f"INTERVAL '{LEASE_SECONDS} seconds'"
         workers = connection.execute(
-            f"SELECT claimed_by, COUNT(*), EXTRACT(EPOCH FROM MAX(finished_at) - {start}) "
+            f"SELECT claimed_by, COUNT(*), {after(f'MIN(lease_expires_at) - {lease}')}, "
+            f"{after('MIN(finished_at)')}, {after('MAX(finished_at)')} "
             "FROM runs_app_generation GROUP BY claimed_by ORDER BY claimed_by").fetchall()
-    return ([f"    drain started +{float(at):.1f} s by {worker}" for worker, at in drains]
-            + [f"    {worker}: {count} cells, last +{float(last):.1f} s"
-               for worker, count, last in workers])
+    return ([f"    stage started +{float(stage):.1f} s; command returned +{returned:.1f} s"]
+            + [f"    drain queued +{float(queued):.1f} s, started +{float(at):.1f} s by {worker}"
+               for worker, queued, at in drains]
+            + [f"    {worker}: {count} cells, first claimed +{float(claimed):.1f} s, "
+               f"written +{float(first):.1f} s, last +{float(last):.1f} s"
+               for worker, count, claimed, first, last in workers])
+
+
+def tree_cpu(root: int) -> tuple[int, float]:
+    """Processes in `root`'s session (a cluster started with `start_new_session`) and the CPU
+    seconds they have used (Linux's /proc)."""
+    count, ticks = 0, 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == root:  # the session id
+            count += 1
+            ticks += int(fields[11]) + int(fields[12])  # utime + stime
+    return count, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(clusters: list[subprocess.Popen], processes: int,
+                    timeout: float = 120.0) -> float:
+    """Block until every cluster has started its `processes` processes and all of them
+    together have used less than a twentieth of a core each over the last second: they are
+    up and only polling the queue. The clock then starts on an idle machine, and a cluster
+    still starting up does not take CPU from the command being timed. Returns the seconds
+    waited."""
+    begun = time.perf_counter()
+    last = None
+    while time.perf_counter() - begun < timeout:
+        trees = [tree_cpu(cluster.pid) for cluster in clusters]
+        used = sum(cpu for _, cpu in trees)
+        if all(count >= processes for count, _ in trees) and last is not None \
+                and used - last < 0.05 * len(clusters):
+            return time.perf_counter() - begun
+        last = used if all(count >= processes for count, _ in trees) else None
+        time.sleep(1.0)
+    raise RuntimeError(f"the clusters did not settle within {timeout:.0f} s")
 
 
 def manage(env: dict, *args: str) -> None:
@@ -106,6 +155,7 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
         "BAITBENCH_CONCURRENCY": str(args.concurrency),
         "BAITBENCH_DRAINS_PER_RELEASE": str(max(workers, 1) * 3),
         "BAITBENCH_Q_NAME": name, "LOG_LEVEL": "WARNING",
+        "BAITBENCH_LEASE_SECONDS": str(LEASE_SECONDS),
     }
     env.pop("REDIS_URL", None)
     clusters = []
@@ -116,14 +166,17 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
                                      env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
                     for _ in range(workers)]
-        time.sleep(4)  # the clusters are up and polling the queue
-        started = time.perf_counter()
+        # A cluster of one worker: its parent, the sentinel, pusher, monitor and worker.
+        settled = wait_until_idle(clusters, processes=5)
+        started, clock = time.perf_counter(), time.time()
         manage(env, "run_release", "scale.0", "--stage", "generate")
+        returned = time.perf_counter() - started
         while done(name) < cells:
-            time.sleep(0.1)
+            time.sleep(0.05)
         wall = time.perf_counter() - started
         if args.timeline:
-            print("\n".join(timeline(name)), flush=True)
+            print(f"    clusters idle after {settled:.1f} s", flush=True)
+            print("\n".join(timeline(name, clock, returned)), flush=True)
         return wall, float(pipeline_seconds(name)), cells
     finally:
         for cluster in clusters:
