@@ -654,7 +654,10 @@ class _Drain:
             if not batch:
                 lane.next_claim = now + IDLE_RECHECK
                 continue
-            lane.stage.prepare(batch)
+            # The rows are ours now: a database that drops the connection here must not
+            # lose them (they would sit claimed, by nobody, until their lease ran out).
+            retry_database(lambda lane=lane, batch=batch: lane.stage.prepare(batch),
+                           what=f"preparing claimed {lane.stage.name} rows")
             self.ready.extend((lane, item) for item in batch)
             wanted -= len(batch)
 
