@@ -11,7 +11,11 @@ retried is separate.
 Part 2 runs each stage on a throwaway SQLite database against the fake OpenRouter server in a
 child process (`runs_app.testing.fake_openrouter`, valid replies for every role) with a fixed
 latency, through the real OpenRouter provider, one stage at a time, and prints calls/s per stage
-and the ratio to the ideal (concurrency / latency).
+and the ratio to the ideal (concurrency / latency). Two clients without the database are
+measured against the same server first: the plainest (one httpx.AsyncClient; its connection
+pool checks every connection per request, so it pays more CPU per call the more connections it
+has) and the provider the stages use. Every line gives the client's CPU per call (this
+process) and the server's (its child process), to tell which side is short of CPU.
 """
 
 from __future__ import annotations
@@ -112,6 +116,38 @@ def bare_client_rate(base_url: str, concurrency: int, calls: int) -> float:
     return asyncio.run(run())
 
 
+def provider_rate(base_url: str, concurrency: int, calls: int) -> tuple[float, float]:
+    """Calls/s and CPU ms per call of the stages' own client path without the database:
+    `OpenRouterProvider.complete` (its few small clients, its slots, its reply parsing),
+    `concurrency` calls in flight, the same small request."""
+    import asyncio
+
+    from runs_app.providers.base import CompletionRequest, Message
+    from runs_app.providers.openrouter import OpenRouterProvider
+
+    request = CompletionRequest(model="bench/juror-0", messages=(Message("user", "Hello."),),
+                                max_tokens=100, json_mode=True)
+
+    async def run() -> tuple[float, float]:
+        provider = OpenRouterProvider(base_url=base_url, api_key="bench",
+                                      concurrency=concurrency)
+        remaining = calls
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                await provider.complete(request)
+
+        start, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        await provider.aclose()
+        return calls / elapsed, 1000 * cpu / calls
+
+    return asyncio.run(run())
+
+
 def run_throughput(args: argparse.Namespace) -> None:
     from django.conf import settings
     from django.core.management import call_command
@@ -134,23 +170,35 @@ def run_throughput(args: argparse.Namespace) -> None:
           f"{args.concurrency}, ideal {ideal:.0f} calls/s")
     # The server runs in a child process: on this process's GIL it would slow the client.
     with FakeOpenRouterProcess(latency=args.latency, responder=valid_reply) as server:
+        served = server.cpu_seconds()
         bare = bare_client_rate(server.base_url.rstrip("/") + "/", args.concurrency, 1500)
+        bare_server = 1000 * (server.cpu_seconds() - served) / 1500
         server.reset()
-        print(f"  bare httpx client: {bare:.1f} calls/s, {bare / ideal:.2f} of ideal (the most "
-              f"this machine and the fake server allow)")
+        print(f"  bare httpx client: {bare:.1f} calls/s, {bare / ideal:.2f} of ideal (one "
+              f"AsyncClient of {args.concurrency} connections; server {bare_server:.2f} ms CPU "
+              f"per call)")
+        served = server.cpu_seconds()
+        own, own_cpu = provider_rate(server.base_url, args.concurrency, 1500)
+        own_server = 1000 * (server.cpu_seconds() - served) / 1500
+        server.reset()
+        print(f"  provider, no database: {own:.1f} calls/s, {own / ideal:.2f} of ideal "
+              f"(OpenRouterProvider.complete; {own_cpu:.2f} ms CPU per call, server "
+              f"{own_server:.2f} ms)")
         for name in STAGES:
             pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="bench",
                                 concurrency=args.concurrency)
-            before = server.count()
+            before, served = server.count(), server.cpu_seconds()
             start, cpu = time.perf_counter(), time.process_time()
             report = drain(get_stage(name), release, concurrency=args.concurrency,
                            providers=pool)
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             calls = server.count() - before
+            served = server.cpu_seconds() - served
             rate = calls / elapsed if elapsed else 0.0
             print(f"  {name:9s} {report.finished:5d} rows {calls:5d} calls {elapsed:6.2f} s "
-                  f"{rate:7.1f} calls/s  {rate / ideal:5.2f} of ideal, {rate / bare:4.2f} of bare; "
-                  f"{1000 * cpu / max(calls, 1):5.2f} ms CPU per call "
+                  f"{rate:7.1f} calls/s  {rate / ideal:5.2f} of ideal, {rate / bare:4.2f} of bare, "
+                  f"{rate / own:4.2f} of provider; {1000 * cpu / max(calls, 1):5.2f} ms CPU per "
+                  f"call, server {1000 * served / max(calls, 1):4.2f} ms "
                   f"(peak in flight {server.max_in_flight})")
             server.reset()
     start = time.perf_counter()

@@ -258,13 +258,17 @@ def _stage_set(release: Release, stages: list[str] | None) -> list[str]:
 
 
 def run_start(*, release: Release, stages: list[str] | None = None, user=None,
-              enqueue: bool = True) -> list[str]:
+              enqueue: bool = True, plan: bool = False) -> list[str]:
     """Start (or restart) stages of a release: the whole stage set when `stages` is None.
 
     The stages join the release's active scope (`StageRun`); workers claim and plan only
     within it, so asking for one stage never pays for the next. Freezes the configuration.
-    With `enqueue`, drains are queued once the transaction commits. Returns the stages.
+    With `plan`, the rows the stages can have now are planned here, in the same transaction
+    (`manage.py run_release`: the drains it queues find their rows, instead of every one of
+    them planning the same rows at once as it starts). With `enqueue`, drains are queued
+    once the transaction commits. Returns the stages.
     """
+
     release = release_freeze(release=release)
     names = _stage_set(release, stages)
     with transaction.atomic():
@@ -274,6 +278,8 @@ def run_start(*, release: Release, stages: list[str] | None = None, user=None,
             StageRun.objects.update_or_create(
                 release=release, stage=name,
                 defaults={"state": StageRunState.ACTIVE, "updated_by": user})
+        for name in names if plan else ():
+            get_stage(name).plan(release)
         if enqueue:
             _enqueue_after_commit(release)
     return names

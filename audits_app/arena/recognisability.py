@@ -22,12 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import sklearn
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold, cross_val_predict
-from sklearn.pipeline import make_pipeline, make_union
-from threadpoolctl import threadpool_limits
+
+# scikit-learn (and the scipy.stats it imports) is imported where a classifier is made, not
+# here: this module is imported with the admin by every process that sets Django up, and
+# those imports were most of a management command's start-up (`manage.py run_release`).
 
 # A pair is flagged as recognisable when the classifier gives the true writer of either text
 # a probability above this: the true writer is then more likely, to the classifier, than all
@@ -74,11 +72,21 @@ class Recognisability:
         return {"features": "tf-idf word 1-2 grams + character 3-5 grams within words",
                 "model": "multinomial logistic regression (C=1)",
                 "validation": f"GroupKFold by scenario, {self.folds} folds",
-                "threshold": RECOGNISED_ABOVE, "scikit_learn": sklearn.__version__}
+                "threshold": RECOGNISED_ABOVE, "scikit_learn": _sklearn_version()}
+
+
+def _sklearn_version() -> str:
+    import sklearn
+
+    return sklearn.__version__
 
 
 def classifier():
     """The pipeline: a new, unfitted copy each time (cross-validation clones it per fold)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline, make_union
+
     words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2, max_features=20000)
     characters = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True,
                                  min_df=2, max_features=20000)
@@ -103,6 +111,9 @@ def recognise(
     if len(groups) < MIN_SCENARIOS:
         raise RecognisabilityError(f"{len(groups)} scenario(s): at least {MIN_SCENARIOS} needed")
     folds = min(MAX_FOLDS, len(groups))
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+    from threadpoolctl import threadpool_limits
+
     # One BLAS thread: the machine's cores are shared with the web and queue workers, and
     # BLAS threads fighting over them made a fit five times slower, not faster.
     with threadpool_limits(limits=1):

@@ -54,7 +54,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 from scipy.special import expit
 
 from audits_app.statistics.intervals import expanded_t_multiplier
@@ -229,6 +228,8 @@ def spearman(first: npt.ArrayLike, second: npt.ArrayLike) -> float | None:
     both = ~np.isnan(a) & ~np.isnan(b)
     if both.sum() < 3 or np.ptp(a[both]) == 0 or np.ptp(b[both]) == 0:
         return None
+    from scipy import stats  # imported here: scipy.stats is slow to import (recognisability)
+
     return float(stats.spearmanr(a[both], b[both]).statistic)
 
 

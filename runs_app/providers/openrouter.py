@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import email.utils
+import functools
 import logging
 import math
 import os
 import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -182,7 +184,8 @@ class OpenRouterProvider:
                               max_keepalive_connections=connections)
         # trust_env=False: a proxy variable in a worker's environment must not silently
         # reroute (and possibly log) calls that carry the API key.
-        return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False)
+        return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False,
+                                 verify=_tls_context())
 
     async def _wait_before_retry(
         self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
@@ -483,6 +486,14 @@ def _truncate(text: str) -> str:
     if len(text) <= ERROR_DETAIL_LIMIT:
         return text
     return text[: ERROR_DETAIL_LIMIT - 1] + "…"
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The certificate store, read once per process and shared by every client: each
+    `httpx.AsyncClient` otherwise loads it again (about 18 ms of CPU each, seven clients per
+    drain at 50 calls in flight)."""
+    return httpx.create_ssl_context()
 
 
 # httpcore's connection pool looks at every connection of its client each time it assigns a

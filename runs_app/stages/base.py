@@ -43,6 +43,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from runs_app.models import (
+    Drain,
+    DrainState,
     ImmutableError,
     Release,
     ReleaseStatus,
@@ -230,6 +232,19 @@ class Stage(abc.ABC):
         """
 
 
+def claimable_rows(stage: Stage, release: Release) -> Q:
+    """What a worker may claim: pending rows, and claimed rows whose lease has run out."""
+    return Q(status=WorkStatus.PENDING) | Q(
+        status=WorkStatus.CLAIMED, lease_expires_at__lt=timezone.now())
+
+
+def claimable_at_least(stage: Stage, release: Release, count: int) -> bool:
+    """At least `count` rows of the stage are claimable: one query that stops counting
+    there, however many rows are pending."""
+    rows = stage.rows(release).filter(claimable_rows(stage, release))
+    return rows.order_by().values("pk")[:count].count() >= count
+
+
 def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[Any]:
     """Claim up to `size` pending (or expired) rows; every claimed row is ours alone.
 
@@ -256,9 +271,7 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
 def _mark_claimed(stage: Stage, release: Release, size: int, worker: str, token: str) -> None:
     now = timezone.now()
     lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
-    claimable = Q(status=WorkStatus.PENDING) | Q(
-        status=WorkStatus.CLAIMED, lease_expires_at__lt=now
-    )
+    claimable = claimable_rows(stage, release)
     with transaction.atomic():
         # `of=("self",)`: lock the work rows only, never a row a subject's filter joins (the
         # release): every worker's claims and writes would then queue on that one row.
@@ -481,6 +494,16 @@ def others_at_work(release: Release, stages: list[Stage]) -> bool:
                .exists() for stage in stages)
 
 
+def running_drains(release: Release) -> int:
+    """Drain tasks of the release running now (a fresh heartbeat): the drains that share
+    its rows. Queued tickets do not count; they wait behind a running drain."""
+    from runs_app.selectors import DRAIN_DEAD_AFTER
+
+    return Drain.objects.filter(
+        release=release, state=DrainState.RUNNING,
+        heartbeat_at__gte=timezone.now() - DRAIN_DEAD_AFTER).count()
+
+
 @dataclasses.dataclass
 class DrainHooks:
     """What a caller learns while a drain runs (all optional)."""
@@ -518,6 +541,9 @@ class _Drain:
         # a silent drain is taken for dead within a minute (runs_app.tasks).
         self.beat_every = settings.BAITBENCH_DRAIN_HEARTBEAT_SECONDS
         self.renewed = self.planned_at = self.beaten = time.monotonic()
+        # Other drains may claim from the same rows (a queued drain task): then claiming
+        # ahead is held back near the end (`_plenty`).
+        self.shared = gate.controlled and isinstance(release, Release)
 
     def run(self) -> None:
         try:
@@ -614,19 +640,39 @@ class _Drain:
             self.report.stopped = self.gate.reason or "stopped"
             return
         now = time.monotonic()
-        wanted = self.concurrency + self.ahead - len(self.in_flight) - len(self.ready)
+        free = self.concurrency - len(self.in_flight) - len(self.ready)
+        wanted = free + self.ahead
         for lane in reversed(self.lanes):
             if wanted <= 0:
                 break
             if lane.stage.name not in open_names or (lane.next_claim > now and not force):
                 continue
-            batch = claim_batch(lane.stage, self.release, wanted, self.worker)
+            size = wanted if self._plenty(lane) else min(wanted, free)
+            if size <= 0:
+                continue
+            batch = claim_batch(lane.stage, self.release, size, self.worker)
             if not batch:
                 lane.next_claim = now + IDLE_RECHECK
                 continue
-            lane.stage.prepare(batch)
+            # The rows are ours now: a database that drops the connection here must not
+            # lose them (they would sit claimed, by nobody, until their lease ran out).
+            retry_database(lambda lane=lane, batch=batch: lane.stage.prepare(batch),
+                           what=f"preparing claimed {lane.stage.name} rows")
             self.ready.extend((lane, item) for item in batch)
             wanted -= len(batch)
+
+    def _plenty(self, lane: _Lane) -> bool:
+        """Claim ahead from this lane? Rows claimed ahead wait for a slot of this drain: at
+        the end of a stage, while other drains have free slots, they would make the last
+        calls start a whole call later (bench/scaleout.py). So a drain that shares its
+        release with others claims ahead only while the lane holds at least two rounds of
+        calls for every drain; near the end it claims only what it can start now."""
+        if not self.shared:
+            return True
+        drains = running_drains(self.release)
+        if drains <= 1:
+            return True
+        return claimable_at_least(lane.stage, self.release, 2 * self.concurrency * drains)
 
     def _start_calls(self) -> None:
         jobs = []

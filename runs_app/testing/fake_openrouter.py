@@ -29,6 +29,7 @@ import math
 import random
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -468,6 +469,11 @@ class FakeOpenRouterProcess:
     def reset(self) -> None:
         self._ask("reset")
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server's process has used so far (every thread): what it costs to
+        serve, to set against the calls counted."""
+        return self._ask("cpu")
+
 
 def _serve_in_child(latency: float | LogNormalLatency, responder: Responder | None,
                     connection: Any) -> None:
@@ -480,5 +486,6 @@ def _serve_in_child(latency: float | LogNormalLatency, responder: Responder | No
                 return
             if command == "reset":
                 server.reset()
-            answers = {"count": server.count, "max_in_flight": lambda: server.max_in_flight}
+            answers = {"count": server.count, "max_in_flight": lambda: server.max_in_flight,
+                       "cpu": time.process_time}
             connection.send(answers[command]() if command in answers else None)

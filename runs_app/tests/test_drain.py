@@ -26,7 +26,7 @@ from runs_app.models import (
 from runs_app.providers.base import ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.services import run_pause, run_resume, run_set_budget, run_start
-from runs_app.stages import get_stage
+from runs_app.stages import base, get_stage
 from runs_app.stages.base import DrainHooks, drain, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.tests.test_generate import openrouter_release
@@ -355,3 +355,95 @@ def test_a_live_drain_beats_far_more_often_than_it_renews_its_leases(small_demo_
         drain_release(release, ["generate"], concurrency=2, providers=RecordingPool(slow=0.1),
                       hooks=DrainHooks(heartbeat=lambda: beats.append(time.monotonic())))
     assert len(beats) >= 3  # a lease of 20 minutes would renew (and beat) not once here
+
+
+# ---------------------------------------------------------------------------------------
+# A run's drains start together, and share the last rows (bench/scaleout.py)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@override_settings(BAITBENCH_CONCURRENCY=4, BAITBENCH_DRAINS_PER_RELEASE=8)
+def test_a_start_queues_drains_for_the_rows_its_first_drain_will_plan(
+    small_demo_release, enqueued, django_capture_on_commit_callbacks
+):
+    cells = small_demo_release.parsed_config().texts
+    with django_capture_on_commit_callbacks(execute=True):
+        run_start(release=small_demo_release, stages=["generate"])
+
+    # Nothing is planned yet (the drains plan), but one drain per 4 of the cells to come is
+    # queued at once, not one drain that asks for the others once it has planned.
+    assert not Generation.objects.filter(release=small_demo_release).exists()
+    tickets = Drain.objects.filter(release=small_demo_release, state=DrainState.QUEUED)
+    assert tickets.count() == len(enqueued) == min(8, -(-cells // 4)) > 1
+    assert {ticket for _, ticket in enqueued} == set(tickets.values_list("pk", flat=True))
+    # A stage that reads a stage of the same run has nothing to plan yet: it adds none.
+    assert drains.unplanned_calls(small_demo_release, ["generate", "refusal"]) == cells
+
+
+@pytest.mark.django_db
+def test_a_planned_start_has_every_row_before_its_drains_are_queued(
+    small_demo_release, monkeypatch, django_capture_on_commit_callbacks
+):
+    rows_when_queued: list[int] = []
+    monkeypatch.setattr(drains, "async_task", lambda *args, **kwargs: rows_when_queued.append(
+        Generation.objects.filter(release=small_demo_release).count()))
+    with django_capture_on_commit_callbacks(execute=True):
+        run_start(release=small_demo_release, stages=["generate"], plan=True)
+
+    cells = small_demo_release.parsed_config().texts
+    assert rows_when_queued and set(rows_when_queued) == {cells}
+    # Planning again finds every cell there: nothing new, nothing inserted twice.
+    assert get_stage("generate").plan(small_demo_release) == 0
+    assert Generation.objects.filter(release=small_demo_release).count() == cells
+
+
+def first_claim(release, *, running: int, pending: int, concurrency: int) -> tuple[int, int]:
+    """A queued drain's first claim from `pending` generation rows while `running` drain
+    tasks of the release run (its own included): the batch size it asked for, and how many
+    rows it then held."""
+    Drain.objects.filter(release=release).delete()
+    now = timezone.now()
+    for number in range(running):
+        Drain.objects.create(release=release, state=DrainState.RUNNING, worker=f"w:{number}",
+                             started_at=now, heartbeat_at=now)
+    rows = Generation.objects.filter(release=release)
+    keep = list(rows.order_by("pk").values_list("pk", flat=True)[:pending])
+    rows.exclude(pk__in=keep).update(status=WorkStatus.DONE)
+    rows.filter(pk__in=keep).update(status=WorkStatus.PENDING, claim_token="", claimed_by="",
+                                    claims=0)
+    sizes: list[int] = []
+    original = base.claim_batch
+
+    def recording(stage, subject, size, worker):
+        sizes.append(size)
+        return original(stage, subject, size, worker)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "claim_batch", recording)
+        gate = base.RunGate(release, ["generate"], controlled=True)
+        worker = base._Drain(release, [base._Lane(get_stage("generate"))], gate,
+                             ProviderPool(), concurrency, "w:0", DrainHooks(),
+                             base.DrainReport(stage="generate"), None, 0.0)
+        try:
+            worker._claim(force=True)
+        finally:
+            worker.calls.close(worker.providers)
+    [size] = sizes
+    return size, len(worker.ready)
+
+
+@pytest.mark.django_db
+def test_drains_sharing_the_last_rows_claim_only_what_they_can_start_now(imported_scenarios):
+    release = openrouter_release(tasks=["T1", "T2"], conditions=["C0", "C1", "C2", "C3"],
+                                 writers=["acme/writer-a", "beta/writer-b"])
+    run_start(release=release, stages=["generate"], enqueue=False, plan=True)
+    assert Generation.objects.filter(release=release).count() >= 12
+    # Concurrency 3 claims 1 ahead (half of it). Alone, a drain claims ahead to the end:
+    # its own rows wait for nobody else.
+    assert first_claim(release, running=1, pending=5, concurrency=3) == (4, 4)
+    # With two drains and rows for two rounds each (12 = 2 x 3 x 2), still ahead.
+    assert first_claim(release, running=2, pending=12, concurrency=3) == (4, 4)
+    # Fewer: a row claimed ahead would wait a whole call for this drain's slot while the
+    # other drain has one free, so it claims only what it starts now.
+    assert first_claim(release, running=2, pending=5, concurrency=3) == (3, 3)

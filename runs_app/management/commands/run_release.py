@@ -49,6 +49,11 @@ class Command(BaseCommand):
     help = ("Start the stages of a release: the whole stage set, or one stage with --stage. "
             "The stages are queued for the workers (qcluster), or run here with --sync. The "
             "release keeps the scope asked for: workers and the schedule keep to it.")
+    # Django's system checks import every URL pattern's view and look over every model and
+    # admin: a second of start-up that ran before every start, while the workers it queues
+    # for wait. `manage.py check` (and every other command, the site's start included) runs
+    # them still.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("code")
@@ -61,7 +66,7 @@ class Command(BaseCommand):
         try:
             release = release_get_or_load(code=code)
             stages = run_start(release=release, stages=[stage] if stage else None,
-                               enqueue=not sync)
+                               enqueue=not sync, plan=not sync)
         except ReleaseConfigError as error:
             for line in error.lines:
                 self.stderr.write(line)
