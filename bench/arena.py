@@ -79,6 +79,7 @@ print(votes.count(), twice)
 class Tally:
     recorded: int = 0
     refused_again: int = 0
+    requests: int = 0
     errors: list[str] = field(default_factory=list)
     vote_ms: list[float] = field(default_factory=list)
     pair_ms: list[float] = field(default_factory=list)
@@ -211,8 +212,8 @@ class Voter:
     """One anonymous visitor from its own address. Cookies are Secure (the proxy says HTTPS),
     so they are sent back by hand over the loopback's plain HTTP."""
 
-    def __init__(self, connections: Connections, origin: str, number: int):
-        self.connections, self.origin, self.cookies = connections, origin, {}
+    def __init__(self, connections: Connections, origin: str, number: int, tally: Tally):
+        self.connections, self.origin, self.cookies, self.tally = connections, origin, {}, tally
         self.address = (f"10.{number // 65536 % 256}.{number // 256 % 256}.{number % 256}")
 
     async def request(self, method: str, path: str, **data) -> tuple[Reply, float]:
@@ -228,6 +229,7 @@ class Voter:
         started = time.perf_counter()
         response = await self.connections.request((head + "\r\n").encode(), body)
         elapsed = (time.perf_counter() - started) * 1000
+        self.tally.requests += 1
         for name, value in response.cookies.items():
             if value is None:
                 self.cookies.pop(name, None)
@@ -276,7 +278,7 @@ async def crowd(base_url: str, voters: int, votes: int, connections: int) -> tup
     origin = base_url.replace("http:", "https:")
     tally = Tally()
     started = time.perf_counter()
-    await asyncio.gather(*(Voter(pool, origin, number).run(votes, tally)
+    await asyncio.gather(*(Voter(pool, origin, number, tally).run(votes, tally)
                            for number in range(voters)))
     seconds = time.perf_counter() - started
     for _, writer in pool.idle:
@@ -378,7 +380,9 @@ def main() -> None:
           f"refused; {len(tally.errors)} errors {sorted(set(tally.errors))[:5]}")
     seconds = figures["seconds"]
     print(f"  CPU over the voting: gunicorn {figures['server_cpu']:.1f} s "
-          f"({figures['server_cpu'] / seconds:.2f} cores), client {figures['client_cpu']:.1f} s "
+          f"({figures['server_cpu'] / seconds:.2f} cores; "
+          f"{figures['server_cpu'] * 1000 / max(tally.requests, 1):.1f} ms a request over "
+          f"{tally.requests} requests), client {figures['client_cpu']:.1f} s "
           f"({figures['client_cpu'] / seconds:.2f} cores); machine load average up to "
           f"{figures['load']:.1f} on {os.cpu_count()} cores (other work included)")
 
