@@ -11,7 +11,7 @@ bind = os.environ.get("BAITBENCH_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
 # Threads per worker (gunicorn's gthread worker when above 1): a request waiting on the
 # database or the cache lets another run, and connections are kept alive between requests.
-threads = int(os.environ.get("BAITBENCH_WEB_THREADS", 1))
+threads = int(os.environ.get("BAITBENCH_WEB_THREADS", 4))
 # Each worker (thread) keeps its database connection between requests, checked before use
 # (settings.py): a new PostgreSQL connection per request cost more than an arena vote.
 os.environ.setdefault("BAITBENCH_DB_CONN_MAX_AGE", "600")

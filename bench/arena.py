@@ -1,7 +1,7 @@
 """Many voters at once in the arena, through the real HTTP path under gunicorn.
 
     .venv/bin/python bench/arena.py [--database-url postgres://postgres@127.0.0.1:5432/NAME]
-        [--voters 200] [--votes 10] [--connections 64] [--workers 3] [--threads 1]
+        [--voters 200] [--votes 10] [--connections 64] [--workers 3] [--threads 4]
 
 Builds a published release with an approved, open arena in a fresh database (PostgreSQL by
 default: the named database is dropped and created again; a sqlite:/// URL works too), serves
@@ -286,7 +286,7 @@ async def crowd(base_url: str, voters: int, votes: int, connections: int) -> tup
     return tally, seconds
 
 
-def serve(env: dict, log_path: str, threads: int = 1) -> tuple[subprocess.Popen, str]:
+def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -309,7 +309,7 @@ def serve(env: dict, log_path: str, threads: int = 1) -> tuple[subprocess.Popen,
 
 
 def run(*, database_url: str, voters: int, votes: int, connections: int, workers: int,
-        threads: int = 1, redis_url: str = REDIS) -> dict:
+        threads: int = 4, redis_url: str = REDIS) -> dict:
     """The whole benchmark; returns its figures (the suite runs it small)."""
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
@@ -357,7 +357,7 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=int, default=4,
                         help="threads per gunicorn worker (gthread above 1)")
     arguments = parser.parse_args()
     figures = run(database_url=arguments.database_url, voters=arguments.voters,
