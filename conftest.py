@@ -54,12 +54,14 @@ def fresh_snapshot_cache():
     rolled-back test's ids are used again, so a test could be served another test's snapshot
     and count one query fewer than a fresh process would: each test starts with none."""
     from audits_app import http_cache
+    from audits_app.arena import selectors as arena_selectors
     from audits_app.pages import viewer as public
 
     with public._snapshots_lock:
         public._snapshots.clear()
     public.forget_release_list()
     http_cache.forget_rendered()  # kept answers too: their tags hold the same reused ids
+    arena_selectors.forget_catalogues()  # the arena's pairs and texts, kept per release id
     yield
 
 

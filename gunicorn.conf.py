@@ -9,6 +9,12 @@ import os
 
 bind = os.environ.get("BAITBENCH_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
+# Threads per worker (gunicorn's gthread worker when above 1): a request waiting on the
+# database or the cache lets another run, and connections are kept alive between requests.
+threads = int(os.environ.get("BAITBENCH_WEB_THREADS", 4))
+# Each worker (thread) keeps its database connection between requests, checked before use
+# (settings.py): a new PostgreSQL connection per request cost more than an arena vote.
+os.environ.setdefault("BAITBENCH_DB_CONN_MAX_AGE", "600")
 # Load the site once, in the master, before forking: settings that production refuses stop
 # gunicorn itself with their one line, instead of each worker failing in turn.
 preload_app = True
@@ -21,3 +27,11 @@ timeout = int(os.environ.get("BAITBENCH_WEB_TIMEOUT", 60))
 # No `gunicornc` control socket: it lives at one path per user, which a second instance on
 # the same machine (another site, a test) would take over.
 control_socket_disable = True
+
+
+def pre_fork(server, worker):
+    """Nothing the master opened while loading the site may be shared with a worker: a
+    database connection kept by both would interleave their queries on one socket."""
+    from django.db import connections
+
+    connections.close_all()

@@ -174,6 +174,12 @@ WSGI_APPLICATION = "baitbench_site.wsgi.application"
 DATABASES = {
     "default": database_from_url(os.environ.get("DATABASE_URL", "sqlite:///var/baitbench.sqlite3"))
 }
+# Connections are closed after each request unless BAITBENCH_DB_CONN_MAX_AGE (seconds) says to
+# keep them: gunicorn.conf.py keeps them for the web workers, where opening a PostgreSQL
+# connection (a server process forked per connection) cost more than most arena requests.
+# A kept connection is checked before a request uses it.
+DATABASES["default"]["CONN_MAX_AGE"] = envint("BAITBENCH_DB_CONN_MAX_AGE", 0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en"

@@ -1,14 +1,15 @@
 """Many voters at once in the arena, through the real HTTP path under gunicorn.
 
     .venv/bin/python bench/arena.py [--database-url postgres://postgres@127.0.0.1:5432/NAME]
-        [--voters 200] [--votes 10] [--connections 64] [--workers 3]
+        [--voters 200] [--votes 10] [--connections 64] [--workers 3] [--threads 4]
 
 Builds a published release with an approved, open arena in a fresh database (PostgreSQL by
 default: the named database is dropped and created again; a sqlite:/// URL works too), serves
 it with gunicorn behind a simulated proxy (each voter from its own forwarded address, the rate
 limits shared through Redis as in production), and lets every voter consent, then ask for a
 pair and vote, `--votes` times, with at most `--connections` requests in flight. Each voter
-then submits its last vote a second time (a double click), which must be refused.
+then submits its last vote a second time (a double click), which must be refused. A vote
+answers with a redirect to the next pair, as the page does; the voter then asks for it.
 
 Reports votes recorded per second over the voting phase, p50 and p99 of a vote (POST) and of
 choosing a pair (GET), and the exactly-once count: the votes the database holds for these
@@ -16,6 +17,12 @@ voters against the votes the server answered as recorded, and (voter, pair) rows
 twice. Votes come faster than a person reads, so the arena records them as shadow votes (too
 fast): recorded all the same, which is what is counted here. Target: 200 votes/s, p99 of a
 vote under 250 ms. Loopback only.
+
+The client shares the machine's cores with the server, so it is a lean one (a few lines of
+HTTP/1.1 over asyncio streams, connections kept alive where gunicorn allows: its gthread
+worker, `--threads` above 1), and the CPU seconds of gunicorn (master and workers) and of
+the client over the voting are printed beside the figures, with the machine's load average:
+on a shared machine the server's share of the cores, not its speed, may set the rate.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 
@@ -71,6 +79,7 @@ print(votes.count(), twice)
 class Tally:
     recorded: int = 0
     refused_again: int = 0
+    requests: int = 0
     errors: list[str] = field(default_factory=list)
     vote_ms: list[float] = field(default_factory=list)
     pair_ms: list[float] = field(default_factory=list)
@@ -127,57 +136,135 @@ def count_votes(env: dict) -> tuple[int, int]:
     return int(total), int(twice)
 
 
+@dataclass
+class Reply:
+    status: int
+    cookies: dict[str, str | None]  # None: the server deleted it
+    text: str
+
+
+class Connections:
+    """A lean HTTP/1.1 client for the loopback: at most `size` connections, each kept alive
+    between requests when the server allows it. It shares the machine's cores with the
+    server, so it does no more than write a request and read its answer."""
+
+    def __init__(self, host: str, port: int, size: int):
+        self.host, self.port, self.authority = host, port, f"{host}:{port}"
+        self.gate = asyncio.Semaphore(size)
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def request(self, head: bytes, body: bytes) -> Reply:
+        async with self.gate:
+            reused = bool(self.idle)
+            connection = self.idle.pop() if reused else await self._open()
+            try:
+                reply, keep = await self._exchange(connection, head, body)
+            except (ConnectionError, asyncio.IncompleteReadError) as error:
+                connection[1].close()
+                # A kept connection the server closed while idle: nothing was read, so the
+                # request never reached a view; send it once more on a new connection.
+                if not reused or getattr(error, "partial", b"") != b"":
+                    raise
+                connection = await self._open()
+                reply, keep = await self._exchange(connection, head, body)
+            if keep:
+                self.idle.append(connection)
+            else:
+                connection[1].close()
+            return reply
+
+    async def _open(self):
+        return await asyncio.open_connection(self.host, self.port)
+
+    @staticmethod
+    async def _exchange(connection, head: bytes, body: bytes) -> tuple[Reply, bool]:
+        reader, writer = connection
+        writer.write(head + body)
+        lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length, chunked, keep, cookies = 0, False, True, {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding":
+                chunked = "chunked" in value.lower()
+            elif name == "connection":
+                keep = value.lower() != "close"
+            elif name == "set-cookie":
+                cookie, _, attributes = value.partition(";")
+                key, _, cookie_value = cookie.partition("=")
+                gone = "max-age=0" in attributes.lower().replace(" ", "")
+                cookies[key.strip()] = None if gone else cookie_value.strip()
+        if chunked:
+            parts = []
+            while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                parts.append((await reader.readexactly(size + 2))[:-2])
+            await reader.readuntil(b"\r\n")
+            content = b"".join(parts)
+        else:
+            content = await reader.readexactly(length)
+        return Reply(status, cookies, content.decode()), keep
+
+
 class Voter:
     """One anonymous visitor from its own address. Cookies are Secure (the proxy says HTTPS),
     so they are sent back by hand over the loopback's plain HTTP."""
 
-    def __init__(self, client: httpx.AsyncClient, number: int, gate: asyncio.Semaphore):
-        self.client, self.gate, self.cookies = client, gate, {}
-        self.headers = {"X-Forwarded-Proto": "https",
-                        "X-Forwarded-For": f"10.{number // 65536 % 256}.{number // 256 % 256}."
-                                           f"{number % 256}",
-                        "Origin": str(client.base_url).replace("http:", "https:")}
+    def __init__(self, connections: Connections, origin: str, number: int, tally: Tally):
+        self.connections, self.origin, self.cookies, self.tally = connections, origin, {}, tally
+        self.address = (f"10.{number // 65536 % 256}.{number // 256 % 256}.{number % 256}")
 
-    async def request(self, method: str, path: str, **data) -> tuple[httpx.Response, float]:
-        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
-        headers = {**self.headers, "Cookie": cookie,
-                   "Referer": f"{self.headers['Origin']}{path}"}
-        async with self.gate:
-            started = time.perf_counter()
-            response = await self.client.request(method, path, headers=headers,
-                                                 data=data or None)
-            elapsed = (time.perf_counter() - started) * 1000
-        self.cookies.update(response.cookies)
+    async def request(self, method: str, path: str, **data) -> tuple[Reply, float]:
+        body = urlencode(data).encode() if data else b""
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.connections.authority}\r\n"
+                f"X-Forwarded-Proto: https\r\nX-Forwarded-For: {self.address}\r\n"
+                f"Origin: {self.origin}\r\nReferer: {self.origin}{path}\r\n")
+        if self.cookies:
+            head += "Cookie: " + "; ".join(f"{k}={v}" for k, v in self.cookies.items()) + "\r\n"
+        if data:
+            head += ("Content-Type: application/x-www-form-urlencoded\r\n"
+                     f"Content-Length: {len(body)}\r\n")
+        started = time.perf_counter()
+        response = await self.connections.request((head + "\r\n").encode(), body)
+        elapsed = (time.perf_counter() - started) * 1000
+        self.tally.requests += 1
+        for name, value in response.cookies.items():
+            if value is None:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
         return response, elapsed
 
     async def run(self, votes: int, tally: Tally) -> None:
         page, _ = await self.request("GET", f"/arena/{CODE}/")
         answer, _ = await self.request("POST", f"/arena/{CODE}/consent/", agree="on",
                                        csrfmiddlewaretoken=_field(page.text, "csrfmiddlewaretoken"))
-        if answer.status_code != 302:
-            tally.errors.append(f"consent {answer.status_code}")
+        if answer.status != 302:
+            tally.errors.append(f"consent {answer.status}")
             return
         last = None
         for _ in range(votes):
             pair, pair_ms = await self.request("GET", f"/arena/{CODE}/pair/")
             tally.pair_ms.append(pair_ms)
-            if pair.status_code != 200 or 'name="pair"' not in pair.text:
-                tally.errors.append(f"pair {pair.status_code}")
+            if pair.status != 200 or 'name="pair"' not in pair.text:
+                tally.errors.append(f"pair {pair.status}")
                 return
             last = {"pair": _field(pair.text, "pair"), "favourable": "left",
                     "csrfmiddlewaretoken": _field(pair.text, "csrfmiddlewaretoken")}
             vote, vote_ms = await self.request("POST", f"/arena/{CODE}/vote/", **last)
             tally.vote_ms.append(vote_ms)
-            if vote.status_code == 302:
+            if vote.status == 302:
                 tally.recorded += 1
             else:
-                tally.errors.append(f"vote {vote.status_code}")
+                tally.errors.append(f"vote {vote.status}")
         if last is not None:
             again, _ = await self.request("POST", f"/arena/{CODE}/vote/", **last)
-            if again.status_code == 409:
+            if again.status == 409:
                 tally.refused_again += 1
             else:
-                tally.errors.append(f"second submission {again.status_code}")
+                tally.errors.append(f"second submission {again.status}")
 
 
 def _field(html: str, name: str) -> str:
@@ -186,21 +273,24 @@ def _field(html: str, name: str) -> str:
 
 
 async def crowd(base_url: str, voters: int, votes: int, connections: int) -> tuple[Tally, float]:
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    host, port = base_url.removeprefix("http://").rsplit(":", 1)
+    pool = Connections(host, int(port), connections)
+    origin = base_url.replace("http:", "https:")
     tally = Tally()
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) as client:
-        gate = asyncio.Semaphore(connections)
-        started = time.perf_counter()
-        await asyncio.gather(*(Voter(client, number, gate).run(votes, tally)
-                               for number in range(voters)))
-        return tally, time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(Voter(pool, origin, number, tally).run(votes, tally)
+                           for number in range(voters)))
+    seconds = time.perf_counter() - started
+    for _, writer in pool.idle:
+        writer.close()
+    return tally, seconds
 
 
-def serve(env: dict, log_path: str) -> tuple[subprocess.Popen, str]:
+def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}"}
+    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}", "BAITBENCH_WEB_THREADS": str(threads)}
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "baitbench_site.wsgi",
                                    "--access-logfile", "/dev/null"], cwd=ROOT, env=env,
@@ -219,19 +309,40 @@ def serve(env: dict, log_path: str) -> tuple[subprocess.Popen, str]:
 
 
 def run(*, database_url: str, voters: int, votes: int, connections: int, workers: int,
-        redis_url: str = REDIS) -> dict:
+        threads: int = 4, redis_url: str = REDIS) -> dict:
     """The whole benchmark; returns its figures (the suite runs it small)."""
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
         prepare(env)
-        server, base_url = serve(env, f"{workdir}/gunicorn.log")
+        server, base_url = serve(env, f"{workdir}/gunicorn.log", threads)
         try:
+            server_cpu, client_cpu = tree_cpu(server.pid), time.process_time()
+            load = os.getloadavg()[0]
             tally, seconds = asyncio.run(crowd(base_url, voters, votes, connections))
+            server_cpu = tree_cpu(server.pid) - server_cpu
+            client_cpu = time.process_time() - client_cpu
+            load = max(load, os.getloadavg()[0])
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)
         stored, twice = count_votes(env)
-    return {"tally": tally, "seconds": seconds, "stored": stored, "twice": twice}
+    return {"tally": tally, "seconds": seconds, "stored": stored, "twice": twice,
+            "server_cpu": server_cpu, "client_cpu": client_cpu, "load": load}
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of a process and its descendants so far (Linux /proc)."""
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                total += sum(tree_cpu(int(child)) for child in children.read().split())
+    except OSError:
+        pass
+    return total
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -246,12 +357,15 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per gunicorn worker (gthread above 1)")
     arguments = parser.parse_args()
     figures = run(database_url=arguments.database_url, voters=arguments.voters,
                   votes=arguments.votes, connections=arguments.connections,
-                  workers=arguments.workers)
+                  workers=arguments.workers, threads=arguments.threads)
     tally = figures["tally"]
-    print(f"arena under gunicorn: {arguments.workers} workers, {arguments.voters} voters x "
+    print(f"arena under gunicorn: {arguments.workers} workers x {arguments.threads} threads, "
+          f"{arguments.voters} voters x "
           f"{arguments.votes} votes, {arguments.connections} connections, "
           f"{arguments.database_url.split('://')[0]}, {os.cpu_count()} cores shared with the "
           f"client")
@@ -264,6 +378,13 @@ def main() -> None:
     print(f"  exactly once: {figures['stored']} stored for {tally.recorded} answered as recorded,"
           f" {figures['twice']} (voter, pair) twice, {tally.refused_again} second submissions "
           f"refused; {len(tally.errors)} errors {sorted(set(tally.errors))[:5]}")
+    seconds = figures["seconds"]
+    print(f"  CPU over the voting: gunicorn {figures['server_cpu']:.1f} s "
+          f"({figures['server_cpu'] / seconds:.2f} cores; "
+          f"{figures['server_cpu'] * 1000 / max(tally.requests, 1):.1f} ms a request over "
+          f"{tally.requests} requests), client {figures['client_cpu']:.1f} s "
+          f"({figures['client_cpu'] / seconds:.2f} cores); machine load average up to "
+          f"{figures['load']:.1f} on {os.cpu_count()} cores (other work included)")
 
 
 if __name__ == "__main__":

@@ -22,10 +22,15 @@ import dataclasses
 import hashlib
 import hmac
 import ipaddress
+from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 from django.utils import timezone
+from django_ratelimit import ALL
+from django_ratelimit import core as ratelimit_core
 from django_ratelimit.core import get_usage
 
 from baitbench_site.security import client_address
@@ -49,7 +54,17 @@ class Limited:
 
 
 def connection_key(group: str, request: HttpRequest) -> str:
-    """HMAC of today's date and the client's network; never the address itself."""
+    """HMAC of today's date and the client's network; never the address itself. Worked out
+    once per request: a vote counts against four limits keyed by it."""
+    today = f"{timezone.now():%Y-%m-%d}"
+    kept = getattr(request, "_arena_connection_key", None)
+    if kept is None or kept[0] != today:
+        kept = (today, _connection_key(today, request))
+        request._arena_connection_key = kept
+    return kept[1]
+
+
+def _connection_key(today: str, request: HttpRequest) -> str:
     address = client_address(request)
     try:
         parsed = ipaddress.ip_address(address)
@@ -57,7 +72,7 @@ def connection_key(group: str, request: HttpRequest) -> str:
         network = str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False).network_address)
     except ValueError:
         network = address
-    message = f"{timezone.now():%Y-%m-%d}|{network}".encode()
+    message = f"{today}|{network}".encode()
     secret = hashlib.sha256(f"arena-rate-limit|{settings.SECRET_KEY}".encode()).digest()
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
@@ -68,21 +83,49 @@ def _over(request: HttpRequest, limit: tuple[str, str], key) -> bool:
     return bool(usage and usage["should_limit"])
 
 
+def _over_all(request: HttpRequest, limits: list[tuple[tuple[str, str], Any]]) -> list[bool]:
+    """`_over` for several limits at once. On Redis (the shared cache of a site with several
+    processes) the counts go in one round trip instead of three per limit: the keys, windows
+    and expiry are django-ratelimit's own, so `get_usage` reads the same counts; SET NX then
+    INCR is its add-or-increment, atomic per key. Elsewhere (one process), `get_usage` itself.
+    A cache that does not answer raises, and the request fails rather than go uncounted."""
+    cache = caches[getattr(settings, "RATELIMIT_USE_CACHE", "default")]
+    if not isinstance(cache, RedisCache):
+        return [_over(request, limit, key) for limit, key in limits]
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return [False] * len(limits)
+    counted = []
+    for (group, rate), key in limits:
+        allowed, period = ratelimit_core._split_rate(rate)
+        value = key(group, request)
+        window = ratelimit_core._get_window(value, period)
+        name = cache.make_and_validate_key(ratelimit_core._make_cache_key(
+            group, window, rate, value, ALL))
+        counted.append((name, allowed, period + ratelimit_core.EXPIRATION_FUDGE))
+    pipeline = cache._cache.get_client(counted[0][0], write=True).pipeline(transaction=False)
+    for name, _, expiry in counted:
+        pipeline.set(name, 0, ex=expiry, nx=True)
+        pipeline.incr(name)
+    counts = pipeline.execute()[1::2]
+    return [count > allowed for count, (_, allowed, _) in zip(counts, counted, strict=True)]
+
+
 def vote_limits(request: HttpRequest, voter_key: str, pair_id: int) -> Limited:
     """Count one vote against every vote limit. Only the per-voter limit is keyed by the
     voter; the others by the network, so that consenting again (a new voter) resets none."""
-    hard = _over(request, VOTES_HARD, connection_key)
-    by_voter = _over(request, VOTES_PER_VOTER, lambda group, request: voter_key)
-    by_connection = _over(request, VOTES_PER_CONNECTION, connection_key)
-    by_day = _over(request, VOTES_PER_CONNECTION_DAY, connection_key)
-    by_pair = _over(request, VOTES_PER_PAIR,
-                    lambda group, request: f"{connection_key(group, request)}|{pair_id}")
+    hard, by_voter, by_connection, by_day, by_pair = _over_all(request, [
+        (VOTES_HARD, connection_key),
+        (VOTES_PER_VOTER, lambda group, request: voter_key),
+        (VOTES_PER_CONNECTION, connection_key),
+        (VOTES_PER_CONNECTION_DAY, connection_key),
+        (VOTES_PER_PAIR, lambda group, request: f"{connection_key(group, request)}|{pair_id}"),
+    ])
     return Limited(soft=hard or by_voter or by_connection or by_day or by_pair, hard=hard)
 
 
 def pair_limited(request: HttpRequest) -> bool:
     """Count one pair shown; True when this connection asked for too many."""
-    return _over(request, PAIRS_HARD, connection_key)
+    return _over_all(request, [(PAIRS_HARD, connection_key)])[0]
 
 
 def voter_limited(request: HttpRequest) -> bool:

@@ -10,12 +10,22 @@ once the release is published.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
+import time
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import Count, Max, Q
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    Max,
+    Q,
+)
 
 from audits_app.arena import statistics
 from audits_app.arena.models import (
@@ -24,6 +34,7 @@ from audits_app.arena.models import (
     ArenaResult,
     ArenaShowing,
     ArenaVote,
+    ArenaVoter,
     EthicsReview,
     RecognisabilityRun,
     Side,
@@ -80,11 +91,38 @@ def cell_pairs(texts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[s
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
 class ArenaState:
-    reviews: list[EthicsReview]  # newest first
-    events: list[ArenaEvent]  # newest first
-    prepared: bool
+    """Ethics reviews and opening/closing events of a release's arena (newest first), and
+    whether its pairs are prepared.
+
+    `arena_state` reads everything at once. `arena_access`, on every voter's request, reads
+    only what voting needs (the latest event's action, whether it ever opened, whether pairs
+    exist) inside the same query as the publication; the reviews and the events are then read
+    when a page asks for them. Nothing is kept between requests, so nothing can be stale.
+    """
+
+    def __init__(self, release_id: int, *, prepared: bool,
+                 reviews: list[EthicsReview] | None = None,
+                 events: list[ArenaEvent] | None = None,
+                 latest_action: str | None = None, opened: bool | None = None):
+        self.release_id, self.prepared = release_id, prepared
+        self._reviews, self._events = reviews, events
+        self._latest_action, self._opened = latest_action, opened
+
+    @functools.cached_property
+    def reviews(self) -> list[EthicsReview]:  # newest first
+        if self._reviews is not None:
+            return self._reviews
+        return list(EthicsReview.objects.filter(release_id=self.release_id, study__isnull=True)
+                    .select_related("recorded_by").order_by("-recorded_at", "-pk"))
+
+    @functools.cached_property
+    def events(self) -> list[ArenaEvent]:  # newest first
+        if self._events is not None:
+            return self._events
+        return list(ArenaEvent.objects.filter(release_id=self.release_id)
+                    .select_related("by", "review").prefetch_related("by__groups")
+                    .order_by("-at", "-pk"))
 
     @property
     def latest_review(self) -> EthicsReview | None:
@@ -97,11 +135,15 @@ class ArenaState:
 
     @property
     def is_open(self) -> bool:
+        if self._events is None and self._opened is not None:
+            return self._latest_action == ArenaEvent.Action.OPEN
         return bool(self.events) and self.events[0].action == ArenaEvent.Action.OPEN
 
     @property
     def is_public(self) -> bool:
         """Opened at least once (which needed an approval): its pages and results are public."""
+        if self._events is None and self._opened is not None:
+            return self._opened
         return any(event.action == ArenaEvent.Action.OPEN for event in self.events)
 
 
@@ -112,7 +154,7 @@ def arena_state(release: Release) -> ArenaState:
     events = list(ArenaEvent.objects.filter(release=release).select_related("by", "review")
                   .prefetch_related("by__groups").order_by("-at", "-pk"))
     prepared = ArenaPair.objects.filter(release=release).exists()
-    return ArenaState(reviews, events, prepared)
+    return ArenaState(release.pk, prepared=prepared, reviews=reviews, events=events)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,13 +179,48 @@ class ArenaAccess:
         return self.state.prepared and (self.state.is_open or self.staff)
 
 
+# A publication is never changed or deleted (the database refuses both), nor is its release
+# once published: found once by its code, it is kept per process. Only finding one is kept;
+# a code with no publication yet is asked about again.
+_publications: dict[str, Publication] = {}
+_publications_lock = threading.Lock()
+
+
+def _publication(code: str) -> Publication | None:
+    with _publications_lock:
+        found = _publications.get(code)
+    if found is None:
+        found = publication_get(code)
+        if found is not None:
+            with _publications_lock:
+                _publications[code] = found
+    return found
+
+
+def _voting_state(release_id: int) -> ArenaState:
+    """What voting needs of the arena's state, read in one small query on every request (never
+    kept: opening and closing must count at once, in every process)."""
+    event, pair = ArenaEvent._meta.db_table, ArenaPair._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT action FROM {event} WHERE release_id = %s "
+            f"ORDER BY at DESC, id DESC LIMIT 1), "
+            f"EXISTS (SELECT 1 FROM {event} WHERE release_id = %s AND action = %s), "
+            f"EXISTS (SELECT 1 FROM {pair} WHERE release_id = %s)",
+            [release_id, release_id, ArenaEvent.Action.OPEN.value, release_id])
+        latest, opened, prepared = cursor.fetchone()
+    return ArenaState(release_id, prepared=bool(prepared), latest_action=latest,
+                      opened=bool(opened))
+
+
 def arena_access(code: str, user) -> ArenaAccess | None:
     """The arena of a published release, or None when this visitor may not see it: anyone
-    once it was opened (which needed an approval), staff always, to test it."""
-    publication = publication_get(code)
+    once it was opened (which needed an approval), staff always, to test it. One query when
+    the publication is known to this process: the arena's state."""
+    publication = _publication(code)
     if publication is None:
         return None
-    state = arena_state(publication.release)
+    state = _voting_state(publication.release_id)
     staff = is_staff(user)
     return ArenaAccess(publication, state, staff) if staff or state.is_public else None
 
@@ -184,23 +261,28 @@ class PairView:
     right: str
 
 
-def pair_view(showing: ArenaShowing, language: str) -> PairView:
-    """What the pair page shows (two queries: the pair's texts, the pinned scenario)."""
-    pair = showing.pair
-    bodies = dict(Generation.objects.filter(
-        pk__in=[pair.generation_a_id, pair.generation_b_id]).values_list("pk", "text"))
-    content = (Generation.objects.filter(pk=pair.generation_a_id)
-               .values_list("scenario_version__content", flat=True).get())
-    organisation = content.get("organisation") or {}
+def pair_view(showing: ArenaShowing, release: Release) -> PairView:
+    """What the pair page shows: the pair's texts and the organisation, read once per process
+    (published texts never change) and then kept with the release's catalogue."""
+    kept = kept_catalogue(release)
+    row = kept.row.get(showing.pair_id)
+    if row is None:  # a pair added since the catalogue was read: read it now
+        pair = ArenaPair.objects.only("generation_a_id", "generation_b_id", "task").get(
+            pk=showing.pair_id, release=release)
+        generations, task = (pair.generation_a_id, pair.generation_b_id), pair.task
+    else:
+        generations, task = tuple(int(g) for g in kept.generations[row]), kept.tasks[row]
+    texts = kept.texts(generations)
     left_side = showing.side_of("left")
-    right_side = Side.B if left_side == Side.A else Side.A
-    task = (TASKS_V1.get(language) or {}).get(pair.task)
+    left, right = (0, 1) if left_side == Side.A else (1, 0)
+    organisation = texts[generations[0]].organisation
+    task_names = (TASKS_V1.get(release.language) or {}).get(task)
     return PairView(
         organisation=organisation.get("name", ""),
         description=organisation.get("description", ""),
-        task_name=task[0] if task else pair.task,
-        left=bodies[pair.generation_id_on(left_side)],
-        right=bodies[pair.generation_id_on(right_side)],
+        task_name=task_names[0] if task_names else task,
+        left=texts[generations[left]].body,
+        right=texts[generations[right]].body,
     )
 
 
@@ -208,22 +290,155 @@ def pair_view(showing: ArenaShowing, language: str) -> PairView:
 # Selection: the catalogue and the current ratings
 # ---------------------------------------------------------------------------------------------
 
+# The fixed part of a release's catalogue (which pairs, their writers, scenario, texts) is kept
+# per process: pairs are added when the arena is prepared, all at once, and none ever changes
+# or goes (the database refuses a DELETE, `baitbench_site.immutability`), nor does a published
+# text. How often each pair was shown changes with every showing: those counts are read again
+# at most every SHOWN_REFRESH_SECONDS, with the pair ids (pairs added since are then taken in),
+# and this process adds its own showings in between. Selection balances loads in steps of
+# `pairing.LOAD_STEP`; a second's showings by other processes shift it by a few at most.
+SHOWN_REFRESH_SECONDS = 1.0
+_kept: dict[int, KeptCatalogue] = {}
+_kept_lock = threading.Lock()
+
+
+@dataclasses.dataclass(frozen=True)
+class PairText:
+    body: str
+    organisation: dict[str, Any]
+
+
+class KeptCatalogue:
+    """A release's pair catalogue as one process keeps it (see SHOWN_REFRESH_SECONDS)."""
+
+    def __init__(self, release_id: int, rows: np.ndarray, tasks: list[str], queued: np.ndarray):
+        # rows: pk, model_a, model_b, scenario, shown, generation_a, generation_b
+        self.release_id = release_id
+        self.models, model_index = np.unique(rows[:, 1:3], return_inverse=True)
+        model_index = model_index.reshape(-1, 2)
+        scenarios, scenario_index = np.unique(rows[:, 3], return_inverse=True)
+        self.catalogue = Catalogue(
+            ids=rows[:, 0].copy(), model_a=model_index[:, 0], model_b=model_index[:, 1],
+            scenario=scenario_index, shown=rows[:, 4].copy(), n_models=len(self.models),
+            n_scenarios=len(scenarios))
+        self.generations = rows[:, 5:7].copy()
+        self.tasks = tasks
+        self.queued = queued.copy()
+        self.row = {int(pk): index for index, pk in enumerate(self.catalogue.ids)}
+        self.read_at = time.monotonic()
+        self._texts: dict[int, PairText] = {}
+
+    def refresh(self, ids: np.ndarray, shown: np.ndarray, queued: np.ndarray) -> bool:
+        """Take the counts just read; False when the pairs are not the ones kept."""
+        if not np.array_equal(ids, self.catalogue.ids):
+            return False
+        self.catalogue.shown[:] = shown
+        self.queued[:] = queued
+        self.read_at = time.monotonic()
+        return True
+
+    def count_shown(self, pair_id: int) -> None:
+        """This process showed the pair (its simulated answers are planned by now)."""
+        row = self.row.get(pair_id)
+        if row is not None:
+            with _kept_lock:
+                self.catalogue.shown[row] += 1
+                self.queued[row] = True
+
+    def simulation_queued(self, pair_id: int) -> bool:
+        row = self.row.get(pair_id)
+        return row is not None and bool(self.queued[row])
+
+    def texts(self, generations: tuple[int, ...]) -> dict[int, PairText]:
+        missing = [pk for pk in generations if pk not in self._texts]
+        if missing:
+            for pk, body, content in Generation.objects.filter(
+                    pk__in=missing, release_id=self.release_id).values_list(
+                    "pk", "text", "scenario_version__content"):
+                self._texts[pk] = PairText(body, (content or {}).get("organisation") or {})
+        return {pk: self._texts[pk] for pk in generations}
+
+
+def _catalogue_rows(release_id: int, fixed: bool):
+    pairs = ArenaPair.objects.filter(release_id=release_id).order_by("pk")
+    queued = ExpressionWrapper(Q(simulation_queued_at__isnull=False),
+                               output_field=BooleanField())
+    if not fixed:
+        found = list(pairs.annotate(queued=queued).values_list("pk", "shown", "queued"))
+        array = np.array([row[:2] for row in found], dtype=np.int64).reshape(-1, 2)
+        return array[:, 0], array[:, 1], np.array([row[2] for row in found], dtype=bool)
+    found = list(pairs.annotate(queued=queued).values_list(
+        "pk", "model_a_id", "model_b_id", "scenario_id", "shown", "generation_a_id",
+        "generation_b_id", "task", "queued"))
+    rows = np.array([row[:7] for row in found], dtype=np.int64).reshape(-1, 7)
+    return rows, [row[7] for row in found], np.array([row[8] for row in found], dtype=bool)
+
+
+def kept_catalogue(release: Release) -> KeptCatalogue:
+    """The release's catalogue, its show counts at most SHOWN_REFRESH_SECONDS old."""
+    with _kept_lock:
+        kept = _kept.get(release.pk)
+        if kept is not None and time.monotonic() - kept.read_at < SHOWN_REFRESH_SECONDS:
+            return kept
+        if kept is not None and kept.refresh(*_catalogue_rows(release.pk, fixed=False)):
+            return kept
+        kept = _kept[release.pk] = KeptCatalogue(release.pk, *_catalogue_rows(release.pk,
+                                                                              fixed=True))
+        return kept
+
+
+def forget_catalogues() -> None:
+    """Drop every kept catalogue and publication (tests: SQLite reuses a rolled-back test's
+    ids, and every test publishes its releases anew)."""
+    with _kept_lock:
+        _kept.clear()
+    with _publications_lock:
+        _publications.clear()
+
 
 def pair_catalogue(release: Release) -> tuple[Catalogue, np.ndarray]:
-    """Every pair of the arena as arrays (one query), and the model pks its indices stand for."""
-    rows = np.array(list(ArenaPair.objects.filter(release=release).order_by("pk").values_list(
-        "pk", "model_a_id", "model_b_id", "scenario_id", "shown")), dtype=np.int64).reshape(-1, 5)
-    models, model_index = np.unique(rows[:, 1:3], return_inverse=True)
-    model_index = model_index.reshape(-1, 2)
-    scenarios, scenario_index = np.unique(rows[:, 3], return_inverse=True)
-    return Catalogue(ids=rows[:, 0], model_a=model_index[:, 0], model_b=model_index[:, 1],
-                     scenario=scenario_index, shown=rows[:, 4], n_models=len(models),
-                     n_scenarios=len(scenarios)), models
+    """Every pair of the arena as arrays, and the model pks its indices stand for."""
+    kept = kept_catalogue(release)
+    return kept.catalogue, kept.models
 
+
+# The voter's requests read these by hand-written SQL: each is one indexed lookup, and building
+# it through the ORM cost more than running it.
 
 def shown_pair_ids(release: Release, voter_id: int) -> list[int]:
-    return list(ArenaShowing.objects.filter(voter_id=voter_id, pair__release=release)
-                .values_list("pair_id", flat=True))
+    """The pairs of the release this voter was shown."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.pair_id FROM {ArenaShowing._meta.db_table} s "
+            f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
+            f"WHERE s.voter_id = %s AND p.release_id = %s", [voter_id, release.pk])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def voter_by_key(key: str) -> ArenaVoter | None:
+    return next(iter(ArenaVoter.objects.raw(
+        f"SELECT id, key, flags FROM {ArenaVoter._meta.db_table} WHERE key = %s", [key])), None)
+
+
+def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
+    """How many of the voter's showings in this release came before this one."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {ArenaShowing._meta.db_table} s "
+            f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
+            f"WHERE s.voter_id = %s AND p.release_id = %s AND s.id < %s",
+            [showing.voter_id, release_id, showing.pk])
+        return cursor.fetchone()[0]
+
+
+def showing_at(voter_id: int, release_id: int, ordinal: int) -> ArenaShowing | None:
+    """The voter's showing in this release with this ordinal (`showing_ordinal`)."""
+    return next(iter(ArenaShowing.objects.raw(
+        f"SELECT s.id, s.pair_id, s.voter_id, s.a_on_left, s.attention, s.shown_at "
+        f"FROM {ArenaShowing._meta.db_table} s "
+        f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
+        f"WHERE s.voter_id = %s AND p.release_id = %s ORDER BY s.id LIMIT 1 OFFSET %s",
+        [voter_id, release_id, ordinal])), None)
 
 
 def current_ratings(release: Release) -> dict[int, float]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from contextlib import nullcontext
 from datetime import date, datetime
 
 import numpy as np
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from audits_app.arena import pairing, recognisability
@@ -43,7 +43,7 @@ from audits_app.arena.selectors import (
     arena_texts,
     cell_pairs,
     current_ratings,
-    pair_catalogue,
+    kept_catalogue,
     result_is_stale,
     result_latest,
     shown_pair_ids,
@@ -324,11 +324,11 @@ def showing_create(*, release: Release, voter: ArenaVoter,
     record that it is shown. None when the voter has seen every pair. `background=False`
     leaves the simulated public's answers for the caller to drain (the demo does)."""
     rng = rng or np.random.default_rng()
-    catalogue, models = pair_catalogue(release)
+    kept = kept_catalogue(release)
     seen = shown_pair_ids(release, voter.pk)
     ratings = current_ratings(release)
-    strengths = np.array([ratings.get(int(model), np.nan) for model in models])
-    pair_id = pairing.choose_pair(catalogue, exclude=seen, rng=rng,
+    strengths = np.array([ratings.get(int(model), np.nan) for model in kept.models])
+    pair_id = pairing.choose_pair(kept.catalogue, exclude=seen, rng=rng,
                                   ratings=strengths if ratings else None)
     if pair_id is None:
         return None
@@ -339,8 +339,14 @@ def showing_create(*, release: Release, voter: ArenaVoter,
         showing = ArenaShowing.objects.create(pair_id=pair_id, voter=voter,
                                               a_on_left=bool(rng.integers(2)),
                                               attention=attention)
-        ArenaPair.objects.filter(pk=pair_id).update(shown=F("shown") + 1)
-        _simulation_plan(release, pair_id, background)
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {ArenaPair._meta.db_table} SET shown = shown + 1 "
+                           f"WHERE id = %s", [pair_id])
+        # Planned once a pair is first shown, and never undone: a pair the catalogue read as
+        # planned needs no second look.
+        if not kept.simulation_queued(pair_id):
+            _simulation_plan(release, pair_id, background)
+    kept.count_shown(pair_id)
     return showing
 
 
@@ -352,14 +358,27 @@ def _simulation_plan(release: Release, pair_id: int, background: bool) -> None:
         simulation_queued_at=timezone.now())
     if first != 1:
         return
-    config = release.parsed_config()
-    positions = [position.id for position in load_panel(config.panel, config.language).positions]
+    positions = _panel_positions(release)
     # Alternate the order positions read the two texts in, so order effects cancel out.
     SimulatedPairVote.objects.bulk_create(
         [SimulatedPairVote(pair_id=pair_id, position=position, a_first=index % 2 == 0)
          for index, position in enumerate(positions)], ignore_conflicts=True)
     if background:
         transaction.on_commit(lambda: simulation_enqueue(release.code))
+
+
+_positions: dict[tuple[int, str], list[str]] = {}
+
+
+def _panel_positions(release: Release) -> list[str]:
+    """The reading positions of the release's panel, kept per process by the release and its
+    configuration's hash (a published release's configuration never changes)."""
+    key = (release.pk, release.config_hash)
+    if key not in _positions:
+        config = release.parsed_config()
+        _positions[key] = [position.id for position
+                           in load_panel(config.panel, config.language).positions]
+    return _positions[key]
 
 
 def simulation_enqueue(code: str) -> bool:
@@ -407,9 +426,8 @@ def vote_record(
     if favourable not in (*SIDES, *NEITHER) or honest not in ("", *SIDES):
         raise ArenaError("choose the left or the right text, a tie or both bad")
     now = now or timezone.now()
-    release = showing.pair.release
     seconds = (now - showing.shown_at).total_seconds()
-    state = state or arena_state(release)
+    state = state or arena_state(showing.pair.release)
     reasons = _shadow_reasons(state, voter, staff=staff, rate_limited=rate_limited,
                               recognised=recognised, seconds=seconds)
     attention = bool(showing.attention)
@@ -423,10 +441,15 @@ def vote_record(
         simulated=simulated, note=note, created_at=now,
     )
     try:
-        with transaction.atomic():
-            vote.save()
-            if vote.attention_passed is False:
+        if vote.attention_passed is False:
+            with transaction.atomic():
+                vote.save()
                 _flag_voter(voter, ShadowReason.ATTENTION, now)
+        else:
+            # One INSERT, its own transaction (a savepoint inside a caller's): the unique
+            # (pair, voter) constraint makes it once, and a second submission is refused.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                vote.save()
     except IntegrityError as error:
         raise AlreadyVoted("you have already voted on this pair") from error
     return vote

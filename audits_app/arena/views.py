@@ -49,14 +49,15 @@ def _arena(request: HttpRequest, code: str) -> ArenaAccess:
 
 def _voter(request: HttpRequest) -> ArenaVoter | None:
     key = request.get_signed_cookie(COOKIE, default=None, salt=COOKIE_SALT)
-    return ArenaVoter.objects.filter(key=key).first() if key else None
+    return selectors.voter_by_key(key) if key else None
 
 
-def _token(showing: ArenaShowing, voter: ArenaVoter) -> str:
+def _token(showing: ArenaShowing, voter: ArenaVoter, arena: ArenaAccess) -> str:
     # Signed per voter: a token is useless to anyone else. It carries which of this voter's
-    # own showings it is (the voter knows that already), never the showing's id: ids run in
-    # sequence across all voters and would tell how many pairs were shown, and to whom.
-    ordinal = ArenaShowing.objects.filter(voter=voter, pk__lt=showing.pk).count()
+    # own showings in this arena it is (the voter knows that already), never the showing's
+    # id: ids run in sequence across all voters and would tell how many pairs were shown,
+    # and to whom.
+    ordinal = selectors.showing_ordinal(showing, arena.release.pk)
     return signing.dumps(ordinal, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
@@ -67,9 +68,10 @@ def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaSho
         return None
     if not isinstance(ordinal, int) or ordinal < 0:
         return None
-    return (ArenaShowing.objects.select_related("pair__release")
-            .filter(voter=voter, pair__release=arena.release).order_by("pk")[ordinal:ordinal + 1]
-            .first())
+    showing = selectors.showing_at(voter.pk, arena.release.pk, ordinal)
+    if showing is not None:
+        showing.voter = voter
+    return showing
 
 
 def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
@@ -148,9 +150,9 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
 
 def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
                form: VoteForm, status: int = 200) -> HttpResponse:
-    view = selectors.pair_view(showing, arena.release.language)
+    view = selectors.pair_view(showing, arena.release)
     return _page(request, "pair.html", arena, status=status, view=view, form=form,
-                 token=_token(showing, voter), attention=showing.attention)
+                 token=_token(showing, voter, arena), attention=showing.attention)
 
 
 @post_only(get_goes_to="arena:pair")
