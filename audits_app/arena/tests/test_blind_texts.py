@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from audits_app.arena.models import ArenaPair
-from audits_app.arena.services import ArenaError, arena_close, arena_open
 from audits_app.arena.selectors import arena_counts
+from audits_app.arena.services import ArenaError, arena_close, arena_open
 from audits_app.arena.tests.conftest import (
     approve,
     public_text_ids,
