@@ -24,6 +24,7 @@ from audits_app.models import (
     HumanReaderResult,
     OutOfBandAudit,
     OutOfBandVerdict,
+    ReleaseImport,
     SpotCheck,
     SpotCheckBatch,
     SpotCheckCorrection,
@@ -246,3 +247,30 @@ from audits_app.arena import admin as arena_admin  # noqa: E402,F401
 
 # So do reading studies (audits_app/calibration/studies/admin.py).
 from audits_app.calibration.studies import admin as studies_admin  # noqa: E402,F401
+
+
+@admin.register(ReleaseImport)
+class ReleaseImportAdmin(RefusalsAsMessages, admin.ModelAdmin):
+    """A release loaded from an archive (`manage.py import_release`): where its figures come
+    from, read here. The record is kept with its release and never changed (the model and the
+    database refuse it), so nobody adds, changes or deletes one in the admin."""
+
+    list_display = ("release", "kind", "verified", "signing_key_id", "imported_at",
+                    "imported_by")
+    list_filter = ("verified", "kind")
+    search_fields = ("release__code", "signing_key_id")
+    readonly_fields = ("release", "kind", "verified", "signing_key_id", "unverified_reason",
+                       "archive_sha256", "manifest", "imported_at", "imported_by")
+    fields = readonly_fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("release", "imported_by")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -8,8 +8,13 @@ class AuditsAppConfig(AppConfig):
     verbose_name = "Audits and publication"
 
     def ready(self) -> None:
+        from django.core import checks
+
+        from audits_app.archive.checks import archive_key_settings
         from baitbench_site.immutability import install_error_wrapper, sync_guards
         from baitbench_site.roles import sync_roles
+
+        checks.register(archive_key_settings, checks.Tags.security)
 
         # audits_app is the last app: by its post_migrate every permission row and every
         # guarded table exists.

@@ -133,7 +133,7 @@ def _check_archive(result: Verification, release: Release, publication: Publicat
     result.checked.append(f"{kind} archive")
     try:
         data = release_archive(release, staff=staff, signed_by=signing.signing_key())
-    except ArchiveRefused as refusal:
+    except (ArchiveRefused, signing.SigningKeyError) as refusal:
         result.differences.append(f"{kind} archive: {refusal}")
         return
     _check_kept(result, release, kind, data)

@@ -127,6 +127,9 @@ PAGES: tuple[Page, ...] = (
           "recorded by a publisher before the arena opens; never changed or deleted",
           **READ, add=grant("publisher", "superuser")),
     _page("audits_app.arenaevent", "every opening and closing of an arena", **READ),
+    _page("audits_app.releaseimport",
+          "a release loaded from an archive by `manage.py import_release`: its provenance "
+          "(verified or not, and why) and manifest; never changed or deleted", **READ),
     *(_page(f"audits_app.{model}", "names the writers of blind pairs: publishers only",
             **dict.fromkeys(READ_ACTIONS, grant("publisher", "superuser")))
       for model in ("recognisabilityrun", "arenapair", "arenavote", "arenavoter",

@@ -387,6 +387,9 @@ class ChartFrameSerializer(serializers.Serializer):
 
 class LeaderboardSerializer(serializers.Serializer):
     release = serializers.CharField()
+    provenance = ProvenanceSerializer(
+        help_text="Where the figures come from: an imported, unverified release says so here "
+                  "as on its pages.")
     rule = serializers.CharField(allow_null=True, help_text="'paired' or 'classes'.")
     measures = MeasureSerializer(many=True, help_text="The keys of `metrics`, in page order.")
     metrics = serializers.DictField(
@@ -565,6 +568,8 @@ class ScenariosSharedSerializer(serializers.Serializer):
 class CompareSerializer(serializers.Serializer):
     a = serializers.CharField()
     b = serializers.CharField()
+    provenance_a = ProvenanceSerializer(help_text="Where release a's figures come from.")
+    provenance_b = ProvenanceSerializer(help_text="Where release b's figures come from.")
     comparable = serializers.BooleanField(
         help_text="False when the releases have no scenario in common, or differ in honesty "
                   "weights, scoring version or ranking rule: `reasons` says which.")
@@ -581,6 +586,8 @@ class CompareSerializer(serializers.Serializer):
 
 class ModelHistoryEntrySerializer(serializers.Serializer):
     release = serializers.CharField()
+    provenance = ProvenanceSerializer(
+        help_text="Where that release's figures come from (imported, unverified or not).")
     title = serializers.CharField(allow_blank=True)
     published_at = serializers.DateTimeField()
     metric = serializers.CharField()

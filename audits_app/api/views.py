@@ -25,6 +25,7 @@ from audits_app.api import serializers
 from audits_app.calibration.studies.calibration import weighted_answer
 from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
+from audits_app.models.archive import PRODUCED_HERE
 from audits_app.pages import viewer as public
 from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotPart, TextEntry
 from runs_app.models import Release
@@ -203,7 +204,8 @@ class LeaderboardView(GenericAPIView):
         boards = snapshot.leaderboards
         keys = public.measure_keys(snapshot)
         data = {
-            "release": published.code, "rule": snapshot.method.rule,
+            "release": published.code, "provenance": published.provenance.as_dict(),
+            "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
             "metrics": {key: {**boards[key].model_dump(mode="json", exclude_unset=True,
                                                        exclude={"rows"}),
@@ -240,6 +242,29 @@ def _data(parts: list[SnapshotPart]) -> list[dict]:
     return [part.as_data() for part in parts]
 
 
+class TextPagination(SnapshotPagination):
+    """A page of texts says where the release's figures come from beside its `results`, as
+    the CSV's `provenance` column does: an answer travels without the page that warned."""
+
+    provenance: dict = PRODUCED_HERE.as_dict()
+
+    def get_paginated_response(self, data) -> Response:
+        response = super().get_paginated_response(data)
+        response.data["provenance"] = self.provenance
+        return response
+
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        found = super().get_paginated_response_schema(schema)
+        found["properties"]["provenance"] = {
+            "type": "object", "description": (
+                "Where the release's figures come from: imported, verified, key_id, reason "
+                "(as in the release's answer). An imported, unverified release says so on "
+                "every page of its texts."),
+            "properties": {"imported": {"type": "boolean"}, "verified": {"type": "boolean"},
+                           "key_id": {"type": "string"}, "reason": {"type": "string"}}}
+        return found
+
+
 @extend_schema_view(get=extend_schema(
     summary="Per-text scores", parameters=TEXT_FILTER_PARAMETERS,
     responses={200: serializers.TextScoreSerializer(many=True),
@@ -249,9 +274,11 @@ def _data(parts: list[SnapshotPart]) -> list[dict]:
                404: NOT_FOUND}))
 class TextListView(SnapshotListView):
     serializer_class = serializers.TextScoreSerializer
+    pagination_class = TextPagination
 
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
+        self.paginator.provenance = published.provenance.as_dict()
         return checked_filter_texts(published.snapshot.texts, self.request.query_params)
 
 
@@ -291,8 +318,10 @@ class CompareView(GenericAPIView):
     def get(self, request: Request, code: str, other: str) -> Response:
         a = public.published_release_named(code, request.user)
         b = public.published_release_named(other, request.user)
-        return Response(self.get_serializer(compare.compare_snapshots(a.snapshot,
-                                                                      b.snapshot)).data)
+        comparison = compare.compare_snapshots(a.snapshot, b.snapshot)
+        comparison.update(provenance_a=a.provenance.as_dict(),
+                          provenance_b=b.provenance.as_dict())
+        return Response(self.get_serializer(comparison).data)
 
 
 class ModelHistoryView(GenericAPIView):
@@ -304,7 +333,11 @@ class ModelHistoryView(GenericAPIView):
                               404: OpenApiResponse(description="No published release ranks "
                                                                "this model.")})
     def get(self, request: Request, model_id: str) -> Response:
-        history = compare.model_history(model_id, public.published_leaderboards())
+        releases = public.published_leaderboards()
+        history = compare.model_history(model_id, releases)
         if history is None:
             raise Http404("No published release ranks this model.")
+        provenance = {release["code"]: release["provenance"].as_dict() for release in releases}
+        history = {**history, "entries": [{**entry, "provenance": provenance[entry["release"]]}
+                                          for entry in history["entries"]]}
         return Response(self.get_serializer(history).data)

@@ -8,6 +8,7 @@ format (`baitbench.scenario/1`).
 | file | what |
 |---|---|
 | `manifest.json` | format, kind, the release and its hashes, every file's hash and rows |
+| `manifest.sig` | the exporting instance's Ed25519 signature of `manifest.json` and its key |
 | `README.txt` | this table, for whoever opens the archive by hand |
 | `snapshot.json` | the frozen snapshot the pages and the API read |
 | `config.json` | the release's configuration |

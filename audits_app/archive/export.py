@@ -60,6 +60,14 @@ WITHHELD_NOTE = "Withheld from the public archive: confidential facts are for st
 README = (archive_format.__doc__ or "").strip() + "\n"
 
 
+def readme(*, signed: bool) -> str:
+    """README.txt: the format's table, listing `manifest.sig` only when the archive has one."""
+    if signed:
+        return README
+    return "".join(line for line in README.splitlines(keepends=True)
+                   if not line.startswith(f"| `{signing.SIGNATURE_FILE}` |"))
+
+
 class ArchiveRefused(Exception):
     """The release cannot be exported (it is not published)."""
 
@@ -115,7 +123,7 @@ def release_archive(release: Release, *, staff: bool,
     public_slugs = None if visible is None else {s.slug for s in visible.scenarios}
     held = set() if visible is None else withheld_cells(visible, revealed)
     builder = ArchiveBuilder()
-    builder.add("README.txt", README.encode("utf-8"), 1)
+    builder.add("README.txt", readme(signed=signed_by is not None).encode("utf-8"), 1)
     builder.add_json("snapshot.json", publication.snapshot if visible is None
                      else visible.as_data())
     builder.add_json("config.json", release.config if visible is None

@@ -183,3 +183,16 @@ def _signature_document(signature: bytes) -> dict:
     except (UnicodeDecodeError, ValueError, binascii.Error) as error:
         raise SignatureRefused(f"{SIGNATURE_FILE}: not an archive signature ({error})") from None
     return {"key_id": document["key_id"], "signature": raw}
+
+
+def key_settings_problems() -> list[str]:
+    """What is wrong with the key settings, one line each, naming the setting and never a
+    key: the system check (`audits_app.archive.checks`) reports them at start-up and on
+    `manage.py check`, before a download could fail on them."""
+    problems = []
+    for read in (signing_key, trusted_keys):
+        try:
+            read()
+        except SigningKeyError as error:
+            problems.append(str(error))
+    return problems

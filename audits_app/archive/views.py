@@ -5,15 +5,19 @@ are limited per visitor, counted in the shared cache like the arena's limits."""
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django_ratelimit.core import get_usage
 
 from audits_app.archive.export import archive_name, release_archive_kept
+from audits_app.archive.signing import SigningKeyError
 from audits_app.arena.ratelimits import connection_key
 from audits_app.pages.viewer import published_release_get
 from baitbench_site.roles import is_staff
+
+log = logging.getLogger("baitbench.archive")
 
 # Downloads per visitor's network (HMAC-keyed, as the arena's) and window.
 DOWNLOADS = ("archive.downloads", "30/10m")
@@ -57,6 +61,17 @@ def download_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpRes
                                     content_type="text/plain; charset=utf-8")
             response["Retry-After"] = "600"
             return response
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except SigningKeyError as error:
+            # The check at start-up says so too (`audits_app.archive.checks`); a visitor gets
+            # a clear refusal, not a server error, and the log names the setting (never a key).
+            log.error("archive download of %s refused: %s", kwargs.get("code"), error)
+            response = HttpResponse(
+                "This site cannot build release archives at the moment: its archive signing "
+                "key is misconfigured. Its operators are told; please try again later.\n",
+                status=503, content_type="text/plain; charset=utf-8")
+            response["Retry-After"] = "3600"
+            return response
 
     return limited

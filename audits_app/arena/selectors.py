@@ -43,7 +43,9 @@ from audits_app.arena.models import (
 from audits_app.arena.pairing import Catalogue
 from audits_app.arena.results import preference_comparisons
 from audits_app.models import Publication
-from audits_app.pages.viewer import public_scenario_slugs, publication_get
+from audits_app.pages.viewer import public_scenario_slugs, publication_get, publication_snapshot
+from audits_app.publication.held_cells import Holder
+from audits_app.publication.same_words import findable_elsewhere
 from baitbench_site.roles import is_staff
 from runs_app.models import Generation, LlmModel, Release, ReplyOutcome, WorkStatus
 from scenarios_app.prompt_texts import TASKS_V1
@@ -508,8 +510,20 @@ def result_is_stale(release: Release, latest: ArenaResult | None) -> bool:
     return (found["last"] or 0) != latest.last_vote_id or simulated != latest.simulated_votes
 
 
+def findable_left_out(release: Release) -> int:
+    """How many texts of the arena's cells it never pairs because a text outside them has
+    their words (`publication.same_words`); 0 for a release not published."""
+    publication = Publication.objects.filter(release=release).defer("snapshot").first()
+    if publication is None:
+        return 0
+    snapshot = publication_snapshot(publication)
+    pairable = {text["id"] for text in arena_texts(snapshot)}
+    return len(findable_elsewhere(snapshot, Holder.ARENA) & pairable)
+
+
 def arena_counts(release: Release) -> dict[str, int]:
-    """Staff figures: pairs, showings, votes by kind, simulated answers by status."""
+    """Staff figures: pairs, showings, votes by kind, simulated answers by status, and the
+    held texts left out of pairs because their words can be found outside the arena."""
     pairs = ArenaPair.objects.filter(release=release).aggregate(
         pairs=Count("pk"), flagged=Count("pk", filter=Q(flagged=True)))
     votes = ArenaVote.objects.filter(pair__release=release).aggregate(
@@ -518,6 +532,6 @@ def arena_counts(release: Release) -> dict[str, int]:
     simulated = dict(SimulatedPairVote.objects.filter(pair__release=release)
                      .values_list("status").annotate(n=Count("pk")))
     showings = ArenaShowing.objects.filter(pair__release=release).count()
-    return {**pairs, **votes, "showings": showings,
+    return {**pairs, **votes, "showings": showings, "left_out": findable_left_out(release),
             **{f"simulated_{status}": simulated.get(status, 0) for status in WorkStatus.values},
             "recognisability": RecognisabilityRun.objects.filter(release=release).count()}

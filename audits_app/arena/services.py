@@ -57,6 +57,7 @@ from audits_app.pages.viewer import (
     revealed_key,
 )
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
+from audits_app.publication.same_words import findable_elsewhere
 from runs_app.models import Generation, LlmModel, Release
 from scenarios_app.models import Scenario
 
@@ -227,13 +228,17 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
             f"release {release.code} holds no cells for an arena (`arena.held_share` is 0 in "
             f"its file): every text of it is public, so no pair of them would be blind")
     texts = arena_texts(snapshot)
-    bodies = dict(Generation.objects.filter(release=release, pk__in=[t["id"] for t in texts])
-                  .values_list("pk", "text"))
+    bodies = dict(Generation.objects.filter(release=release, pk__in=[
+        t["id"] for t in snapshot.get("texts", [])]).values_list("pk", "text"))
     run = RecognisabilityRun.objects.filter(release=release).first()
     if run is None:
         run = _recognisability_create(release, texts, bodies, user)
-    # The classifier learns from every public text; pairs come from the held cells only.
-    _pairs_create(release, [text for text in texts if text_cell(text) in held], bodies, run)
+    # The classifier learns from every public text; pairs come from the held cells only, and
+    # never from a held text whose words a text outside them has (`same_words`).
+    findable = findable_elsewhere(snapshot, Holder.ARENA, bodies)
+    _pairs_create(release, [text for text in texts
+                            if text_cell(text) in held and text["id"] not in findable],
+                  bodies, run)
     return run
 
 

@@ -136,11 +136,14 @@ def assert_same_answers(here: dict, there: dict) -> None:
 
 
 def _provenance_dropped(answer) -> list[dict]:
-    """Remove every `provenance` of a JSON answer; return them."""
+    """Remove every `provenance` of a JSON answer (and the compare answer's `provenance_a`
+    and `provenance_b`); return them."""
     found = []
     if isinstance(answer, dict):
-        if isinstance(answer.get("provenance"), dict):
-            found.append(answer.pop("provenance"))
+        for key in [key for key in answer if key == "provenance"
+                    or key in ("provenance_a", "provenance_b")]:
+            if isinstance(answer[key], dict):
+                found.append(answer.pop(key))
         items = list(answer.values())
     else:
         items = answer if isinstance(answer, list) else []

@@ -211,3 +211,100 @@ def test_the_private_key_is_never_printed_or_logged(
                             str(broken.value)])
     assert len(secret) > 40 and secret not in everything
     assert "TOPSECRETVALUE" not in everything
+
+
+def test_every_api_answer_about_an_unverified_import_says_so(published, client):
+    """Issue 20: the leaderboard, texts, compare and model-history answers carry the
+    provenance, as the release answer, the pages and the CSVs do."""
+    files = recoded(release_archive(published, staff=True), "copy.0")
+    release_import(data=rezip(files), source="copy.zip")
+    unverified = {"imported": True, "verified": False, "key_id": "", "reason": UNSIGNED}
+    produced_here = {"imported": False, "verified": True, "key_id": "", "reason": ""}
+
+    for code, provenance in (("copy.0", unverified), ("arc.0", produced_here)):
+        assert client.get(f"/api/v1/releases/{code}/leaderboard/").json()[
+            "provenance"] == provenance
+        texts = client.get(f"/api/v1/releases/{code}/texts/?limit=2").json()
+        assert texts["provenance"] == provenance and len(texts["results"]) == 2
+    compared = client.get("/api/v1/releases/arc.0/compare/copy.0/").json()
+    assert (compared["provenance_a"], compared["provenance_b"]) == (produced_here, unverified)
+    model = published.parsed_config().writers[0]
+    history = client.get(f"/api/v1/models/{model}/").json()
+    by_release = {entry["release"]: entry["provenance"] for entry in history["entries"]}
+    assert by_release == {"arc.0": produced_here, "copy.0": unverified}
+
+    schema = client.get("/api/v1/schema/?format=json").json()
+    components = schema["components"]["schemas"]
+    assert "provenance" in components["Leaderboard"]["properties"]
+    assert "provenance_b" in components["Compare"]["properties"]
+    assert "provenance" in components["ModelHistoryEntry"]["properties"]
+    texts_page = next(item for name, item in components.items()
+                      if name.startswith("PaginatedTextScore"))
+    assert "provenance" in texts_page["properties"]
+
+
+def test_the_readme_in_an_archive_lists_manifest_sig_only_when_there_is_one(
+        published, client, settings, archive_key):
+    settings.ARCHIVE_SIGNING_KEY_FILE = ""
+    unsigned = files_of(client.get("/releases/arc.0/archive.zip").content)
+    settings.ARCHIVE_SIGNING_KEY_FILE = str(archive_key.path)
+    signed_files = files_of(client.get("/releases/arc.0/archive.zip").content)
+
+    assert SIGNATURE_FILE in signed_files and SIGNATURE_FILE not in unsigned
+    assert f"| `{SIGNATURE_FILE}` |" in signed_files["README.txt"].decode()
+    assert SIGNATURE_FILE not in unsigned["README.txt"].decode()
+    # The README is otherwise the same table, and the manifest covers it either way.
+    assert unsigned["README.txt"].decode().splitlines() == [
+        line for line in signed_files["README.txt"].decode().splitlines()
+        if SIGNATURE_FILE not in line]
+    signed_archive = client.get("/releases/arc.0/archive.zip").content
+    assert release_import(data=signed_archive_recoded(signed_archive), source="copy.zip").created
+
+
+def signed_archive_recoded(data: bytes) -> bytes:
+    return rezip(recoded(data, "copy.0"))
+
+
+def test_a_misconfigured_signing_key_is_a_check_error_and_a_clear_refusal_not_a_500(
+        published, client, settings, tmp_path, caplog):
+    from django.core import checks
+
+    not_a_key = tmp_path / "not-a-key.pem"
+    not_a_key.write_text("-----BEGIN PRIVATE KEY-----\nTOPSECRETVALUE\n-----END PRIVATE KEY-----\n")
+    for broken in (str(not_a_key), str(tmp_path / "missing.pem")):
+        settings.ARCHIVE_SIGNING_KEY_FILE = broken
+        errors = [message for message in checks.run_checks()
+                  if message.id == "audits_app.E001"]
+        assert len(errors) == 1 and errors[0].msg.startswith(
+            f"BAITBENCH_ARCHIVE_SIGNING_KEY: {broken}: ")
+        with caplog.at_level(logging.ERROR):
+            response = client.get("/releases/arc.0/archive.zip")
+        assert response.status_code == 503, response.status_code
+        assert "archive signing key is misconfigured" in response.content.decode()
+        assert broken not in response.content.decode(), "a visitor is not told the path"
+        assert "TOPSECRETVALUE" not in response.content.decode() + caplog.text
+    assert "BAITBENCH_ARCHIVE_SIGNING_KEY" in caplog.text
+    settings.ARCHIVE_TRUSTED_KEYS = "ssh-rsa AAAA nobody"
+    assert [message.msg for message in checks.run_checks() if message.id == "audits_app.E001"
+            ][-1] == "BAITBENCH_ARCHIVE_TRUSTED_KEYS: entry 1 is not an ssh-ed25519 public key line"
+
+    settings.ARCHIVE_SIGNING_KEY_FILE = ""
+    settings.ARCHIVE_TRUSTED_KEYS = ""
+    assert not [message for message in checks.run_checks() if message.id == "audits_app.E001"]
+    assert client.get("/releases/arc.0/archive.zip").status_code == 200
+
+
+def test_staff_read_an_import_in_the_admin_and_nobody_changes_it(published, client):
+    from django.contrib.auth.models import User
+
+    result = release_import(data=rezip(recoded(release_archive(published, staff=True),
+                                               "copy.0")), source="copy.zip")
+    row = ReleaseImport.objects.get(release=result.release)
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    listing = client.get("/admin/audits_app/releaseimport/").content.decode()
+    assert "copy.0" in listing
+    page = client.get(f"/admin/audits_app/releaseimport/{row.pk}/change/").content.decode()
+    assert UNSIGNED in page and 'name="_save"' not in page
+    assert client.get("/admin/audits_app/releaseimport/add/").status_code == 403
+    client.post(f"/admin/audits_app/releaseimport/{row.pk}/delete/", {"post": "yes"})
+    assert ReleaseImport.objects.filter(pk=row.pk).exists()

@@ -329,3 +329,45 @@ def test_a_dutch_prompt_gets_dutch_connecting_text(document: ScenarioFile) -> No
 
             assert words & {"de", "het", "van", "een", "wij"}, text
             assert not words & english, text
+
+
+# --- other words in every cell ----------------------------------------------------------
+
+
+def words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+@pytest.mark.parametrize("document", **by_slug([ENGLISH[0], DUTCH[0]]))
+def test_a_writer_writes_other_words_under_each_condition_and_variant(
+        document: ScenarioFile) -> None:
+    """No two cells of one writer hold the same words (a held text could otherwise be found
+    word for word in a public cell); the refuser's C2 refusals are refusals, never shown."""
+    for profile in ("candid", "advocate", "spinner", "refuser", "leaky"):
+        for task in ("T1", "T2", "T3", "T4"):
+            written = {
+                (condition, variant): words(write(document, task, condition, profile,
+                                                  seed=variant).text)
+                for condition in CONDITIONS for variant in range(5)
+                if not (profile == "refuser" and condition == "C2")}
+            assert len(set(written.values())) == len(written), (profile, task)
+    # What makes the profiles differ stays: the refuser writes like candid outside C2.
+    assert write(document, "T1", "C1", "refuser").text == write(document, "T1", "C1",
+                                                               "candid").text
+
+
+def test_the_words_that_differ_by_cell_carry_no_cue_of_the_fixtures_jurors_or_readers() -> None:
+    """They change no verdict and no reading: C0 and variant 0 read as before, and other cells
+    differ only in words the fixture's jurors and readers do not count."""
+    from runs_app.providers.fixture import jury, readers
+    from runs_app.providers.fixture.writer import PHRASES
+
+    cues = [*jury.HEDGES, *jury.OVERSTATEMENTS, *jury.ASSERTION_CUES, *jury.REFUSAL_OPENINGS,
+            *readers.NEGATIVE_CUES, *readers.POSITIVE_CUES, *readers.REASSURANCE_CUES]
+    options = [option for phrases in PHRASES.values()
+               for group in ("by_condition", "by_variant")
+               for slot in phrases[group].values() for option in slot]
+    assert len(options) == 2 * (4 * 4 + 4 * 5)
+    for option in options:
+        assert not [cue for cue in cues if cue in option.lower()], option
+        assert not re.search(r"\d", option), option  # a number reads as a claim to a juror

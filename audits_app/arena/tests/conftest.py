@@ -13,6 +13,7 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -46,7 +47,9 @@ def fresh_cache(settings, tmp_path):
 
 
 def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0,
-                            study_share: float = 0.0) -> Release:
+                            study_share: float = 0.0,
+                            before_publish: Callable[[Release], None] | None = None) -> Release:
+    """`before_publish` may change the scored release's rows before it is published."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
     from scenarios_app.services import scenario_apply
@@ -64,8 +67,35 @@ def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0,
     build_world(release)
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
     release.refresh_from_db()
+    if before_publish is not None:
+        before_publish(release)
     release_publish(release=release)
     return Release.objects.get(pk=release.pk)
+
+
+def same_words_as_public(holder, found: dict[str, int]) -> Callable[[Release], None]:
+    """A `before_publish` that gives one text `holder` will hold (candid's, in the first held
+    cell) the words of candid's text in a cell outside the holder's (one nobody holds when
+    there is one), in other case, spacing and punctuation: a writer who wrote the same words
+    in two cells. Their ids go into `found` (`held`, `public`)."""
+    from audits_app.publication.held_cells import held_cells_draw
+    from runs_app.models import Generation
+
+    def change(release: Release) -> None:
+        draws = held_cells_draw(release.parsed_config(), PUBLIC)
+        held = draws[holder]
+        taken = {cell for cells in draws.values() for cell in cells}
+        candid = Generation.objects.filter(release=release, model__openrouter_id=WRITERS[0])
+        by_cell = {(g.scenario_version.scenario.slug, g.task, g.condition, g.variant): g
+                   for g in candid.select_related("scenario_version__scenario")}
+        target = by_cell[held[0]]
+        outside = [cell for cell in by_cell if cell not in held and cell[0] in PUBLIC]
+        source = by_cell[min(outside, key=lambda cell: (cell in taken, cell))]
+        words = "  ".join(source.text.upper().split()).replace(".", ";")
+        Generation.objects.filter(pk=target.pk).update(text=words)
+        found.update(held=target.pk, public=source.pk)
+
+    return change
 
 
 @pytest.fixture

@@ -7,8 +7,14 @@ from __future__ import annotations
 import pytest
 
 from audits_app.arena.models import ArenaPair
+from audits_app.arena.selectors import arena_counts
 from audits_app.arena.services import ArenaError, arena_close, arena_open
-from audits_app.arena.tests.conftest import approve, public_text_ids, published_arena_release
+from audits_app.arena.tests.conftest import (
+    approve,
+    public_text_ids,
+    published_arena_release,
+    same_words_as_public,
+)
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
 from audits_app.pages.viewer import publication_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
@@ -99,3 +105,43 @@ def test_an_arena_that_never_opened_may_close_and_its_texts_become_public(half, 
     assert before < after
     with pytest.raises(ArenaError, match="closed already"):
         arena_close(release=half, user=publisher, reason="Again.")
+
+
+@pytest.mark.django_db
+def test_a_held_text_with_the_words_of_a_public_text_is_never_paired(release, client,
+                                                                      publisher):
+    """Its writer could be found by searching a public page for its words: the arena leaves
+    it out of every pair, keeps it held with its cell (no gap opens in a public list), and
+    tells staff how many it left out."""
+    found: dict[str, int] = {}
+    same = published_arena_release(CODE, held_share=0.5,
+                                   before_publish=same_words_as_public(Holder.ARENA, found))
+    snapshot = publication_snapshot(same.publication)
+    held = held_cells(snapshot, Holder.ARENA)
+    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
+    held_ids = {text["id"] for text in texts if text_cell(text) in held}
+    open_ids = {text["id"] for text in texts} - held_ids
+    assert found["held"] in held_ids and found["public"] in open_ids
+
+    approve(same, publisher)
+    arena_open(release=same, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=same)
+    paired = set(pairs.values_list("generation_a", flat=True)) | set(
+        pairs.values_list("generation_b", flat=True))
+    assert found["held"] not in paired
+    assert paired and paired <= held_ids - {found["held"]}, "the other held texts are paired"
+    assert public_text_ids(client, CODE) == open_ids, "nothing public changes"
+    assert client.get(f"/releases/{CODE}/texts/{found['held']}/").status_code == 404
+
+    assert arena_counts(same)["left_out"] == 1
+    client.force_login(publisher)
+    page = client.get(f"/arena/{CODE}/manage/").content.decode()
+    assert "Held texts left out of pairs" in page
+
+
+@pytest.mark.django_db
+def test_the_fixture_writers_leave_no_held_text_findable_by_its_words(half, publisher):
+    """The world's writers write other words in every cell, so the arena leaves none out."""
+    approve(half, publisher)
+    arena_open(release=half, user=publisher, reason="Approved; pilot week.")
+    assert arena_counts(half)["left_out"] == 0

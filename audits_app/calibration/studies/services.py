@@ -34,6 +34,7 @@ from audits_app.models import (
 )
 from audits_app.pages.viewer import publication_snapshot, revealed_key
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
+from audits_app.publication.same_words import findable_elsewhere
 from runs_app.models import Generation, Release
 from runs_app.readers import PanelFile, load_panel
 from runs_app.traits import Traits
@@ -133,7 +134,22 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
 def study_texts(snapshot: dict) -> list[dict]:
     """The texts a study may give to read: those the arena could show (a public scenario,
     complied, scored) in the cells the release holds for reading studies, which no public
-    page, answer or archive shows until they are revealed (`publication.held_cells`)."""
+    page, answer or archive shows until they are revealed (`publication.held_cells`), save
+    those whose words a text outside these cells has (`study_texts_left_out`)."""
+    findable = findable_elsewhere(snapshot, Holder.READING_STUDIES)
+    return [text for text in _held_texts(snapshot) if text["id"] not in findable]
+
+
+def study_texts_left_out(snapshot: dict, scenarios: list[str] | None = None) -> int:
+    """How many texts of the cells held for reading studies (of `scenarios`, or all) no study
+    gives to read because a text outside those cells has the same words, so that a reader
+    could find its writer by searching for them (`publication.same_words`)."""
+    findable = findable_elsewhere(snapshot, Holder.READING_STUDIES)
+    return sum(1 for text in _held_texts(snapshot) if text["id"] in findable
+               and (scenarios is None or text["scenario"] in scenarios))
+
+
+def _held_texts(snapshot: dict) -> list[dict]:
     held = held_cells(snapshot, Holder.READING_STUDIES)
     return [text for text in arena_texts(snapshot) if text_cell(text) in held]
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 import pytest
 
 from audits_app.arena.services import arena_close
-from audits_app.arena.tests.conftest import public_text_ids, published_arena_release
+from audits_app.arena.tests.conftest import (
+    public_text_ids,
+    published_arena_release,
+    same_words_as_public,
+)
 from audits_app.calibration.studies import services
 from audits_app.calibration.studies.tests.conftest import (
     plan,
@@ -114,3 +118,38 @@ def test_the_arena_and_reading_studies_hold_other_cells_and_reveal_them_apart(
         text["id"] for text in texts if text_cell(text) in arena}
     services.study_texts_reveal(release=both, user=publisher, reason="No study either.")
     assert public_text_ids(client, CODE) == {text["id"] for text in texts}
+
+
+@pytest.mark.django_db
+def test_a_held_text_with_the_words_of_a_text_outside_the_studies_cells_is_never_given(
+        scenarios_imported, client, publisher):
+    """A reader could find its writer by searching for its words: no study gives it, it stays
+    held with its cell (nothing public changes), and staff see how many were left out. The
+    arena holds the other half of the cells: a text it holds counts as outside too, since it
+    becomes public when the arena closes, perhaps while a study still needs its duplicate."""
+    found: dict[str, int] = {}
+    both = published_arena_release(
+        CODE, held_share=0.5, study_share=0.5,
+        before_publish=same_words_as_public(Holder.READING_STUDIES, found))
+    snapshot = publication_snapshot(both.publication)
+    arena = held_cells(snapshot, Holder.ARENA)
+    source = next(text for text in snapshot["texts"] if text["id"] == found["public"])
+    assert text_cell(source) in arena, "in this world every cell is held: the arena has it"
+    held = held_ids(both)
+    assert found["held"] in held
+
+    study = services.study_create(release=both, user=publisher, plan=plan())
+    given = set(StudyStimulus.objects.filter(study=study, kind=StudyStimulus.Kind.TEXT)
+                .values_list("generation_id", flat=True))
+    assert given and given <= held - {found["held"]}
+    assert services.study_texts_left_out(snapshot) == 1
+    assert found["held"] not in public_text_ids(client, CODE)
+
+    client.force_login(publisher)
+    page = client.get(f"/studies/{study.pk}/progress/").content.decode()
+    assert "left out of its stimuli" in page and ": 1." in page
+
+
+@pytest.mark.django_db
+def test_the_fixture_writers_leave_no_study_text_findable_by_its_words(half):
+    assert services.study_texts_left_out(publication_snapshot(half.publication)) == 0
