@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -15,12 +16,12 @@ from audits_app.tests.archives import HELD_OUT, PUBLIC, ArchiveKey
 from audits_app.tests.factories import scenario_document
 from runs_app.models import Release
 from scenarios_app.services import scenario_apply
+from tests.kept import world_kept
 
 
-@pytest.fixture
-def published(imported_scenarios):
+def published_create() -> Release:
     """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
-    under C0 and C2, run through every stage and published."""
+    under C0 and C2, run through every stage and published (the scenarios imported)."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
@@ -35,6 +36,18 @@ def published(imported_scenarios):
     release_publish(release=release)
     release.refresh_from_db()
     return release
+
+
+@pytest.fixture(scope="module")
+def kept_published(request, kept_scenarios, django_db_blocker):
+    """Kept (tests/kept.py): run once for a module's tests, each seeing it as built."""
+    yield from world_kept(request, django_db_blocker, published_create)
+
+
+@pytest.fixture
+def published(kept_published, imported_scenarios):
+    """Release arc.0 (`published_create`), published."""
+    return copy.deepcopy(kept_published)
 
 
 def _archive_key(directory, name: str) -> ArchiveKey:
