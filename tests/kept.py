@@ -98,7 +98,12 @@ def kept_names(item: pytest.Item) -> tuple[str, ...]:
 def items_grouped(items: list[pytest.Item]) -> None:
     """Within each module's run of tests (pytest-django has already put the database tests
     before the transactional ones), let the tests asking for the same kept worlds follow one
-    another, so each world is built once per run rather than once per interruption."""
+    another, so each world is built once per run rather than once per interruption. A
+    transactional test asking for a kept world is a mistake, named at collection."""
+    wrong = [item.nodeid for item in items if _transactional(item) and kept_names(item)]
+    if wrong:
+        raise pytest.UsageError("transactional tests cannot run inside a kept world (build it "
+                                "in the test instead; tests/kept.py): " + ", ".join(wrong))
     start = 0
     while start < len(items):
         end = start

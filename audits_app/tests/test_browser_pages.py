@@ -81,6 +81,14 @@ def staff_user(role: str) -> User:
 
 
 @pytest.fixture
+def imported_scenarios(transactional_db):
+    """Imported for each test: a live-server test cannot run inside a kept world."""
+    from tests.world import shipped_scenarios_import
+
+    return shipped_scenarios_import()
+
+
+@pytest.fixture
 def ready_release(transactional_db, imported_scenarios):
     """stats.0 scored and waiting for a publisher (the spot-check gate asks for nothing)."""
     import importlib
