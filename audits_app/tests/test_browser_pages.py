@@ -95,7 +95,7 @@ def ready_release(transactional_db, imported_scenarios):
 
     from django.apps import apps
 
-    from audits_app.tests.test_selectors import SCENARIOS, build_world
+    from audits_app.tests.stats_world import SCENARIOS, build_world
 
     # A transactional test empties the tables after it, seeded task briefs and overlays too.
     importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(

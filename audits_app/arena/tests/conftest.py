@@ -27,7 +27,7 @@ from audits_app.arena.models import ArenaShowing, EthicsReview
 from audits_app.arena.services import arena_open, ethics_review_record
 from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
-from audits_app.tests.test_selectors import build_world
+from audits_app.tests.stats_world import build_world
 from runs_app.models import Release, ReleaseStatus
 
 PUBLIC = ["greenvale-listeria", "cobaltcloud-breach"]

@@ -24,7 +24,7 @@ from audits_app.calibration.studies import services
 from audits_app.models import EthicsReview, ReadingStudy
 from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
-from audits_app.tests.test_selectors import build_world
+from audits_app.tests.stats_world import build_world
 from runs_app.models import Release, ReleaseStatus
 
 
