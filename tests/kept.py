@@ -74,6 +74,7 @@ def _transactional(item: pytest.Item) -> bool:
     marker = item.get_closest_marker("django_db")
     return bool({"transactional_db", "live_server"} & names) or (
         marker is not None and bool(marker.kwargs.get("transaction")
+                                    or marker.kwargs.get("reset_sequences")
                                     or (marker.args and marker.args[0])))
 
 
