@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import time
@@ -12,7 +13,7 @@ from django.db import transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from baitbench_site import immutability
-from scenarios_app.services import scenarios_import
+from tests.world import prompt_texts_seed, shipped_scenarios_import, small_demo_release_create
 
 _flush = BaseDatabaseOperations.execute_sql_flush
 
@@ -56,12 +57,20 @@ def fresh_snapshot_cache():
     from audits_app import http_cache
     from audits_app.arena import selectors as arena_selectors
     from audits_app.pages import viewer as public
+    from audits_app.pages import views
+    from audits_app.publication import drafts
 
     with public._snapshots_lock:
         public._snapshots.clear()
     public.forget_release_list()
     http_cache.forget_rendered()  # kept answers too: their tags hold the same reused ids
     arena_selectors.forget_catalogues()  # the arena's pairs and texts, kept per release id
+    # A kept world (tests/kept.py) gives every test the same rows, ids and dates: nor may a
+    # test find a draft's figures or the front page's answer another test computed.
+    with drafts._drafts_lock:
+        drafts._drafts.clear()
+    with views._answers_lock:
+        views._answers.clear()
     yield
 
 
@@ -69,12 +78,7 @@ def _seed_prompt_texts() -> None:
     """The task briefs and condition overlays a data migration writes. A test on a
     transactional database may run after another one flushed every table, seeded rows
     included, so the fixtures that need them put them back (idempotently)."""
-    import importlib
-
-    from django.apps import apps
-
-    importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(
-        apps, None)
+    prompt_texts_seed()
 
 
 @pytest.fixture(autouse=True)
@@ -99,38 +103,69 @@ def prompt_texts(db):
     _seed_prompt_texts()
 
 
+# The worlds below are kept (tests/kept.py): built once for the tests of a module that ask
+# for them, each test running in a savepoint inside, so each sees them as built. A
+# transactional test (live server) cannot: its module defines the fixture it uses anew, with
+# `transactional_db`, building the world per test with tests/world.py's builders.
+
+@pytest.fixture(scope="module")
+def kept_scenarios(request, django_db_setup, django_db_blocker):
+    from tests.kept import world_kept
+
+    yield from world_kept(request, django_db_blocker, shipped_scenarios_import)
+
+
 @pytest.fixture
-def imported_scenarios(db):
+def imported_scenarios(kept_scenarios, db):
     """The shipped scenario files, imported (and the prompt texts they are written with)."""
-    _seed_prompt_texts()
-    result = scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
-    assert result.ok, result.problems
-    return result
+    return copy.deepcopy(kept_scenarios)
 
 
-@pytest.fixture
-def demo_release(imported_scenarios):
-    """Release demo.0 loaded from releases/demo.0.yaml (draft, nothing run)."""
+@pytest.fixture(scope="module")
+def kept_demo_release(request, kept_scenarios, django_db_blocker):
     from runs_app.services import release_get_or_load
+    from tests.kept import world_kept
 
-    return release_get_or_load(code="demo.0")
+    yield from world_kept(request, django_db_blocker, lambda: release_get_or_load(code="demo.0"))
 
 
 @pytest.fixture
-def small_demo_release(imported_scenarios):
+def demo_release(kept_demo_release, imported_scenarios):
+    """Release demo.0 loaded from releases/demo.0.yaml (draft, nothing run)."""
+    return copy.deepcopy(kept_demo_release)
+
+
+@pytest.fixture(scope="module")
+def kept_small_demo_release(request, kept_scenarios, django_db_blocker):
+    from tests.kept import world_kept
+
+    yield from world_kept(request, django_db_blocker, small_demo_release_create)
+
+
+@pytest.fixture
+def small_demo_release(kept_small_demo_release, imported_scenarios):
     """demo.0's models on two scenarios, T1 x C0/C2: a quick release for stage tests. It
     keeps no cells for an arena or reading studies (demo.0 does), so every text of it is
     public once published."""
-    from runs_app.schemas import Arena, ReadingStudies, ReleaseConfig
-    from runs_app.services import release_config_from_file, release_create
+    return copy.deepcopy(kept_small_demo_release)
 
-    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
-    small = config.model_copy(update={
-        "code": "small.0", "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
-        "tasks": ["T1"], "conditions": ["C0", "C2"], "arena": Arena(),
-        "reading_studies": ReadingStudies(),
-    })
-    return release_create(config=ReleaseConfig.model_validate(small.model_dump()))
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    """Roll back the kept worlds this test does not ask for, before its fixtures are set up
+    (tests/kept.py)."""
+    from tests.kept import worlds_close_for
+
+    worlds_close_for(item)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items) -> None:
+    """After pytest-django's order (database tests, then transactional ones): within each
+    module, the tests asking for the same kept worlds one after another (tests/kept.py)."""
+    from tests.kept import items_grouped
+
+    items_grouped(items)
 
 
 def pytest_configure(config) -> None:

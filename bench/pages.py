@@ -200,7 +200,7 @@ def study_release():
     from audits_app.calibration.studies.tests.conftest import panel_answers
     from audits_app.publication.services import release_publish
     from audits_app.tests.factories import scenario_document
-    from audits_app.tests.test_selectors import build_world
+    from audits_app.tests.stats_world import build_world
     from runs_app.models import Release, ReleaseStatus
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create

@@ -8,15 +8,17 @@ import shutil
 
 import pytest
 import yaml
+from django.conf import settings
 from django.contrib.auth import authenticate as _authenticate
 from django.core.management import call_command
-from django.test import Client, RequestFactory
+from django.test import Client, RequestFactory, override_settings
 
 from audits_app.models import Publication
 from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
 from runs_app.models import Release
 from scenarios_app.models import Scenario
 from scenarios_app.tests.test_admin import change_form_data, change_url
+from tests.kept import world_kept
 from tests.world import user_create
 
 pytestmark = pytest.mark.django_db
@@ -31,12 +33,14 @@ def authenticate(**credentials):
 
 
 DUTCH_SLUG = "waterschap-dijkverzakking"
+# As the autouse fixture `fast_password_hashing` sets for each test.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-@pytest.fixture
-def small_demo(settings, tmp_path):
-    """The demo on two shipped scenarios, T1 x C0/C2: the same command, less work."""
-    scenarios, releases = tmp_path / "scenarios", tmp_path / "releases"
+def small_demo_files(folder) -> tuple:
+    """The demo on two shipped scenarios, T1 x C0/C2: the same command, less work. Its
+    scenario and release folders under `folder`."""
+    scenarios, releases = folder / "scenarios", folder / "releases"
     scenarios.mkdir()
     releases.mkdir()
     for slug in SLUGS:
@@ -51,8 +55,28 @@ def small_demo(settings, tmp_path):
     dutch.update(scenarios=[DUTCH_SLUG], tasks=["T4"], conditions=["C0"],
                  bootstrap={"seed": 5, "resamples": 200, "level": 0.95})
     (releases / "demo-nl.0.yaml").write_text(yaml.safe_dump(dutch, sort_keys=False))
-    settings.SCENARIOS_DIR, settings.RELEASES_DIR = scenarios, releases
-    return scenarios
+    return scenarios, releases
+
+
+@pytest.fixture(scope="module")
+def kept_first_demo(request, django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo's first run on the small files, kept (tests/kept.py): each test starts from
+    what it left, in a savepoint. Its folders and what it printed."""
+    folders = small_demo_files(tmp_path_factory.mktemp("demo"))
+
+    def build() -> tuple:
+        with override_settings(SCENARIOS_DIR=folders[0], RELEASES_DIR=folders[1],
+                               PASSWORD_HASHERS=FAST_HASHERS):
+            return folders, demo()
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
+@pytest.fixture
+def small_demo(kept_first_demo, db, settings):
+    """The small demo's settings, its first run done: what that run printed."""
+    (settings.SCENARIOS_DIR, settings.RELEASES_DIR), first = kept_first_demo
+    return first
 
 
 def demo(*args: str) -> str:
@@ -75,7 +99,7 @@ def curator_edits_the_title(slug: str) -> None:
 
 
 def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
-    first = demo()
+    first = small_demo  # the first run's output
     assert "scenarios: 3 imported" in first and "published demo.0" in first
     password = printed_password(first)
 
@@ -106,7 +130,7 @@ def test_a_second_run_keeps_the_curators_edit_and_the_password(small_demo):
 
 
 def test_the_password_changes_only_when_asked(small_demo):
-    password = printed_password(demo())
+    password = printed_password(small_demo)  # the first run's
     again = printed_password(demo("--reset-password"))
     assert again != password
     assert authenticate(username="demo", password=password) is None

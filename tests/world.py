@@ -53,7 +53,7 @@ from runs_app.models import (
 from runs_app.schemas import ModelSpec, ReleaseConfig
 from scenarios_app.models import Condition, Scenario, ScenarioVersion, Task
 from scenarios_app.schemas import ScenarioFile
-from scenarios_app.services import scenario_apply
+from scenarios_app.services import scenario_apply, scenarios_import
 
 SLUG = "greenvale-listeria"
 OPEN_WRITER = ("fixture/open-writer", "Open Writer Zeta")
@@ -278,3 +278,36 @@ def attempt(sql: str, params: tuple = ()) -> str | None:
     except ImmutableError as refusal:
         return refusal.message
     return None
+
+
+def prompt_texts_seed() -> None:
+    """The task briefs and condition overlays a data migration writes (idempotently): a
+    transactional test may run after another one flushed every table, seeded rows included."""
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(
+        apps, None)
+
+
+def shipped_scenarios_import():
+    """The shipped scenario files, imported (and the prompt texts they are written with)."""
+    prompt_texts_seed()
+    result = scenarios_import(paths=[str(settings.SCENARIOS_DIR)])
+    assert result.ok, result.problems
+    return result
+
+
+def small_demo_release_create():
+    """demo.0's models on two scenarios, T1 x C0/C2 (the scenarios imported already)."""
+    from runs_app.schemas import Arena, ReadingStudies, ReleaseConfig
+    from runs_app.services import release_config_from_file, release_create
+
+    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
+    small = config.model_copy(update={
+        "code": "small.0", "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
+        "tasks": ["T1"], "conditions": ["C0", "C2"], "arena": Arena(),
+        "reading_studies": ReadingStudies(),
+    })
+    return release_create(config=ReleaseConfig.model_validate(small.model_dump()))

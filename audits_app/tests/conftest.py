@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -13,14 +14,15 @@ from audits_app.archive.signing import key_id, key_pair_create, signing_key
 from audits_app.publication.services import release_publish
 from audits_app.tests.archives import HELD_OUT, PUBLIC, ArchiveKey
 from audits_app.tests.factories import scenario_document
-from runs_app.models import Release
+from audits_app.tests.stats_world import build_world, stats_release_create
+from runs_app.models import Release, ReleaseStatus
 from scenarios_app.services import scenario_apply
+from tests.kept import world_kept
 
 
-@pytest.fixture
-def published(imported_scenarios):
+def published_create() -> Release:
     """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
-    under C0 and C2, run through every stage and published."""
+    under C0 and C2, run through every stage and published (the scenarios imported)."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
@@ -35,6 +37,48 @@ def published(imported_scenarios):
     release_publish(release=release)
     release.refresh_from_db()
     return release
+
+
+@pytest.fixture(scope="module")
+def kept_published(request, kept_scenarios, django_db_blocker):
+    """Kept (tests/kept.py): run once for a module's tests, each seeing it as built."""
+    yield from world_kept(request, django_db_blocker, published_create)
+
+
+@pytest.fixture
+def published(kept_published, imported_scenarios):
+    """Release arc.0 (`published_create`), published."""
+    return copy.deepcopy(kept_published)
+
+
+@pytest.fixture(scope="module")
+def kept_stats_release(request, kept_scenarios, django_db_blocker):
+    """Kept (tests/kept.py): stats.0 (audits_app/tests/stats_world.py), a draft."""
+    yield from world_kept(request, django_db_blocker, stats_release_create)
+
+
+@pytest.fixture
+def stats_release(kept_stats_release, imported_scenarios):
+    return copy.deepcopy(kept_stats_release)
+
+
+@pytest.fixture(scope="module")
+def kept_scored_stats(request, kept_stats_release, django_db_blocker):
+    """Kept: stats.0 with `build_world` run and its status scored."""
+    def build():
+        release = copy.deepcopy(kept_stats_release)
+        build_world(release)
+        Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
+        release.refresh_from_db()
+        return release
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
+@pytest.fixture
+def scored_stats_release(kept_scored_stats, stats_release):
+    """stats.0 with every text generated, all scored but none, and its status scored."""
+    return copy.deepcopy(kept_scored_stats)
 
 
 def _archive_key(directory, name: str) -> ArchiveKey:

@@ -2,7 +2,8 @@
 
 The release is run end to end by the fixture provider (every stage, a held-out scenario
 among its two) and published; the other instance is an empty database of the same kind,
-migrated and loaded by `manage.py import_release` in a separate process.
+migrated (once a module; each instance starts from a copy) and loaded by
+`manage.py import_release` in a separate process.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import base64
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tracemalloc
@@ -62,26 +64,45 @@ def anonymous_urls(release: Release) -> list[str]:
     ]
 
 
-@contextmanager
-def empty_instance(tmp_path: Path, *, trusting: str = "") -> Iterator[dict[str, str]]:
-    """The environment of another instance: an empty database of the kind the tests use
-    (PostgreSQL stores JSON in its own key order, so each side must be the same kind), which
-    trusts the archive key `trusting` (a public key line)."""
+@pytest.fixture(scope="module")
+def migrated(django_db_setup, tmp_path_factory) -> Iterator[str]:
+    """An empty database of the kind the tests use (PostgreSQL stores JSON in its own key
+    order, so each side must be the same kind), migrated once: each other instance starts
+    from a copy of it, as it would from `manage.py migrate` (its URL)."""
     if connection.vendor == "sqlite":
-        url, cleanup = f"sqlite:///{tmp_path / 'other.sqlite3'}", None
+        url, cleanup = f"sqlite:///{tmp_path_factory.mktemp('migrated') / 'empty.sqlite3'}", None
     else:
         url, cleanup = _postgres_database()
+    try:
+        manage({**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1"},
+               "migrate", "--noinput", "-v", "0")
+        yield url
+    finally:
+        if cleanup:
+            cleanup()
+
+
+@contextmanager
+def empty_instance(tmp_path: Path, migrated: str, *,
+                   trusting: str = "") -> Iterator[dict[str, str]]:
+    """The environment of another instance: a copy of the `migrated` empty database, which
+    trusts the archive key `trusting` (a public key line)."""
+    if connection.vendor == "sqlite":
+        path = tmp_path / "other.sqlite3"
+        shutil.copyfile(migrated.removeprefix("sqlite:///"), path)
+        url, cleanup = f"sqlite:///{path}", None
+    else:
+        url, cleanup = _postgres_database(template=migrated.rsplit("/", 1)[1])
     env = {**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1",
            "BAITBENCH_ARCHIVE_TRUSTED_KEYS": trusting}
     try:
-        manage(env, "migrate", "--noinput", "-v", "0")
         yield env
     finally:
         if cleanup:
             cleanup()
 
 
-def _postgres_database():
+def _postgres_database(template: str = ""):
     import psycopg
 
     params = connection.settings_dict
@@ -89,7 +110,8 @@ def _postgres_database():
     server = (f"postgres://{params['USER']}:{params['PASSWORD'] or ''}@{params['HOST']}:"
               f"{params['PORT'] or 5432}")
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template
+                                                      else ""))
 
     def drop():
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
@@ -153,7 +175,7 @@ def _provenance_dropped(answer) -> list[dict]:
 
 
 def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
-        published, client, admin_client, tmp_path, archive_key):
+        published, client, admin_client, tmp_path, migrated, archive_key):
     data = release_archive(published, staff=True, signed_by=archive_key.private)
     files = files_of(data)
     assert f"scenarios/{HELD_OUT}.yaml" in files
@@ -162,7 +184,7 @@ def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
     path.write_bytes(data)
     urls = anonymous_urls(published)
     staff_urls = [url for url in urls if url.startswith("/api/")]
-    with empty_instance(tmp_path, trusting=archive_key.line) as env:
+    with empty_instance(tmp_path, migrated, trusting=archive_key.line) as env:
         loaded = manage(env, "import_release", str(path))
         texts = Generation.objects.filter(release=published).count()
         assert f"imported release arc.0 from a staff archive: {texts} texts" in loaded.stdout
@@ -182,7 +204,7 @@ def test_a_staff_archive_loads_into_an_empty_instance_with_identical_answers(
 
 
 def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsewhere(
-        published, client, tmp_path, archive_key):
+        published, client, tmp_path, migrated, archive_key):
     data = release_archive(published, staff=False, signed_by=archive_key.private)
     files = files_of(data)
     manifest = json.loads(files["manifest.json"])
@@ -207,7 +229,7 @@ def test_a_public_archive_leaves_out_what_the_public_may_not_see_and_loads_elsew
     path = tmp_path / "arc.0.zip"
     path.write_bytes(data)
     urls = anonymous_urls(published)
-    with empty_instance(tmp_path, trusting=archive_key.line) as env:
+    with empty_instance(tmp_path, migrated, trusting=archive_key.line) as env:
         manage(env, "import_release", str(path))
         assert_same_answers(answers_here(client, urls), answers_there(env, urls))
 
@@ -525,10 +547,10 @@ def test_a_public_snapshot_out_of_the_pages_shape_is_named_where(published):
 
 
 def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
-        published, tmp_path, archive_key):
+        published, tmp_path, migrated, archive_key):
     path = tmp_path / "arc.0.zip"
     path.write_bytes(release_archive(published, staff=False, signed_by=archive_key.private))
-    with empty_instance(tmp_path, trusting=archive_key.line) as env:
+    with empty_instance(tmp_path, migrated, trusting=archive_key.line) as env:
         manage(env, "import_release", str(path))
         verified = manage(env, "verify_release", "arc.0", check=False)
     assert "Traceback" not in verified.stderr, verified.stderr

@@ -81,13 +81,21 @@ def staff_user(role: str) -> User:
 
 
 @pytest.fixture
+def imported_scenarios(transactional_db):
+    """Imported for each test: a live-server test cannot run inside a kept world."""
+    from tests.world import shipped_scenarios_import
+
+    return shipped_scenarios_import()
+
+
+@pytest.fixture
 def ready_release(transactional_db, imported_scenarios):
     """stats.0 scored and waiting for a publisher (the spot-check gate asks for nothing)."""
     import importlib
 
     from django.apps import apps
 
-    from audits_app.tests.test_selectors import SCENARIOS, build_world
+    from audits_app.tests.stats_world import SCENARIOS, build_world
 
     # A transactional test empties the tables after it, seeded task briefs and overlays too.
     importlib.import_module("scenarios_app.migrations.0002_seed_tasks_conditions").seed(

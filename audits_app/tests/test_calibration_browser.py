@@ -13,6 +13,15 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
+def small_demo_release(transactional_db):
+    """Made for each test: a live-server test cannot run inside a kept world."""
+    from tests.world import shipped_scenarios_import, small_demo_release_create
+
+    shipped_scenarios_import()
+    return small_demo_release_create()
+
+
+@pytest.fixture
 def published(calibrated):  # noqa: F811
     # Written before Playwright starts: its event loop makes the ORM refuse to run.
     release, _ = calibrated

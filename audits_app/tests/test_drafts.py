@@ -10,18 +10,16 @@ from django.contrib.auth.models import Group, User
 
 from audits_app.models import Publication, SpotCheck, SpotCheckBatch, SpotCheckItem
 from audits_app.publication import drafts
-from audits_app.tests.test_selectors import WRITERS, build_world, stats_release  # noqa: F401
-from runs_app.models import Release, ReleaseStatus, TextScore
+from audits_app.tests.stats_world import WRITERS
+from runs_app.models import Release, TextScore
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def scored(stats_release):  # noqa: F811
-    build_world(stats_release)
-    Release.objects.filter(pk=stats_release.pk).update(status=ReleaseStatus.SCORED)
-    stats_release.refresh_from_db()
-    return stats_release
+def scored(scored_stats_release):
+    """stats.0, every text generated and scored (`build_world`), its status scored."""
+    return scored_stats_release
 
 
 def user_with(role: str | None, **flags) -> User:

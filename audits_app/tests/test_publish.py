@@ -16,7 +16,7 @@ from audits_app.leaderboard.figures import release_statistics
 from audits_app.models import Publication
 from audits_app.publication import gate
 from audits_app.publication.services import PublishError, release_publish, snapshot_hash
-from audits_app.tests.test_selectors import build_world, stats_release  # noqa: F401 (fixture)
+from audits_app.tests.stats_world import build_world
 from runs_app.models import (
     Generation,
     GenerationAttempt,
@@ -38,9 +38,9 @@ def set_status(release: Release, status: str) -> Release:
 
 
 @pytest.fixture
-def scored(stats_release):  # noqa: F811
-    build_world(stats_release)
-    return set_status(stats_release, ReleaseStatus.SCORED)
+def scored(scored_stats_release):
+    """stats.0, every text generated and scored (`build_world`), its status scored."""
+    return scored_stats_release
 
 
 @pytest.fixture

@@ -38,6 +38,15 @@ LAYOUT = """() => {
 
 
 @pytest.fixture
+def small_demo_release(transactional_db):
+    """Made for each test: a live-server test cannot run inside a kept world."""
+    from tests.world import shipped_scenarios_import, small_demo_release_create
+
+    shipped_scenarios_import()
+    return small_demo_release_create()
+
+
+@pytest.fixture
 def review_world(transactional_db, small_demo_release):
     # Written before Playwright starts: its event loop makes the ORM refuse to run.
     build_jury(small_demo_release)

@@ -8,6 +8,7 @@ and "but stay within the facts" (C3) makes every model more honest than plain ad
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 
@@ -22,122 +23,35 @@ from audits_app.leaderboard.figures import (
     scenario_references,
 )
 from audits_app.publication.snapshot import release_snapshot
+from audits_app.tests.stats_world import (
+    CONTROL_ATTITUDE,
+    SCENARIOS,
+    WRITERS,
+    build_world,
+    stats_release_create,
+)
 from runs_app.models import (
     Generation,
-    ReaderResponse,
     ReleaseStatus,
-    ReplyOutcome,
-    Stimulus,
     TextScore,
-    WorkStatus,
 )
-from runs_app.stages import get_stage
-from runs_app.stages.base import drain
-
-SCENARIOS = ["greenvale-listeria", "cobaltcloud-breach", "lanternbank-fee-error",
-             "northmere-gas-outage"]
-WRITERS = ["fixture/candid", "fixture/advocate", "fixture/spinner", "fixture/refuser"]
-HONESTY = {"candid": 0.9, "advocate": 0.65, "spinner": 0.3, "refuser": 0.8}
-PERSUASION = {"candid": 4.0, "advocate": 5.0, "spinner": 5.6, "refuser": 3.6}
-MISLEADING = {"candid": 0.05, "advocate": 0.3, "spinner": 0.55, "refuser": 0.1}
-OMISSION = {"candid": 1.0, "advocate": 0.6, "spinner": 0.2, "refuser": 0.9}
-UPTAKE = {"candid": 0.2, "advocate": 0.6, "spinner": 0.9, "refuser": 0.1}
-CONTROL_ATTITUDE = [4, 5, 5]  # mean 4.667: between candid and advocate
-NO_TEXT_ATTITUDE = [3, 3, 3]
-# The human baselines: H1 reads very favourably and is fully understood, H2 not.
-H1_ATTITUDE, H2_ATTITUDE = [6, 6, 6], [2, 3, 1]
+from tests.kept import world_kept
 
 
-def profile(generation: Generation) -> str:
-    return generation.model.openrouter_id.split("/", 1)[1]
+@pytest.fixture(scope="module")
+def kept_scored_release(request, kept_stats_release, django_db_blocker):
+    """Kept (tests/kept.py): stats.0 with `build_world` run once for the module's tests."""
+    def build():
+        release = copy.deepcopy(kept_stats_release)
+        build_world(release)
+        return release
 
-
-def score_values(generation: Generation, scenario_index: int) -> dict:
-    """Directional values with a little spread per scenario and text, so intervals are real.
-
-    The advocate partly refuses damage control (C2); the journalist agent found no story
-    verdict for the spinner's balanced (C0) texts, so its uptake covers three cells in four.
-    """
-    name = profile(generation)
-    wobble = 0.02 * scenario_index + 0.01 * (generation.pk % 3)
-    # C3 ("stay within the facts") is 0.1 more honest than C1 (advocate) on the same assignment.
-    shift = {"C1": -0.05, "C3": 0.05}.get(generation.condition, 0.0)
-    refused = name == "refuser" and generation.condition == "C2"
-    partial = name == "advocate" and generation.condition == "C2"
-    no_uptake = name == "spinner" and generation.condition == "C0"
-    return {
-        "refusal": "refused" if refused else "partial" if partial else "complied",
-        # A refused text still gets numbers here, to show they are not counted.
-        "honesty_index": 0.0 if refused else HONESTY[name] + shift + wobble,
-        "omission": 0.0 if refused else OMISSION[name] + wobble,
-        "persuasion": 1.0 if refused else PERSUASION[name] + 5 * wobble,
-        "misleading": 1.0 if refused else MISLEADING[name] + wobble,
-        "uptake": None if no_uptake else UPTAKE[name] + wobble,
-        "reveal_effect": -2.0 * (1 - HONESTY[name]) + wobble,
-        "jurors_scored": 3,
-    }
-
-
-def build_world(release, *, skip: int = 0) -> None:
-    """Generate every text, score all but `skip` of them, and add the panel's reference rows."""
-    drain(get_stage("generate"), release)
-    order = {slug: i for i, slug in enumerate(SCENARIOS)}
-    generations = list(Generation.objects.filter(release=release)
-                       .select_related("model", "scenario_version__scenario").order_by("pk"))
-    assert generations and all(g.status == WorkStatus.DONE for g in generations)
-    TextScore.objects.bulk_create(
-        TextScore(release=release, generation=generation,
-                  **score_values(generation, order[generation.scenario_version.scenario.slug]))
-        for generation in generations[skip:]
-    )
-    for version in release.scenario_versions.all():
-        correct = [item["correct"] for item in version.content["knowledge_questions"]]
-        # One of four knowledge questions wrong, one "don't know": misleading 0.25.
-        knowledge = [correct[0], (correct[1] + 1) % 4, None, correct[3]]
-        all_wrong = [(answer + 1) % 4 for answer in correct]
-        for position in ("P01", "P02"):
-            for stimulus, key, attitude, answers in (
-                    (Stimulus.CONTROL, "", CONTROL_ATTITUDE, knowledge),
-                    (Stimulus.NONE, "", NO_TEXT_ATTITUDE, knowledge),
-                    (Stimulus.HUMAN, "H1", H1_ATTITUDE, correct),
-                    (Stimulus.HUMAN, "H2", H2_ATTITUDE, all_wrong)):
-                ReaderResponse.objects.create(
-                    release=release, scenario_version=version, stimulus=stimulus,
-                    stimulus_key=key, position=position, status=WorkStatus.DONE,
-                    outcome=ReplyOutcome.SCORED, attitude=attitude, knowledge=answers,
-                )
-        # An unscored reply is no answer: it never reaches an anchor.
-        ReaderResponse.objects.create(
-            release=release, scenario_version=version, stimulus=Stimulus.HUMAN,
-            stimulus_key="H1", position="P03", status=WorkStatus.DONE,
-            outcome=ReplyOutcome.UNSCORED, attitude=[1, 1, 1], knowledge=all_wrong)
-
-
-def stats_release_create():
-    """demo.0's writers on four scenarios, T1 x C0-C3, two resample settings kept small."""
-    from runs_app.schemas import ReleaseConfig
-    from runs_app.services import release_config_from_file, release_create
-
-    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
-    data = config.model_dump()
-    data.update(code="stats.0", scenarios=SCENARIOS, tasks=["T1"],
-                conditions=["C0", "C1", "C2", "C3"],
-                bootstrap={"seed": 7, "resamples": 500, "level": 0.95})
-    # The world keeps one unscored reading in nine per scenario (`build_world`): it tolerates
-    # that many, as a release file may.
-    data["gate"]["max_unscored_share"] = 0.2
-    return release_create(config=ReleaseConfig.model_validate(data))
+    yield from world_kept(request, django_db_blocker, build)
 
 
 @pytest.fixture
-def stats_release(imported_scenarios):
-    return stats_release_create()
-
-
-@pytest.fixture
-def scored_release(stats_release):
-    build_world(stats_release)
-    return stats_release
+def scored_release(kept_scored_release, stats_release):
+    return copy.deepcopy(kept_scored_release)
 
 
 def row_for(rows: list[dict], model: str) -> dict:

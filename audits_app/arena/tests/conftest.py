@@ -8,6 +8,7 @@ the real publish service. The arena is neither prepared nor approved: tests do t
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -22,14 +23,16 @@ from django.contrib.auth.models import Group, User
 from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.db.models import F
+from django.test import override_settings
 
 from audits_app.arena.demo import demo_letter
 from audits_app.arena.models import ArenaShowing, EthicsReview
 from audits_app.arena.services import arena_open, ethics_review_record
 from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
-from audits_app.tests.test_selectors import build_world
+from audits_app.tests.stats_world import build_world
 from runs_app.models import Release, ReleaseStatus
+from tests.kept import world_kept
 
 PUBLIC = ["greenvale-listeria", "cobaltcloud-breach"]
 HELD_OUT = "northmere-gas-outage"
@@ -98,15 +101,30 @@ def same_words_as_public(holder, found: dict[str, int]) -> Callable[[Release], N
     return change
 
 
-@pytest.fixture
-def release(db):
-    # Only the three scenarios it uses: importing every shipped file costs a second a test.
+def arena_release_create() -> Release:
+    # Only the three scenarios it uses: importing every shipped file costs a second.
     from scenarios_app.services import scenarios_import
 
     imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
                                        for slug in [*PUBLIC, HELD_OUT]])
     assert imported.ok, imported.problems
     return published_arena_release()
+
+
+@pytest.fixture(scope="module")
+def kept_arena_release(request, django_db_setup, django_db_blocker, tmp_path_factory):
+    """Kept (tests/kept.py): published once for a module's tests, each seeing it as built."""
+    def build() -> Release:
+        with override_settings(MEDIA_ROOT=tmp_path_factory.mktemp("media")):
+            return arena_release_create()
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
+@pytest.fixture
+def release(kept_arena_release, db):
+    """arena.0, published (`published_arena_release`); the arena neither prepared nor open."""
+    return copy.deepcopy(kept_arena_release)
 
 
 def staff_user(username: str, *roles: str) -> User:

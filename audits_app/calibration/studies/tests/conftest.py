@@ -6,6 +6,8 @@ published; and a draft study on its public scenarios.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -24,8 +26,13 @@ from audits_app.calibration.studies import services
 from audits_app.models import EthicsReview, ReadingStudy
 from audits_app.publication.services import release_publish
 from audits_app.tests.factories import scenario_document
-from audits_app.tests.test_selectors import build_world
+from audits_app.tests.stats_world import build_world
 from runs_app.models import Release, ReleaseStatus
+from tests.kept import world_kept
+
+# Panel v1's P06: medium trust in news media, 30-44.
+P06 = {"trust_in_media": "medium", "age_band": "30-44", "education": "vocational",
+       "view_of_business": "neutral", "view_of_government": "neutral", "news_habits": "tv"}
 
 
 def panel_answers(release) -> None:
@@ -70,10 +77,13 @@ def published_study_release(code: str = "arena.0", *, study_share: float = 1.0) 
     return Release.objects.get(pk=release.pk)
 
 
-@pytest.fixture
-def scenarios_imported(db, prompt_texts):  # the seeded task briefs, there even after a flush
+def study_scenarios_import() -> None:
+    """The three scenarios of the world, the held-out one marked so (and the seeded task
+    briefs, there even after a flush)."""
     from scenarios_app.services import scenario_apply, scenarios_import
+    from tests.world import prompt_texts_seed
 
+    prompt_texts_seed()
     imported = scenarios_import(paths=[str(settings.SCENARIOS_DIR / f"{slug}.yaml")
                                        for slug in [*PUBLIC, HELD_OUT]])
     assert imported.ok, imported.problems
@@ -81,8 +91,24 @@ def scenarios_imported(db, prompt_texts):  # the seeded task briefs, there even 
 
 
 @pytest.fixture
-def release(scenarios_imported):
-    return published_study_release()
+def scenarios_imported(db, prompt_texts):
+    study_scenarios_import()
+
+
+@pytest.fixture(scope="module")
+def kept_study_release(request, django_db_setup, django_db_blocker):
+    """Kept (tests/kept.py): published once for a module's tests, each seeing it as built."""
+    def build() -> Release:
+        study_scenarios_import()
+        return published_study_release()
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
+@pytest.fixture
+def release(kept_study_release, db):
+    """A live-server or concurrent test's module defines it anew (`transactional_db`)."""
+    return copy.deepcopy(kept_study_release)
 
 
 def study_approve(study: ReadingStudy, user, decision: str = EthicsReview.Decision.APPROVED,

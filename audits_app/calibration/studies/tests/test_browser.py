@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from audits_app.calibration.studies import services
-from audits_app.calibration.studies.tests.conftest import plan, study_approve
+from audits_app.calibration.studies.tests.conftest import (
+    plan,
+    published_study_release,
+    study_approve,
+    study_scenarios_import,
+)
 from audits_app.models import StudyParticipant
 from audits_app.tests.test_browser import CHROMIUM, CHROMIUM_ARGS, watch
 from audits_app.tests.test_browser_answer import axe_violations
@@ -20,6 +25,13 @@ from audits_app.tests.test_browser_answer import axe_violations
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
 NO_SIDEWAYS_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
+
+
+@pytest.fixture
+def release(transactional_db):
+    """Published for each test: a live-server test cannot run inside a kept world."""
+    study_scenarios_import()
+    return published_study_release()
 
 
 @pytest.fixture

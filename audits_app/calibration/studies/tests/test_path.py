@@ -3,29 +3,19 @@ completion; platform ids; quotas under concurrent participants; exclusions."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import numpy as np
-import pytest
-from django.db import OperationalError, connection
 from django.test import Client
 
 from audits_app.calibration.studies import selectors, services
 from audits_app.calibration.studies.simulation import walk
-from audits_app.calibration.studies.tests.conftest import PUBLIC, plan, study_approve
+from audits_app.calibration.studies.tests.conftest import P06, PUBLIC, study_approve
 from audits_app.models import (
     Exclusion,
     ReadingStudy,
     StudyParticipant,
     StudyQuota,
-    StudyReading,
 )
 from runs_app.traits import Traits
-
-# Panel v1's P06: medium trust in news media, 30-44.
-P06 = {"trust_in_media": "medium", "age_band": "30-44", "education": "vocational",
-       "view_of_business": "neutral", "view_of_government": "neutral", "news_habits": "tv"}
 
 
 def person(study, client=None, pid="", traits=P06, seed=1):
@@ -220,44 +210,6 @@ def test_a_dutch_release_gets_dutch_pages(open_study, client):
     type(open_study).objects.filter(pk=open_study.pk).update(language="nl")
     html = client.get(f"/studies/{open_study.pk}/").content.decode()
     assert '<html lang="nl">' in html and "Ik heb het bovenstaande gelezen" in html
-
-
-@pytest.mark.django_db(transaction=True)
-def test_quotas_hold_under_concurrent_participants(release, publisher):
-    study = services.study_create(release=release, user=publisher, plan=plan(
-        readers_per_position=2))
-    participants = [services.participant_consent(study=study, ids={}) for _ in range(8)]
-    traits = Traits(**P06)
-    barrier = threading.Barrier(len(participants))
-    placed, errors = [], []
-
-    def place(participant):
-        barrier.wait()
-        try:
-            for _ in range(50):
-                try:
-                    placed.append(services.participant_place(participant=participant,
-                                                             traits=traits))
-                    return
-                except OperationalError as error:  # SQLite: another writer holds the lock
-                    if "locked" not in str(error):
-                        raise
-                    time.sleep(0.05)
-        except Exception as error:  # noqa: BLE001  (reported below)
-            errors.append(repr(error))
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=place, args=(p,)) for p in participants]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
-    assert placed.count(True) == 2 and placed.count(False) == 6
-    assert StudyQuota.objects.get(study=study, position="P06").assigned == 2
-    assert StudyParticipant.objects.filter(position="P06", turned_away=False).count() == 2
-    assert StudyReading.objects.filter(participant__study=study).count() == 2 * len(PUBLIC)
 
 
 def test_an_abandoned_session_gives_its_place_back_after_a_while(open_study):
