@@ -20,6 +20,7 @@ from runs_app.models import (
     StageRunState,
     WorkStatus,
 )
+from runs_app.models.pipeline import DRAIN_DEAD_AFTER  # noqa: F401 (tasks read it here)
 from runs_app.schemas import STAGE_NAMES
 from runs_app.stages import get_stage
 
@@ -36,9 +37,6 @@ MIN_RATE_SPAN = 5.0
 # marks it so and enqueues a fresh one. Were it only waiting behind busy workers, its task
 # finds the ticket taken when it comes and stops at once.
 QUEUED_STALE = dt.timedelta(seconds=settings.BAITBENCH_QUEUED_STALE_SECONDS)
-# A running drain beats at least every BAITBENCH_DRAIN_HEARTBEAT_SECONDS; one silent for this
-# long has lost its worker, and its rows are released at once rather than after their lease.
-DRAIN_DEAD_AFTER = dt.timedelta(seconds=6 * settings.BAITBENCH_DRAIN_HEARTBEAT_SECONDS)
 
 
 def live_drains(release: Release) -> int:

@@ -19,7 +19,8 @@ SITE_BASE = {"baitbench_site.roles", "baitbench_site.immutability", "baitbench_s
 AUDITS_FLOORS = [
     # Every model is registered under audits_app (the arena's too), so all sit at the bottom.
     {"statistics", "csv_files", "models", "templatetags.numbers", "arena.models",
-     "arena.validators", "text_codes", "calibration.studies.weights"},
+     "arena.validators", "text_codes", "calibration.studies.weights",
+     "publication.snapshot_model"},  # the snapshot's schema imports nothing of the project
     {"leaderboard", "spotchecks"},
     # A reading study's figures sit with the other calibration figures; the study itself
     # (its pages, services, admin, demo) uses the arena's reviews and limits, so sits beside it.

@@ -7,6 +7,7 @@ once its first run starts, and everything under a published release is immutable
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 
 from django.conf import settings
@@ -287,6 +288,11 @@ class DrainState(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
+
+
+# A running drain beats at least every BAITBENCH_DRAIN_HEARTBEAT_SECONDS; one silent for this
+# long has lost its worker, and its rows are released at once rather than after their lease.
+DRAIN_DEAD_AFTER = dt.timedelta(seconds=6 * settings.BAITBENCH_DRAIN_HEARTBEAT_SECONDS)
 
 
 class Drain(models.Model):

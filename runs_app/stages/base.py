@@ -54,6 +54,7 @@ from runs_app.models import (
     WorkItem,
     WorkStatus,
 )
+from runs_app.models.pipeline import DRAIN_DEAD_AFTER
 from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import STAGE_NEEDS, ReleaseConfig
 
@@ -497,8 +498,6 @@ def others_at_work(release: Release, stages: list[Stage]) -> bool:
 def running_drains(release: Release) -> int:
     """Drain tasks of the release running now (a fresh heartbeat): the drains that share
     its rows. Queued tickets do not count; they wait behind a running drain."""
-    from runs_app.selectors import DRAIN_DEAD_AFTER
-
     return Drain.objects.filter(
         release=release, state=DrainState.RUNNING,
         heartbeat_at__gte=timezone.now() - DRAIN_DEAD_AFTER).count()
