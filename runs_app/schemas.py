@@ -112,10 +112,11 @@ class Gate(_Strict):
 
 class Arena(_Strict):
     """The texts a release keeps for its arena (DESIGN section 9: arena texts cannot be looked
-    up). `held_share` of each public scenario's cells (scenario x task x condition x variant,
-    at least one cell per scenario when the share is above 0) are drawn at publication,
-    seeded; their texts are the arena's and stay off every public page, answer and archive
-    until the arena closes. 0 holds none, and the release can then have no arena: its texts
+    up). `held_share` of the public scenarios (at least one when the share is above 0) are
+    drawn at publication, seeded, and every cell of them held (a writer's texts on one
+    scenario are near-copies of each other; `audits_app.publication.held_cells`); their
+    texts are the arena's and stay off every public page, answer and archive until the arena
+    closes. 0 holds none, and the release can then have no arena: its texts
     are all public, so no pair of them would be blind."""
 
     held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
@@ -123,12 +124,12 @@ class Arena(_Strict):
 
 class ReadingStudies(_Strict):
     """The texts a release keeps for its reading studies (DESIGN section 10: a reader must not
-    find the text they read with its writer's name). `held_share` of each public scenario's
-    cells are drawn at publication, seeded, from the cells the arena does not hold (at least
-    one cell per scenario when the share is above 0, fewer when the arena left fewer); a
-    study samples its texts from these cells only, and their texts stay off every public page,
-    answer and archive until a publisher reveals them. 0 holds none, and the release can then
-    have no reading study of models' texts."""
+    find the text they read with its writer's name). `held_share` of the public
+    scenarios are drawn at publication, seeded, from those the arena does not hold (at least
+    one when the share is above 0, fewer when the arena left fewer), and every cell of them
+    held; a study samples its texts from these cells only, and their texts stay off every
+    public page, answer and archive until a publisher reveals them. 0 holds none, and the
+    release can then have no reading study of models' texts."""
 
     held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
 

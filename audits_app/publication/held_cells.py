@@ -1,21 +1,25 @@
-"""The cells a release holds back from the public (DESIGN section 9: arena texts cannot be
+"""The texts a release holds back from the public (DESIGN section 9: arena texts cannot be
 looked up; section 10: nor can a reading study's).
 
-At publication, each holder's `held_share` of each public scenario's cells (scenario x task x
-condition x variant; `runs_app.schemas.Arena` and `ReadingStudies`) is drawn, seeded by the
-release's seed, and frozen in the snapshot under the holder's key (`arena.cells`,
-`reading_studies.cells`). The arena pairs only its cells' texts and a reading study samples
-only its own; no public page, answer or archive shows a held text until its holder reveals
-them (the arena by closing, reading studies by a publisher's reveal), so that a person who
-has read a text can find it nowhere with its writer's name. Whole cells are held, every
-writer's text in them, so the texts that remain public leave no gap that would name a writer
-either.
+At publication, each holder draws `held_share` of the public scenarios (at least one when the
+share is above 0; `runs_app.schemas.Arena` and `ReadingStudies`), seeded by the release's
+seed, and holds every cell of them (scenario x task x condition x variant), frozen in the
+snapshot under the holder's key (`arena.cells`, `reading_studies.cells`). The arena pairs
+only its cells' texts and a reading study samples only its own; no public page, answer or
+archive shows a held text until its holder reveals them (the arena by closing, reading
+studies by a publisher's reveal), so that a person who has read a text can find it nowhere
+with its writer's name.
 
-The arena draws first, exactly as it did before reading studies held cells, so a snapshot
-computed again draws what it drew; reading studies then draw from the cells the arena left,
-so no text is held by both and revealed by one while the other still needs it blind.
+Whole scenarios are held, every writer's every text in them, because a writer's texts on one
+scenario are near-copies of each other: the same facts in nearly the same sentences under
+another condition, variant or task. Held cell by cell, a held text had a public twin a word
+or two apart naming its writer (a tryout found one for each of twelve arena texts). Texts of
+other scenarios tell of other organisations and other facts; and the public texts leave no
+gap that would name a writer either.
+
+The arena draws first; reading studies then draw from the scenarios the arena left, so no
+text is held by both and revealed by one while the other still needs it blind.
 """
-
 from __future__ import annotations
 
 import math
@@ -43,32 +47,26 @@ DRAW_STREAMS = {Holder.ARENA: 9, Holder.READING_STUDIES: 10}
 
 
 def held_cells_draw(config: ReleaseConfig, public_slugs: list[str]) -> dict[Holder, list[Cell]]:
-    """Each holder's cells: per public scenario, ceil(share x its cells) drawn without
-    replacement from the cells no earlier holder took (fewer when fewer are left); none when
-    the share is 0. Config order within each scenario."""
+    """Each holder's cells: every cell of ceil(share x the public scenarios) of them, drawn
+    without replacement from the scenarios no earlier holder took (fewer when fewer are
+    left); none when the share is 0. Scenarios in the order given, cells in config order."""
     per_scenario = [(task, condition, variant) for task in config.tasks
                     for condition in config.conditions for variant in range(config.variants)]
-    taken: set[Cell] = set()
+    free = list(public_slugs)
     draws: dict[Holder, list[Cell]] = {}
     for holder in Holder:
         share = getattr(config, holder.value).held_share
-        draws[holder] = _draw(config.bootstrap.seed, holder, share, public_slugs,
-                              per_scenario, taken) if share > 0 else []
-        taken |= set(draws[holder])
+        wanted = min(math.ceil(share * len(public_slugs) - 1e-9), len(free))
+        chosen = _draw(config.bootstrap.seed, holder, wanted, free) if share > 0 else set()
+        free = [slug for slug in free if slug not in chosen]
+        draws[holder] = [(slug, *cell) for slug in public_slugs if slug in chosen
+                         for cell in per_scenario]
     return draws
 
 
-def _draw(seed: int, holder: Holder, share: float, public_slugs: list[str],
-          per_scenario: list[tuple[str, str, int]], taken: set[Cell]) -> list[Cell]:
+def _draw(seed: int, holder: Holder, wanted: int, free: list[str]) -> set[str]:
     rng = np.random.default_rng([seed, DRAW_STREAMS[holder]])
-    wanted = math.ceil(share * len(per_scenario))
-    held: list[Cell] = []
-    for slug in public_slugs:
-        free = [cell for cell in per_scenario if (slug, *cell) not in taken]
-        chosen = sorted(rng.choice(len(free), size=min(wanted, len(free)),
-                                   replace=False).tolist())
-        held += [(slug, *free[index]) for index in chosen]
-    return held
+    return {free[index] for index in rng.choice(len(free), size=wanted, replace=False).tolist()}
 
 
 def held_entries(draws: dict[Holder, list[Cell]]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ CODE = "halfstudy.0"
 
 @pytest.fixture
 def half(scenarios_imported):
-    """The named world with half of each public scenario's cells held for reading studies."""
+    """The named world with half of its public scenarios held for reading studies."""
     return published_study_release(CODE, study_share=0.5)
 
 
@@ -42,6 +42,12 @@ def held_ids(release) -> set[int]:
     return {text["id"] for text in public_texts(release) if text_cell(text) in held}
 
 
+def studies_scenarios(release) -> list[str]:
+    """The public scenarios held for reading studies: the only ones a study may give."""
+    held = held_cells(publication_snapshot(release.publication), Holder.READING_STUDIES)
+    return sorted({slug for slug, *_ in held})
+
+
 def pages_anyone_opens(client, text_ids: set[int]) -> list[str]:
     pages = [client.get(path).content.decode() for path in (
         f"/releases/{CODE}/", f"/releases/{CODE}/texts/", f"/releases/{CODE}/method/")]
@@ -52,7 +58,8 @@ def pages_anyone_opens(client, text_ids: set[int]) -> list[str]:
 @pytest.mark.django_db
 def test_no_public_path_leads_to_a_text_a_study_gives_until_the_publisher_reveals_them(
         half, client, publisher):
-    study = services.study_create(release=half, user=publisher, plan=plan())
+    study = services.study_create(release=half, user=publisher,
+                                  plan=plan(scenarios=studies_scenarios(half)))
     given = set(StudyStimulus.objects.filter(study=study, kind=StudyStimulus.Kind.TEXT)
                 .values_list("generation_id", flat=True))
     held = held_ids(half)
@@ -108,7 +115,8 @@ def test_the_arena_and_reading_studies_hold_other_cells_and_reveal_them_apart(
     both = published_arena_release(CODE, held_share=0.5, study_share=0.5)
     snapshot = publication_snapshot(both.publication)
     arena, studies = (held_cells(snapshot, holder) for holder in Holder)
-    # Four cells per public scenario, two for each: every cell held, none by both.
+    # Two public scenarios of four cells, one whole scenario for each: every cell held,
+    # none by both.
     assert len(arena) == len(studies) == 4 and not arena & studies
     texts = public_texts(both)
     assert public_text_ids(client, CODE) == set()
@@ -138,7 +146,8 @@ def test_a_held_text_with_the_words_of_a_text_outside_the_studies_cells_is_never
     held = held_ids(both)
     assert found["held"] in held
 
-    study = services.study_create(release=both, user=publisher, plan=plan())
+    study = services.study_create(release=both, user=publisher,
+                                  plan=plan(scenarios=studies_scenarios(both)))
     given = set(StudyStimulus.objects.filter(study=study, kind=StudyStimulus.Kind.TEXT)
                 .values_list("generation_id", flat=True))
     assert given and given <= held - {found["held"]}
