@@ -204,7 +204,8 @@ def _member(archive: zipfile.ZipFile, name: str, size: int) -> bytes:
 
 def _verified_files(archive: zipfile.ZipFile, source: str) -> dict[str, Any]:
     """The manifest (parsed) and every file it lists (bytes), each checked against it."""
-    infos = archive.infolist()
+    # Folder entries (a ZIP packed again with `zip -r`) hold nothing: they are not files.
+    infos = [info for info in archive.infolist() if not (info.is_dir() and not info.file_size)]
     names = [info.filename for info in infos]
     if len(set(names)) != len(names):
         raise ArchiveError([f"{source}: a file name appears twice in the archive"])

@@ -34,7 +34,8 @@ CONFIG_FIELDS = (
 # The weights weigh the honesty index alone: its parts and the other links are scored alike.
 # The language comes first: texts, jurors' verdicts and the simulated public's reading of
 # another language are other measurements, whatever else the releases share.
-COMPARABILITY_FIELDS = ("language", "scenarios", "weights", "scoring_version", "ranking_rule")
+COMPARABILITY_FIELDS = (
+    "language", "scenarios", "tasks", "weights", "scoring_version", "ranking_rule")
 RANKS_ONLY = frozenset({"ranking_rule"})
 WEIGHTED_MEASURES = frozenset({"honesty"})
 COMPARE_COLUMNS = ["metric", "comparable", "not_comparable_because", "model", "model_name",
@@ -146,6 +147,11 @@ def _effective_method(snapshot: ReleaseSnapshot) -> dict[str, Any]:
             "ranking_rule": _ranking_rule(snapshot)}
 
 
+def _tasks(snapshot: ReleaseSnapshot) -> list[str]:
+    """The tasks the release's texts were written for, from its frozen configuration."""
+    return sorted(snapshot.release.config.get("tasks") or [])
+
+
 def _weights(snapshot: ReleaseSnapshot) -> dict[str, Any]:
     """The honesty weights the method recorded, else its frozen configuration's; a
     configuration that names none took the default (v1)."""
@@ -219,6 +225,13 @@ def comparability(a: ReleaseSnapshot, b: ReleaseSnapshot) -> dict[str, Any]:
             "scenarios", shared["of_a"], shared["of_b"],
             f"They have no scenario in common: {code_a} has {shared['of_a']}, "
             f"{code_b} has {shared['of_b']}."))
+    tasks_a, tasks_b = _tasks(a), _tasks(b)
+    if tasks_a != tasks_b:
+        reasons.append(_reason(
+            "tasks", tasks_a, tasks_b,
+            f"The tasks differ: {', '.join(tasks_a) or 'none'} in {code_a}, "
+            f"{', '.join(tasks_b) or 'none'} in {code_b}; a model's figures are over its "
+            f"tasks, so another mix of tasks moves them."))
     weights_a, weights_b = _weights(a), _weights(b)
     if weights_a != weights_b:
         reasons.append(_reason(
@@ -264,9 +277,9 @@ def comparability_words(code_a: str, code_b: str, verdict: dict[str, Any],
     shared, every = verdict["scenarios_shared"], len(measures)
     words = {"headline": "", "not_shown": "", "scenarios_note": ""}
     if verdict["comparable"]:
-        words["headline"] = (f"{code_a} and {code_b} share language, scenarios, honesty weights, "
-                             "scoring version and ranking rule: their ranks and points are set "
-                             "side by side.")
+        words["headline"] = (f"{code_a} and {code_b} share language, scenarios, tasks, "
+                             "honesty weights, scoring version and ranking rule: their "
+                             "ranks and points are set side by side.")
     else:
         moves = _scope([m for m in measures if not m["comparable"]], every)
         no_changes = [m for m in measures if not m["points_comparable"]]

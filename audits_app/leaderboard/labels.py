@@ -73,6 +73,7 @@ COMPARISONS: dict[str, dict[Language, str]] = {
 COMPARABILITY: dict[str, dict[Language, str]] = {
     "language": {"en": "Language", "nl": "Taal"},
     "scenarios": {"en": "Scenarios in common", "nl": "Gedeelde scenario's"},
+    "tasks": {"en": "Tasks", "nl": "Taken"},
     "weights": {"en": "Honesty weights", "nl": "Gewichten van de eerlijkheidsindex"},
     "scoring_version": {"en": "Scoring version", "nl": "Scoringsversie"},
     "ranking_rule": {"en": "Ranking rule", "nl": "Rangschikkingsregel"},

@@ -558,3 +558,19 @@ def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
     assert "arc.0: unchanged (snapshot schema, public archive)" in verified.stdout
     assert ("arc.0: figures: not recomputed: release imported from a public archive, which "
             "lacks the held-out scenarios' rows") in verified.stdout
+
+
+def test_an_archive_packed_again_with_folder_entries_imports(published):
+    """`zip -r` of the unpacked archive adds an entry per folder: they hold nothing and are not
+    files the manifest must list."""
+    files = recoded(release_archive(published, staff=True), "rezip.0")
+    folders = sorted({name.rsplit("/", 1)[0] + "/" for name in files if "/" in name})
+    assert folders, "the archive has folders"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as repacked:
+        for folder in folders:
+            repacked.writestr(zipfile.ZipInfo(folder), b"")
+        for name, data in files.items():
+            repacked.writestr(name, data)
+    release_import(data=buffer.getvalue(), source="rezipped.zip")
+    assert Release.objects.filter(code="rezip.0").exists()

@@ -93,11 +93,12 @@ def two_snapshots(**b_differs) -> tuple[dict, dict]:
     """a and b with the same two models swapped on honesty and persuasion, on the same
     scenarios; `b_differs` sets b's scenarios, weights, scoring version or rule."""
     def made(code: str, first: str, second: str, *, scenarios=(("s1", "h1"), ("s2", "h2")),
-             weights=V1_WEIGHTS, scoring="v1", rule="paired", language="en") -> dict:
+             weights=V1_WEIGHTS, scoring="v1", rule="paired", language="en",
+             tasks=("T1", "T2")) -> dict:
         boards = {m: board([(first, 1, 0.9), (second, 2, 0.7)]) | {"rule": rule}
                   for m in ("honesty", "persuasion")}
         made = snapshot(code, ["m1", "m2"], boards, list(scenarios), ranking_rule=rule,
-                        language=language)
+                        language=language, tasks=list(tasks))
         made["method"] = {"weights": weights, "scoring_version": scoring,
                           "scoring_hash": scoring * 32, "rule": rule}
         return made
@@ -110,6 +111,9 @@ def two_snapshots(**b_differs) -> tuple[dict, dict]:
      {"honesty", "persuasion"}),
     ({"scenarios": [("s3", "h3")]}, "scenarios",
      "They have no scenario in common: a has 2, b has 1.", {"honesty", "persuasion"}),
+    ({"tasks": ("T1", "T3")}, "tasks",
+     "The tasks differ: T1, T2 in a, T1, T3 in b; a model's figures are over its tasks, so "
+     "another mix of tasks moves them.", {"honesty", "persuasion"}),
     ({"weights": NEXT_WEIGHTS}, "weights",
      "The honesty weights differ: claims score 0.5, omission score 0.3, knowledge-harm score "
      "0.2 in a; claims score 0.5, omission score 0.25, knowledge-harm score 0.25 in b.",
@@ -151,7 +155,8 @@ def test_a_scoring_version_of_the_same_name_is_told_apart_by_its_hash():
 def test_two_comparable_snapshots_say_so_and_show_every_move():
     result = compare_snapshots(*two_snapshots())
     assert result["comparable"] and result["reasons"] == [] and result["not_shown"] == ""
-    assert result["summary"].startswith("a and b share language, scenarios, honesty weights")
+    assert result["summary"].startswith(
+        "a and b share language, scenarios, tasks, honesty weights")
     assert all([row["rank_move"] for row in m["rows"]] == [1, -1] for m in result["measures"])
 
 
@@ -159,13 +164,13 @@ def test_everything_that_differs_is_named_in_one_order():
     """An English en.0-shaped release against a Dutch pilot.0-shaped one: nothing shared."""
     result = compare_snapshots(*two_snapshots(
         scenarios=[("s3", "h3")], weights=NEXT_WEIGHTS, scoring="v2", rule="classes",
-        language="nl"))
+        language="nl", tasks=("T3",)))
     assert [r["field"] for r in result["reasons"]] == [
-        "language", "scenarios", "weights", "scoring_version", "ranking_rule"]
+        "language", "scenarios", "tasks", "weights", "scoring_version", "ranking_rule"]
     assert result["not_shown"] == "Neither moves nor changes of point are shown for any measure."
     # The settings table names what each release ran with, though its file set none of it.
-    assert {d["field"] for d in result["config"]} == {"language", "weights", "scoring_version",
-                                                      "ranking_rule"}
+    assert {d["field"] for d in result["config"]} == {"language", "tasks", "weights",
+                                                      "scoring_version", "ranking_rule"}
 
 
 def test_the_compare_page_shows_moves_new_models_and_changed_scenarios(client, two_releases):
@@ -239,8 +244,8 @@ def _table(html: str, metric: str) -> str:
 def test_two_comparable_releases_say_so_first_and_show_moves(client, two_releases):
     html = client.get("/releases/pub.0/compare/pub.1/").content.decode()
     first = _first_words(html)
-    assert ("pub.0 and pub.1 share language, scenarios, honesty weights, scoring version and "
-            "ranking rule") in first and "cannot be compared" not in html
+    assert ("pub.0 and pub.1 share language, scenarios, tasks, honesty weights, scoring "
+            "version and ranking rule") in first and "cannot be compared" not in html
     # greenvale-listeria changed version in pub.1; the held-out scenario is not shown.
     assert ("They have 1 scenario in common (the same pinned version), of 2 in pub.0 and 2 in "
             "pub.1") in first
