@@ -335,6 +335,13 @@ def participant_place(*, participant: StudyParticipant, traits: Traits,
     position = position_for(load_panel(config.panel, config.language), traits)
     rng = rng or random.Random(secrets.randbits(64))
     with transaction.atomic():
+        # Placed already (a repeated request, or a call retried after its commit): it holds
+        # its place, and must not take a second one.
+        if StudyParticipant.objects.select_for_update(of=("self",)).filter(
+                pk=participant.pk, placed_at__isnull=False,
+                place_released_at__isnull=True).exists():
+            participant.refresh_from_db()
+            return True
         _places_release(study, position)
         taken = StudyQuota.objects.filter(study=study, position=position,
                                           assigned__lt=F("target")).update(

@@ -14,6 +14,7 @@ from audits_app.models import (
     ReadingStudy,
     StudyParticipant,
     StudyQuota,
+    StudyReading,
 )
 from runs_app.traits import Traits
 
@@ -126,6 +127,20 @@ def test_consenting_twice_in_one_browser_goes_on_with_the_same_session(open_stud
         f"/studies/{open_study.pk}/go/").content.decode()
     assert StudyParticipant.objects.get(duplicate_of=participant).exclusions == [
         Exclusion.DUPLICATE]
+
+
+def test_placing_a_placed_participant_again_takes_no_second_place(open_study):
+    """A repeated request, or a call retried after its commit, finds the place it holds: a
+    second place would turn away someone the quota has room for."""
+    participant = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    readings = StudyReading.objects.filter(participant=participant).count()
+    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    quota = StudyQuota.objects.get(study=open_study, position=participant.position)
+    assert quota.assigned == 1
+    assert StudyReading.objects.filter(participant=participant).count() == readings
+    other = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=other, traits=Traits(**P06))
 
 
 def turned_away_page(study, pid: str) -> str:
