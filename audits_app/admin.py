@@ -38,6 +38,7 @@ from baitbench_site.admin_refusals import (
 )
 from baitbench_site.roles import sees_only_own_checks
 from runs_app import admin as runs_admin
+from runs_app.admin_checks import ReadOnlyAdmin
 from runs_app.models import Generation
 
 BLIND = "hidden: you are checking this text blind"
@@ -250,7 +251,7 @@ from audits_app.calibration.studies import admin as studies_admin  # noqa: E402,
 
 
 @admin.register(ReleaseImport)
-class ReleaseImportAdmin(RefusalsAsMessages, admin.ModelAdmin):
+class ReleaseImportAdmin(RefusalsAsMessages, ReadOnlyAdmin):
     """A release loaded from an archive (`manage.py import_release`): where its figures come
     from, read here. The record is kept with its release and never changed (the model and the
     database refuse it), so nobody adds, changes or deletes one in the admin."""
@@ -265,12 +266,3 @@ class ReleaseImportAdmin(RefusalsAsMessages, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("release", "imported_by")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
