@@ -5,6 +5,8 @@
 - A server error is logged once, with its traceback, under a short reference that its page
   shows, so that a visitor's report leads to the log line. Django itself logs it only through
   `mail_admins` when DEBUG is off, which in a default deployment reaches no one.
+- A 400 says why: a form too large, or the view's own reason (an unknown or malformed query
+  parameter, `audits_app.query_params`); for a `.csv` address, as plain text.
 - Under `/api/` the same answers are JSON (`{"detail": …}`, as the API's own errors are), so a
   client that mistyped a path gets an answer it can read, not a page.
 - A 405 that a view answered with an empty body (Django's `require_POST`) becomes a short page
@@ -63,7 +65,8 @@ def reason(exception: BaseException | None, default: str) -> str:
 
 
 def bad_request(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:
-    """A request Django refused before any view: most often a form too large to accept."""
+    """A request Django refused before any view (most often a form too large to accept), or
+    one a view refused with `BadRequest` (a query parameter it does not accept)."""
     from django.conf import settings
     from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
     from django.template.defaultfilters import filesizeformat
@@ -76,7 +79,12 @@ def bad_request(request: HttpRequest, exception: BaseException | None = None) ->
     elif isinstance(exception, TooManyFieldsSent):
         why = "The form sent more fields than this site accepts: nothing was saved."
     else:
-        why = "The request could not be understood, so nothing was done."
+        # A view's own refusal (`BadRequest("why")`, as a query parameter's) says why.
+        why = reason(exception, "The request could not be understood, so nothing was done.")
+    if for_api(request):
+        return JsonResponse({"detail": why}, status=400)
+    if request.path.endswith(".csv"):  # asked for a file: the reason as one, not a page
+        return HttpResponseBadRequest(why + "\n", content_type="text/plain; charset=utf-8")
     body = loader.render_to_string("400.html", {"reason": why, "request_path": request.path},
                                    request)
     return HttpResponseBadRequest(body)

@@ -210,6 +210,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # A query parameter's value the API does not accept (`?format=xml`, `?limit=abc`, a filter
+    # no text has) is a 400 naming it: `audits_app.query_params`.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "audits_app.api.errors.FormatNegotiation",
+    "EXCEPTION_HANDLER": "audits_app.api.errors.exception_handler",
     # Staff see drafts and held-out texts through their admin login (throttled, expiring);
     # the API takes no password of its own, so the login form is the one place to guess at.
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],

@@ -18,7 +18,7 @@ SITE_BASE = {"baitbench_site.roles", "baitbench_site.immutability", "baitbench_s
 # audits_app's floors, bottom to top (shared/LAYOUT.md): a package imports its own floor or lower.
 AUDITS_FLOORS = [
     # Every model is registered under audits_app (the arena's too), so all sit at the bottom.
-    {"statistics", "csv_files", "models", "templatetags.numbers", "arena.models",
+    {"statistics", "csv_files", "query_params", "models", "templatetags.numbers", "arena.models",
      "arena.validators", "text_codes", "calibration.studies.weights",
      "publication.snapshot_model"},  # the snapshot's schema imports nothing of the project
     {"leaderboard", "spotchecks"},

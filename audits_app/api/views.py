@@ -3,8 +3,6 @@ material for staff. Every answer reads the snapshot through `audits_app.pages.vi
 
 from __future__ import annotations
 
-import re
-
 from django.http import Http404, HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -14,20 +12,19 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from audits_app import csv_files
+from audits_app import csv_files, query_params
 from audits_app.api import serializers
 from audits_app.calibration.studies.calibration import weighted_answer
 from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.models.archive import PRODUCED_HERE
 from audits_app.pages import viewer as public
-from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotPart, TextEntry
+from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotPart
 from runs_app.models import Release
 
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
@@ -36,7 +33,8 @@ BAD_PAGE = OpenApiResponse(
     description="A limit or offset that is not a whole number in range: {limit|offset: why}.")
 UNKNOWN_FILTER = OpenApiResponse(
     response=OpenApiTypes.OBJECT,
-    description="A filter value that no text of the release has: {filter: why}.")
+    description=("A filter value that no text of the release has, or a limit or offset that "
+                 "is not a whole number in range: {filter|limit|offset: [why]}."))
 TEXT_FILTER_PARAMETERS = [
     OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                      description=f"Only texts with this {name}.")
@@ -44,46 +42,23 @@ TEXT_FILTER_PARAMETERS = [
 ]
 
 
-def checked_filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
-    """The texts matching the filters; 400 naming each filter value no text has."""
-    problems = public.unknown_filter_values(texts, params)
-    if problems:
-        raise ValidationError(problems)
-    return public.filter_texts(texts, params)
-
-
 class SnapshotPagination(LimitOffsetPagination):
     """At most `max_limit` items an answer: `limit=10**20` asked for every text at once.
 
-    A `limit` or `offset` that is not a whole number in range is a 400 naming it, as an unknown
-    filter value is: DRF's own pagination answered `limit=abc` with the default page.
+    A `limit` or `offset` that is not a whole number in range is a 400 naming it
+    (`audits_app.query_params`): DRF's own pagination answered `limit=abc` with the default page.
     """
 
     max_limit = 1000
 
     def get_limit(self, request) -> int:
-        raw = request.query_params.get(self.limit_query_param)
-        if raw is None:
-            return self.default_limit
-        value = _whole_number(raw)
-        if value is None or value < 1:
-            raise ValidationError({self.limit_query_param: (
-                f"limit must be a whole number from 1 to {self.max_limit}; got {raw!r}")})
-        return min(value, self.max_limit)
+        limit = query_params.whole_number(request.query_params, self.limit_query_param, low=1,
+                                          default=self.default_limit)
+        return min(limit, self.max_limit)
 
     def get_offset(self, request) -> int:
-        raw = request.query_params.get(self.offset_query_param)
-        if raw is None:
-            return 0
-        value = _whole_number(raw)
-        if value is None or value < 0:
-            raise ValidationError({self.offset_query_param: (
-                f"offset must be a whole number, 0 or more; got {raw!r}")})
-        return value
-
-
-def _whole_number(raw: str) -> int | None:
-    return int(raw) if re.fullmatch(r"[0-9]{1,12}", raw.strip()) else None
+        return query_params.whole_number(request.query_params, self.offset_query_param, low=0,
+                                         default=0)
 
 
 class SnapshotListView(GenericAPIView):
@@ -279,18 +254,27 @@ class TextListView(SnapshotListView):
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
         self.paginator.provenance = published.provenance.as_dict()
-        return checked_filter_texts(published.snapshot.texts, self.request.query_params)
+        return public.checked_filter_texts(published.snapshot.texts, self.request.query_params)
 
 
 class TextCsvView(GenericAPIView):
     pagination_class = None
 
-    @extend_schema(summary="Per-text scores as CSV", parameters=TEXT_FILTER_PARAMETERS,
+    @extend_schema(summary="Per-text scores as CSV", parameters=[
+        *TEXT_FILTER_PARAMETERS,
+        OpenApiParameter("limit", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
+                         description="At most this many texts (default: every text)."),
+        OpenApiParameter("offset", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
+                         description="Skip this many texts first.")],
                    responses={(200, "text/csv"): OpenApiTypes.STR, 400: UNKNOWN_FILTER,
                               404: NOT_FOUND})
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
-        texts = checked_filter_texts(published.snapshot.texts, request.query_params)
+        texts = public.checked_filter_texts(published.snapshot.texts, request.query_params)
+        # Every text by default; `limit` and `offset` read as the JSON list reads them.
+        offset = query_params.whole_number(request.query_params, "offset", low=0, default=0)
+        limit = query_params.whole_number(request.query_params, "limit", low=1)
+        texts = texts[offset:None if limit is None else offset + limit]
         rows, columns = public.provenance_column(_data(texts), public.TEXT_COLUMNS,
                                                  published.provenance)
         response = HttpResponse(csv_files.csv_text(rows, columns),

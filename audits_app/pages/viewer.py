@@ -20,6 +20,7 @@ from django.core.cache import cache
 from django.db.models import Exists, OuterRef, Q
 from django.http import Http404
 
+from audits_app import query_params
 from audits_app.arena.models import ArenaEvent
 from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
@@ -332,6 +333,13 @@ def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:
     return problems
 
 
+def checked_filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
+    """The texts matching the filters; a 400 (`BadParameter`) naming each filter value no
+    text has, with the values it could be."""
+    query_params.refuse(unknown_filter_values(texts, params))
+    return filter_texts(texts, params)
+
+
 def filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
     """Texts matching every given filter (`model`, `scenario`, `task`, `condition`)."""
     wanted = {key: params.get(key) for key in TEXT_FILTERS if params.get(key)}
@@ -342,11 +350,15 @@ ORDERABLE_TEXT_KEYS = {"id", "model", "scenario", "task", "condition", "variant"
                        "honesty_index", "persuasion", "misleading"}
 
 
+TEXT_ORDERS = tuple(f"{sign}{key}" for key in sorted(ORDERABLE_TEXT_KEYS) for sign in ("", "-"))
+
+
 def order_texts(texts: list[TextEntry], order: str) -> list[TextEntry]:
     """Texts sorted by one key (`-key`: descending); texts without a value come last either
-    way. An unknown key leaves the snapshot's order."""
+    way. No key (`""`) leaves the snapshot's order; the `order` parameter is checked against
+    TEXT_ORDERS where it is read."""
     key = order.removeprefix("-")
-    if key not in ORDERABLE_TEXT_KEYS:
+    if not key:
         return texts
     present = [t for t in texts if getattr(t, key) is not None]
     missing = [t for t in texts if getattr(t, key) is None]

@@ -12,11 +12,11 @@ from statistics import fmean
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from audits_app import csv_files
+from audits_app import csv_files, query_params
 from audits_app.calibration.studies.calibration import weighted_answer, weighted_csv_rows
 from audits_app.leaderboard import labels, overview, tables
 from audits_app.leaderboard.chart import chart_points, release_chart_svg, release_dot_plot_svg
@@ -225,12 +225,15 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
 
 
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
+    """A release's texts, filtered, sorted and paged; a filter, order or page it does not have
+    is a 400 naming it and what it accepts (`audits_app.query_params`)."""
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
-    order = request.GET.get("order", "")
-    texts = public.order_texts(public.filter_texts(snapshot.texts, request.GET), order)
-    asked = request.GET.get("page")
-    page = Paginator(texts, TEXTS_PER_PAGE).get_page(asked)
+    order = query_params.choice(request.GET, "order", public.TEXT_ORDERS)
+    texts = public.order_texts(public.checked_filter_texts(snapshot.texts, request.GET), order)
+    paginator = Paginator(texts, TEXTS_PER_PAGE)
+    page = paginator.page(query_params.whole_number(request.GET, "page", low=1,
+                                                    high=paginator.num_pages, default=1))
     names = public.model_names(snapshot)
     query = request.GET.copy()
     query.pop("page", None)
@@ -244,21 +247,8 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
         "filter_query": filters_only.urlencode(),
         "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
-        "filter_problems": [
-            *public.unknown_filter_values(snapshot.texts, request.GET).values(),
-            *_page_problem(asked, page)],
     }
     return render(request, "audits_app/text_list.html", context)
-
-
-def _page_problem(asked: str | None, page: Page) -> list[str]:
-    """What to say when the `page` asked for is not one of the list's pages (Django shows
-    the first page for words, the last for numbers past it, and would say nothing)."""
-    if asked is None or (asked.strip().isdigit() and int(asked) == page.number):
-        return []
-    pages = page.paginator.num_pages
-    return [f"there is no page {asked!r} of this list (it has {pages} "
-            f"page{'s' * (pages != 1)}): page {page.number} is shown"]
 
 
 TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),

@@ -217,6 +217,25 @@ def test_texts_csv(client, world):
     assert len(lines) == 1 + 2 * 2 * 4
 
 
+def test_texts_csv_reads_limit_and_offset_as_the_list_does(client, world):
+    url = "/api/v1/releases/pub.0/texts.csv"
+    lines = client.get(url, {"limit": "3", "offset": "2"}).content.decode().strip().splitlines()
+    every = client.get(url).content.decode().strip().splitlines()
+    assert lines == [every[0], *every[3:6]]
+    for query, name in (("limit=abc", "limit"), ("limit=0", "limit"), ("offset=-1", "offset")):
+        response = client.get(f"{url}?{query}")
+        assert response.status_code == 400, query
+        assert list(response.json()) == [name] and "whole number" in response.json()[name][0]
+
+
+@pytest.mark.parametrize("url", ["/api/v1/", "/api/v1/releases/", "/api/v1/releases/pub.0/",
+                                 "/api/v1/releases/pub.0/texts.csv"])
+def test_an_unknown_format_is_a_400_naming_the_formats(client, world, url):
+    response = client.get(url, {"format": "xml"})
+    assert response.status_code == 400
+    assert response.json() == {"format": ["format must be one of json, api; got 'xml'"]}
+
+
 def test_answers_take_constant_queries(client):
     published_release_create(code="pub.0", model_count=3)
     published_release_create(code="pub.1", model_count=9)

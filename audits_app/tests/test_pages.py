@@ -97,8 +97,10 @@ def test_nothing_held_out_or_confidential_reaches_anonymous_pages(client, world,
 def test_held_out_and_drafts_are_404_for_anonymous(client, world, draft):
     assert client.get(f"/releases/pub.0/texts/{world.held_out_text_ids[0]}/").status_code == 404
     assert client.get(f"/releases/pub.0/scenarios/{HELD_OUT_SLUG}/").status_code == 404
-    filtered = client.get(f"/releases/pub.0/texts/?scenario={HELD_OUT_SLUG}").content.decode()
-    assert '"note">0 texts.' in filtered
+    # Filtering on a held-out scenario is asking for one the release does not show.
+    filtered = client.get(f"/releases/pub.0/texts/?scenario={HELD_OUT_SLUG}")
+    assert filtered.status_code == 400
+    assert "No text of this release has scenario" in filtered.content.decode()
     for url in ["/releases/draft.0/", "/releases/draft.0/chart.svg",
                 "/releases/draft.0/leaderboard.csv", "/releases/draft.0/texts/",
                 f"/releases/draft.0/texts/{next(iter(draft.generations))}/",
@@ -134,20 +136,25 @@ def test_text_browser_filters_and_paginates(client, world):
     assert "8 texts." in html
     first = client.get("/releases/pub.0/texts/").content.decode()
     assert "64 texts." in first and "page 1 of 2" in first
-    mistyped = client.get("/releases/pub.0/texts/?model=fixture/spiner").content.decode()
-    assert "0 texts." in mistyped
-    assert "No text of this release has model &#x27;fixture/spiner&#x27;" in mistyped
-    assert "No text of this release" not in html
-    assert "no page" not in first
+    assert "page 1 of 2" in first and "page 2 of 2" in client.get(
+        "/releases/pub.0/texts/?page=2&order=-persuasion").content.decode()
 
 
-@pytest.mark.parametrize(("asked", "shown"), [("abc", 1), ("7", 2), ("0", 2)])
-def test_a_page_the_text_list_does_not_have_is_named_with_the_page_shown(client, world, asked,
-                                                                           shown):
-    html = client.get(f"/releases/pub.0/texts/?page={asked}").content.decode()
-    assert (f"There is no page &#x27;{asked}&#x27; of this list (it has 2 pages): page {shown} "
-            "is shown.") in html
-    assert f"page {shown} of 2" in html
+@pytest.mark.parametrize(("query", "named"), [
+    ("model=fixture/spiner", "No text of this release has model &#x27;fixture/spiner&#x27;; "
+                             "it has fixture/"),
+    ("order=bogus", "Order must be one of condition, -condition, honesty_index"),
+    ("order=", "Order must be one of condition,"),
+    ("page=abc", "Page must be a whole number from 1 to 2; got &#x27;abc&#x27;"),
+    ("page=0", "Page must be a whole number from 1 to 2; got &#x27;0&#x27;"),
+    ("page=7", "Page must be a whole number from 1 to 2; got &#x27;7&#x27;"),
+])
+def test_a_value_the_text_list_does_not_accept_is_a_400_naming_the_parameter(client, world,
+                                                                            query, named):
+    response = client.get(f"/releases/pub.0/texts/?{query}")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert named in html and "<h1>Not accepted</h1>" in html  # the site's error page
 
 
 def test_downloads(client, world):

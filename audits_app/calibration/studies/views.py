@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from audits_app import query_params
 from audits_app.arena import ratelimits
 from audits_app.arena.services import can_manage
 from audits_app.calibration.studies import identity, selectors, services
@@ -267,7 +268,7 @@ def study_progress(request: HttpRequest, study_id: int) -> HttpResponse:
 @require_GET
 def study_responses_csv(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _managed(request, study_id)
-    simulated = request.GET.get("simulated") == "1"
+    simulated = query_params.choice(request.GET, "simulated", ("0", "1"), "0") == "1"
     response = HttpResponse(responses_csv(study, simulated=simulated),
                             content_type="text/csv; charset=utf-8")
     name = f"{study.release.code}-study-{study.pk}{'-SIMULATED' if simulated else ''}.csv"
