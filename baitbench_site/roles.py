@@ -161,13 +161,26 @@ def sync_roles(apps=None, **kwargs) -> None:
         group.permissions.set(view + chosen)
 
 
-def public_role(user) -> str:
+def role_holding(permission: str) -> str:
+    """The role whose extra permissions include `permission` ("app_label.codename")."""
+    wanted = tuple(permission.split(".", 1))
+    return next(role for role, extra in EXTRA.items() if wanted in extra)
+
+
+def public_role(user, acting_as: str | None = None) -> str:
     """How a public page names a staff member: by role, never by login name (a username
-    is half of a login). Staff pages may still show names."""
+    is half of a login). Staff pages may still show names.
+
+    Where the page records an act only one role may do (`acting_as`), one who holds that role
+    is named by it: the act was done as that role, whatever else the login holds. Otherwise
+    one person's several roles read as one person's ("curator/publisher"): joined by "and"
+    they read as several people."""
     if user is None:
         return "—"
     # .all() rather than a filtered query, so that a prefetch of the groups serves it.
     roles = [group.name for group in user.groups.all() if group.name in ROLE_NAMES]
+    if acting_as in roles:
+        return acting_as
     if roles:
-        return " and ".join(sorted(roles, key=ROLE_NAMES.index))
+        return "/".join(sorted(roles, key=ROLE_NAMES.index))
     return "administrator" if user.is_superuser else "staff"

@@ -14,7 +14,7 @@ from audits_app.arena.results import RANKINGS, STAFF_RANKINGS
 from audits_app.arena.selectors import ArenaState
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
-from baitbench_site.roles import public_role
+from baitbench_site.roles import public_role, role_holding
 
 # Side-by-side tables: (title, first ranking, second ranking, the release's own measure).
 COMPARISONS = [
@@ -33,8 +33,12 @@ def review_data(review: EthicsReview) -> dict[str, Any]:
             "recorded_at": review.recorded_at.isoformat()}
 
 
+# Opening, pausing and closing an arena is this role's act, whatever else its doer holds.
+MANAGER_ROLE = role_holding("audits_app.manage_arena")
+
+
 def event_data(event: ArenaEvent) -> dict[str, Any]:
-    who = public_role(event.by)
+    who = public_role(event.by, acting_as=MANAGER_ROLE)
     return {"action": event.action, "action_label": event.get_action_display(),
             "at": event.at.isoformat(), "reason": event.reason, "by": who,
             "review": event.review.reference if event.review else None}

@@ -149,6 +149,21 @@ def test_public_pages_name_staff_by_role_never_by_login_name(client, release):
         assert "_q7" not in page, url
     assert "<td>Opened</td><td>publisher</td>" in pages["/arena/arena.0/"]
     assert "<td>Closed</td><td>administrator</td>" in pages["/arena/arena.0/"]
-    assert "entered by curator and publisher on" in pages["/releases/arena.0/"]
+    assert "entered by curator/publisher on" in pages["/releases/arena.0/"]
     events = client.get("/api/v1/releases/arena.0/arena/").json()["events"]
     assert [event["by"] for event in events] == ["administrator", "publisher"]
+
+
+def test_the_record_names_one_who_holds_every_role_by_the_role_they_acted_in(client, release):
+    """The demo login holds all four roles: an opening was done as a publisher, not by
+    "curator and operator and auditor and publisher" as if by four people."""
+    everyone = staff_user("t_demo_q8", "curator", "operator", "auditor", "publisher")
+    approve(release, everyone)
+    arena_open(release=release, user=everyone, reason="Approved by the board; pilot week.")
+
+    assert "<td>Opened</td><td>publisher</td>" in client.get("/arena/arena.0/").content.decode()
+    events = client.get("/api/v1/releases/arena.0/arena/").json()["events"]
+    assert [event["by"] for event in events] == ["publisher"]
+    client.force_login(everyone)  # staff see who it was, and as what
+    manage = client.get("/arena/arena.0/manage/").content.decode()
+    assert "<td>t_demo_q8 (publisher)</td>" in manage
