@@ -285,7 +285,8 @@ def _conditional(view: View, request: HttpRequest, args: tuple, kwargs: dict,
         if _shape(request):  # a 304 names what it varies on as its 200 does
             patch_vary_headers(not_modified, ("Accept",))
         return not_modified
-    key = (request.get_full_path(), request.method, request.headers.get("Accept", ""), etag)
+    # The whole address, host and scheme too: the API's answers hold absolute links.
+    key = (request.build_absolute_uri(), request.method, request.headers.get("Accept", ""), etag)
     kept = _rendered.get(key)
     if kept is not None:
         return _published(kept.response(), etag)

@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from audits_app.leaderboard.compare import COMPARABILITY_FIELDS
+
+
+@extend_schema_field(OpenApiTypes.URI)
+class LinkField(serializers.Field):
+    """An entry's absolute address, as DRF's `url` fields give a model's: the entries here are
+    snapshot dicts, so `arguments(entry, context)` names the URL's arguments. `url` fields
+    lead to the API's answer, `html_url` ones to the site's page (where the API has none)."""
+
+    def __init__(self, view_name: str, arguments: Callable[[Any, dict], dict], **kwargs):
+        self.view_name, self.arguments = view_name, arguments
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, entry: Any) -> str:
+        return absolute(self.context, self.view_name, self.arguments(entry, self.context))
+
+
+def absolute(context: dict, view_name: str, arguments: dict) -> str:
+    """The address of `view_name`, absolute when the serializer has the request."""
+    path = reverse(view_name, kwargs=arguments)
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+def _release(entry: Any, context: dict) -> dict:
+    return {"code": entry["code"]}
+
+
+def _model(entry: Any, context: dict) -> dict:
+    return {"model_id": entry["id"]}
+
+
+def _asked_release(context: dict) -> str:
+    """The code of the release the answer is about (its view's `code`)."""
+    return context["view"].kwargs["code"]
 
 
 class ProvenanceSerializer(serializers.Serializer):
@@ -27,6 +66,8 @@ class ProvenanceSerializer(serializers.Serializer):
 
 
 class ReleaseSummarySerializer(serializers.Serializer):
+    url = LinkField("api:release-detail", _release, help_text="The release's answer.")
+    html_url = LinkField("audits:release-detail", _release, help_text="The release's page.")
     code = serializers.CharField()
     title = serializers.CharField()
     language = serializers.CharField()
@@ -39,12 +80,20 @@ class ReleaseSummarySerializer(serializers.Serializer):
 
 
 class ModelSerializer(serializers.Serializer):
+    url = LinkField("api:model-history", _model,
+                    help_text="The model across every published release.")
+    html_url = LinkField("audits:model-detail", _model, help_text="The model's page.")
     id = serializers.CharField()
     name = serializers.CharField()
     family = serializers.CharField()
 
 
 class ScenarioRefSerializer(serializers.Serializer):
+    html_url = LinkField(
+        "audits:scenario-detail",
+        lambda entry, context: {"code": _asked_release(context), "slug": entry["slug"]},
+        help_text="The scenario's page in this release (the API lists scenarios at "
+                  "/scenarios/).")
     slug = serializers.CharField()
     title = serializers.CharField()
     visibility = serializers.CharField()
@@ -421,6 +470,11 @@ class LeaderboardSerializer(serializers.Serializer):
 
 
 class TextScoreSerializer(serializers.Serializer):
+    html_url = LinkField(
+        "audits:text-detail",
+        lambda entry, context: {"code": _asked_release(context), "text_id": entry["id"]},
+        help_text="The text's page: its body, verdicts and readers (the API has no answer "
+                  "per text).")
     id = serializers.IntegerField()
     model = serializers.CharField()
     scenario = serializers.CharField()
@@ -466,6 +520,8 @@ class ConfidentialSerializer(serializers.Serializer):
 
 
 class ScenarioSerializer(serializers.Serializer):
+    html_urls = serializers.SerializerMethodField(
+        help_text="The scenario's page in each release of `releases`, in that order.")
     slug = serializers.CharField()
     title = serializers.CharField()
     visibility = serializers.CharField()
@@ -480,6 +536,11 @@ class ScenarioSerializer(serializers.Serializer):
     confidential = ConfidentialSerializer(
         many=True, allow_null=True, help_text="Staff only; null for anyone else."
     )
+
+    @extend_schema_field(serializers.ListField(child=serializers.URLField()))
+    def get_html_urls(self, entry: dict) -> list[str]:
+        return [absolute(self.context, "audits:scenario-detail",
+                         {"code": code, "slug": entry["slug"]}) for code in entry["releases"]]
 
 
 class CompareRowSerializer(serializers.Serializer):
@@ -586,6 +647,8 @@ class CompareSerializer(serializers.Serializer):
 
 class ModelHistoryEntrySerializer(serializers.Serializer):
     release = serializers.CharField()
+    release_url = LinkField("api:release-detail", lambda entry, context: {
+        "code": entry["release"]}, help_text="That release's answer.")
     provenance = ProvenanceSerializer(
         help_text="Where that release's figures come from (imported, unverified or not).")
     title = serializers.CharField(allow_blank=True)

@@ -236,6 +236,29 @@ def test_an_unknown_format_is_a_400_naming_the_formats(client, world, url):
     assert response.json() == {"format": ["format must be one of json, api; got 'xml'"]}
 
 
+def test_list_entries_carry_their_absolute_addresses(client, world):
+    def followed(url: str) -> int:
+        assert url.startswith("http://testserver/"), url
+        return client.get(url.removeprefix("http://testserver")).status_code
+
+    release = client.get("/api/v1/releases/").json()["results"][0]
+    assert release["url"] == "http://testserver/api/v1/releases/pub.0/"
+    assert release["html_url"] == "http://testserver/releases/pub.0/"
+    detail = client.get(release["url"]).json()
+    model = detail["models"][0]
+    assert model["url"] == f"http://testserver/api/v1/models/{model['id']}/"
+    assert followed(model["url"]) == followed(model["html_url"]) == 200
+    assert followed(detail["scenarios"][0]["html_url"]) == 200
+    text = client.get("/api/v1/releases/pub.0/texts/?limit=1").json()["results"][0]
+    assert text["html_url"] == f"http://testserver/releases/pub.0/texts/{text['id']}/"
+    assert followed(text["html_url"]) == 200
+    scenario = client.get("/api/v1/scenarios/").json()["results"][0]
+    assert len(scenario["html_urls"]) == len(scenario["releases"])
+    assert all(followed(url) == 200 for url in scenario["html_urls"])
+    entry = client.get(model["url"]).json()["entries"][0]
+    assert followed(entry["release_url"]) == 200
+
+
 def test_answers_take_constant_queries(client):
     published_release_create(code="pub.0", model_count=3)
     published_release_create(code="pub.1", model_count=9)
