@@ -19,7 +19,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from audits_app.leaderboard.chart import Axis, label_offsets, nice_ticks
+from audits_app.leaderboard.chart import Axis, frame_ticks
+from audits_app.leaderboard.chart_labels import Box, Dot, Placement, place_labels
 from audits_app.publication.snapshot_model import ReleaseSnapshot
 from audits_app.statistics import agreement
 from audits_app.statistics.intervals import cluster_interval
@@ -149,6 +150,8 @@ def calibration_csv_rows(summary: dict[str, Any], names: dict[str, str]) -> list
 
 
 PANEL_WIDTH, PANEL_HEIGHT = 360, 330
+DOT_RADIUS, FONT_SIZE = 5.0, 11.0
+SCALE_TICKS = {"persuasion": 6, "misleading": 5}  # 1, 2, … 7 and 0, 0.2, … 1
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 58, 18, 44, 52
 
 
@@ -156,7 +159,9 @@ def calibration_svg(summary: dict[str, Any], names: dict[str, str], code: str = 
     """Two scatter panels side by side, persuasion and misleading: one dot per model, people
     on x and the simulated public on y, with both intervals as whiskers and the rank
     correlation in each panel's title. Agreement shows as dots in the same order on both
-    axes; the axes have their own scales, since the panel ranks and measures no effect size."""
+    axes. Both axes run over the measure's whole scale (`BOUNDS`: 1–7, a share 0–1), where
+    every mean and interval lies; each name goes beside its own dot, never by another's
+    (`chart_labels.place_labels`, as on the main chart)."""
     table = calibration_table(summary, names)
     width = PANEL_WIDTH * len(table)
     parts = [
@@ -174,23 +179,12 @@ def calibration_svg(summary: dict[str, Any], names: dict[str, str], code: str = 
     return "\n".join(parts)
 
 
-def _span(values: list[float]) -> tuple[float, float]:
-    if not values:
-        return 0.0, 1.0
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.1 or 0.05
-    return low - pad, high + pad
-
-
 def _panel(left: float, measure: str, figures: dict[str, Any]) -> list[str]:
     rows = figures["models"]
-    xs = [v for r in rows for v in (r.get("people_low"), r.get("people_high"), r.get("people"))
-          if v is not None]
-    ys = [v for r in rows for v in (r.get("simulated_low"), r.get("simulated_high"),
-                                    r.get("simulated")) if v is not None]
-    x_ticks, y_ticks = nice_ticks(*_span(xs), 4), nice_ticks(*_span(ys), 4)
-    x = Axis(x_ticks[0], x_ticks[-1], left + MARGIN_LEFT, left + PANEL_WIDTH - MARGIN_RIGHT)
-    y = Axis(y_ticks[0], y_ticks[-1], PANEL_HEIGHT - MARGIN_BOTTOM, MARGIN_TOP)
+    low, high = BOUNDS[measure]
+    ticks = frame_ticks(low, high, SCALE_TICKS[measure])
+    x = Axis(low, high, left + MARGIN_LEFT, left + PANEL_WIDTH - MARGIN_RIGHT)
+    y = Axis(low, high, PANEL_HEIGHT - MARGIN_BOTTOM, MARGIN_TOP)
     rho = figures["spearman"].get("point")
     heading = f"{MEASURES[measure].split(' (')[0]}: Spearman ρ " + (
         "–" if rho is None else f"{rho:.2f} [{_fmt(figures['spearman'].get('low'))}, "
@@ -201,13 +195,14 @@ def _panel(left: float, measure: str, figures: dict[str, Any]) -> list[str]:
              f'<text x="{left + PANEL_WIDTH / 2}" y="33" text-anchor="middle" fill="#555">'
              f'{figures["texts"] or 0} texts read by both · text-level Pearson r '
              f'{_fmt(figures["text_level"].get("pearson"))}</text>']
-    parts += _grid(x, y, x_ticks, y_ticks, measure)
-    centres = [(x.position(r["people"]), y.position(r["simulated"])) for r in rows
-               if r.get("people") is not None and r.get("simulated") is not None]
+    parts += _grid(x, y, ticks, ticks, measure)
     plotted = [r for r in rows if r.get("people") is not None and r.get("simulated") is not None]
-    for row, (cx, cy), offset in zip(plotted, centres, label_offsets(centres, 12.0, 90.0),
-                                     strict=True):
-        parts += _dot(x, y, row, cx, cy, offset)
+    dots = [Dot(x.clamped(r["people"]), y.clamped(r["simulated"]), DOT_RADIUS) for r in plotted]
+    labels = place_labels(dots, [r["model_name"] for r in plotted], font_size=FONT_SIZE,
+                          area=Box(x.start + 2, y.end - 6, x.end + MARGIN_RIGHT - 2,
+                                   y.start - 2)).placements
+    for row, dot, label in zip(plotted, dots, labels, strict=True):
+        parts += _dot(x, y, row, dot.x, dot.y, label)
     parts.append("</g>")
     return parts
 
@@ -240,7 +235,7 @@ def _grid(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float],
 
 
 def _dot(x: Axis, y: Axis, row: dict[str, Any], cx: float, cy: float,
-         offset: float) -> list[str]:
+         label: Placement) -> list[str]:
     hover = (f"{row['model_name']}: people {row['people']:.3g}, simulated public "
              f"{row['simulated']:.3g} ({row['texts']} texts)")
     parts = [f'<g class="model" data-model-group={quoteattr(row["model"])}>']
@@ -250,9 +245,16 @@ def _dot(x: Axis, y: Axis, row: dict[str, Any], cx: float, cy: float,
     if row.get("simulated_low") is not None and row.get("simulated_high") is not None:
         parts.append(f'<line x1="{cx}" y1="{y.position(row["simulated_low"])}" x2="{cx}" '
                      f'y2="{y.position(row["simulated_high"])}" stroke="#2b6cb0"/>')
-    parts += [f'<circle data-model={quoteattr(row["model"])} cx="{cx}" cy="{cy}" r="5" '
-              f'fill="#2b6cb0" fill-opacity="0.6" stroke="#1a4480"><title>{escape(hover)}'
-              f'</title></circle>',
-              f'<text x="{cx + 7}" y="{cy - 4 + offset}" fill="#1d1d1f">'
-              f'{escape(row["model_name"])}</text>', "</g>"]
+    parts.append(f'<circle data-model={quoteattr(row["model"])} cx="{cx}" cy="{cy}" '
+                 f'r="{DOT_RADIUS:g}" fill="#2b6cb0" fill-opacity="0.6" stroke="#1a4480">'
+                 f'<title>{escape(hover)}</title></circle>')
+    if label.leader is not None:
+        x1, y1, x2, y2 = label.leader
+        parts.append(f'<path class="leader" data-leader-for={quoteattr(row["model"])} '
+                     f'd="M{x1} {y1}L{x2} {y2}" stroke="#777" stroke-width="0.75" '
+                     f'fill="none"/>')
+    parts += [f'<text class="label" data-label-for={quoteattr(row["model"])} x="{label.x}" '
+              f'y="{label.baseline}" fill="#1d1d1f" stroke="#fff" stroke-width="3" '
+              f'stroke-linejoin="round" paint-order="stroke">{escape(row["model_name"])}'
+              f'</text>', "</g>"]
     return parts

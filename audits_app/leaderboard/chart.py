@@ -480,19 +480,3 @@ def _shortened(name: str, room: float) -> str:
     while name and text_width(name + "…", FONT_SIZE) > room:
         name = name[:-1]
     return name.rstrip() + "…"
-
-
-def label_offsets(centres: list[tuple[float, float]], line: float = 14.0,
-                  reach: float = 140.0) -> list[float]:
-    """Vertical shifts so that labels of nearby dots do not print on top of each other: each
-    label moves below any earlier label it would collide with. For the calibration figure's
-    small panels; the main chart places its labels with `chart_labels.place_labels`."""
-    placed: list[tuple[float, float]] = []
-    offsets = []
-    for cx, cy in centres:
-        offset = 0.0
-        while any(abs(cx - px) < reach and abs(cy + offset - py) < line for px, py in placed):
-            offset += line
-        placed.append((cx, cy + offset))
-        offsets.append(offset)
-    return offsets

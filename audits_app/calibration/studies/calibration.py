@@ -84,8 +84,17 @@ def release_study_figures(release: Release, names: dict[str, str]) -> list[dict[
                                        + (" (SIMULATED readers)" if simulated else "")),
                 "table": calibration_table(summary, names), "level": summary["level"]},
                 "effects": [{**e, "model_name": names.get(e["model"], e["model"])}
-                            for e in found["effects"]]})
+                            for e in _in_table_order(found["effects"], summary, names)]})
     return figures
+
+
+def _in_table_order(effects: list[dict], summary: dict | None,
+                    names: dict[str, str]) -> list[dict]:
+    """The attitude effects in the order of the figure's tables (the release's writers), so
+    that a model sits on the same line in all three; one read by no text both read, after."""
+    order = [*(summary["model_order"]["model_ids"] if summary else []), *names]
+    return sorted(effects, key=lambda e: (order.index(e["model"]) if e["model"] in order
+                                          else len(order), e["model"]))
 
 
 def release_weighted(release: Release, names: dict[str, str]) -> dict[str, Any]:

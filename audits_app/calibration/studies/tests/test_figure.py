@@ -4,6 +4,8 @@ marked and apart from people's, and nothing that identifies a participant."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from django.test import Client
 
@@ -36,6 +38,21 @@ def test_the_figure_appears_once_enough_simulated_readers_finish(open_study, cli
                for row in rows)
     # No people took part: their side says so, with the crowd's never counted for them.
     assert study_calibration(open_study, simulated=False)["readers"] == 0
+
+
+def test_the_attitude_effects_list_the_models_as_the_other_tables_do(open_study, client):
+    simulated_crowd(open_study, 13, seed=5)
+    page = release_page(client)
+
+    def first_cells(table_class: str) -> list[str]:
+        table = page.split(f'class="{table_class}"')[1].split("</table>")[0]
+        return re.findall(r"<tr><td>([^<]+)</td>", table)
+
+    tables = [first_cells(f'study-calibration-models" data-measure="{measure}')
+              for measure in ("persuasion", "misleading")]
+    effects = first_cells("study-attitude-effects")
+    assert len(effects) >= 2 and tables[0] == tables[1] == effects
+    assert effects != sorted(effects)  # the writers' order, which is not the names' own
 
 
 def test_no_participant_key_hash_or_platform_id_in_public_output(open_study, client):

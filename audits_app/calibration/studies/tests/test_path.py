@@ -3,6 +3,8 @@ completion; platform ids; quotas under concurrent participants; exclusions."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from django.test import Client
 
@@ -53,6 +55,18 @@ def test_a_person_reads_one_stimulus_per_scenario_and_gets_a_code(open_study, cl
         if reading.stimulus.kind != "none":
             assert reading.seconds_on_text is not None and reading.seconds_on_text >= 30
     assert participant.attention_passed is True and participant.included
+
+
+def test_page_titles_name_the_study_once_and_the_page_before_it(open_study, client):
+    consent_page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert "<title>Reading study</title>" in consent_page
+    recording = RecordingClient()
+    person(open_study, recording)
+    titles = {found.group(1) for page in recording.pages  # redirects have no page
+              if (found := re.search(r"<title>(.*?)</title>", page))}
+    assert "About you · Reading study" in titles and "Thank you: you are done · Reading study" \
+        in titles
+    assert all(title.count("Reading study") == 1 for title in titles), titles
 
 
 class RecordingClient(Client):
