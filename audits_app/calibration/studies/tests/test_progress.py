@@ -50,6 +50,14 @@ def test_progress_counts_per_position_and_arm(open_study, publisher, client):
     assert csv.content.decode().splitlines()[0] == "scenario,stimulus,reader,a1,a2,a3,k1,k2,k3,k4"
 
 
+def test_a_simulated_value_other_than_0_or_1_is_a_plain_400_naming_it(open_study, publisher,
+                                                                       client):
+    client.force_login(publisher)
+    refused = client.get(f"/studies/{open_study.pk}/responses.csv?simulated=yes")
+    assert refused.status_code == 400 and refused["Content-Type"].startswith("text/plain")
+    assert refused.content.decode() == "Simulated must be one of 0, 1; got 'yes'.\n"
+
+
 def test_progress_and_responses_are_for_publishers_only(open_study, client):
     assert client.get(f"/studies/{open_study.pk}/progress/").status_code == 404
     client.force_login(staff_user("audrey", "auditor"))
