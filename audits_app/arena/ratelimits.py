@@ -32,6 +32,7 @@ from django.utils import timezone
 from django_ratelimit import ALL
 from django_ratelimit import core as ratelimit_core
 from django_ratelimit.core import get_usage
+from redis.commands.core import Script
 
 from baitbench_site.security import client_address
 
@@ -83,12 +84,24 @@ def _over(request: HttpRequest, limit: tuple[str, str], key) -> bool:
     return bool(usage and usage["should_limit"])
 
 
+# Each key's add-or-increment as django-ratelimit does it (SET NX with the window's expiry,
+# then INCR), for every key of a request in one command: Redis runs a script whole.
+_COUNT = Script(None, b"""
+local counts = {}
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, 0, 'EX', ARGV[i], 'NX')
+  counts[i] = redis.call('INCR', key)
+end
+return counts
+""")
+
+
 def _over_all(request: HttpRequest, limits: list[tuple[tuple[str, str], Any]]) -> list[bool]:
     """`_over` for several limits at once. On Redis (the shared cache of a site with several
-    processes) the counts go in one round trip instead of three per limit: the keys, windows
-    and expiry are django-ratelimit's own, so `get_usage` reads the same counts; SET NX then
-    INCR is its add-or-increment, atomic per key. Elsewhere (one process), `get_usage` itself.
-    A cache that does not answer raises, and the request fails rather than go uncounted."""
+    processes) the counts go in one command instead of three round trips per limit: the
+    keys, windows and expiry are django-ratelimit's own, so `get_usage` reads the same
+    counts. Elsewhere (one process), `get_usage` itself. A cache that does not answer
+    raises, and the request fails rather than go uncounted."""
     cache = caches[getattr(settings, "RATELIMIT_USE_CACHE", "default")]
     if not isinstance(cache, RedisCache):
         return [_over(request, limit, key) for limit, key in limits]
@@ -102,11 +115,9 @@ def _over_all(request: HttpRequest, limits: list[tuple[tuple[str, str], Any]]) -
         name = cache.make_and_validate_key(ratelimit_core._make_cache_key(
             group, window, rate, value, ALL))
         counted.append((name, allowed, period + ratelimit_core.EXPIRATION_FUDGE))
-    pipeline = cache._cache.get_client(counted[0][0], write=True).pipeline(transaction=False)
-    for name, _, expiry in counted:
-        pipeline.set(name, 0, ex=expiry, nx=True)
-        pipeline.incr(name)
-    counts = pipeline.execute()[1::2]
+    client = cache._cache.get_client(counted[0][0], write=True)
+    counts = _COUNT(keys=[name for name, _, _ in counted],
+                    args=[expiry for _, _, expiry in counted], client=client)
     return [count > allowed for count, (_, allowed, _) in zip(counts, counted, strict=True)]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import threading
 import time
 from collections import defaultdict
@@ -26,6 +27,8 @@ from django.db.models import (
     Max,
     Q,
 )
+from django.utils.html import linebreaks
+from django.utils.safestring import mark_safe
 
 from audits_app.arena import statistics
 from audits_app.arena.models import (
@@ -259,7 +262,7 @@ class PairView:
     organisation: str
     description: str
     task_name: str
-    left: str
+    left: str  # HTML: the text's paragraphs, escaped (`PairText.html`)
     right: str
 
 
@@ -283,8 +286,8 @@ def pair_view(showing: ArenaShowing, release: Release) -> PairView:
         organisation=organisation.get("name", ""),
         description=organisation.get("description", ""),
         task_name=task_names[0] if task_names else task,
-        left=texts[generations[left]].body,
-        right=texts[generations[right]].body,
+        left=texts[generations[left]].html,
+        right=texts[generations[right]].html,
     )
 
 
@@ -308,6 +311,12 @@ _kept_lock = threading.Lock()
 class PairText:
     body: str
     organisation: dict[str, Any]
+
+    @functools.cached_property
+    def html(self) -> str:
+        """The body as the page shows it (`linebreaks`, escaped), made once per process: a
+        published text never changes, and every showing of it would make it again."""
+        return mark_safe(linebreaks(self.body, autoescape=True))
 
 
 class KeptCatalogue:
@@ -418,8 +427,23 @@ def shown_pair_ids(release: Release, voter_id: int) -> list[int]:
 
 
 def voter_by_key(key: str) -> ArenaVoter | None:
-    return next(iter(ArenaVoter.objects.raw(
-        f"SELECT id, key, flags FROM {ArenaVoter._meta.db_table} WHERE key = %s", [key])), None)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, flags FROM {ArenaVoter._meta.db_table} WHERE key = %s",
+                       [key])
+        row = cursor.fetchone()
+    return None if row is None else _loaded(ArenaVoter, id=row[0], key=key,
+                                            flags=_json(row[1]))
+
+
+def _loaded(model, **values):
+    """A model instance from a row read by hand (only the fields named are loaded): as the
+    ORM's own reading makes it, without its query machinery."""
+    return model.from_db(connection.alias, list(values), list(values.values()))
+
+
+def _json(value):
+    # psycopg decodes a jsonb column itself; SQLite hands back its text.
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
@@ -435,12 +459,27 @@ def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
 
 def showing_at(voter_id: int, release_id: int, ordinal: int) -> ArenaShowing | None:
     """The voter's showing in this release with this ordinal (`showing_ordinal`)."""
-    return next(iter(ArenaShowing.objects.raw(
-        f"SELECT s.id, s.pair_id, s.voter_id, s.a_on_left, s.attention, s.shown_at "
-        f"FROM {ArenaShowing._meta.db_table} s "
-        f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
-        f"WHERE s.voter_id = %s AND p.release_id = %s ORDER BY s.id LIMIT 1 OFFSET %s",
-        [voter_id, release_id, ordinal])), None)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, s.pair_id, s.a_on_left, s.attention, s.shown_at "
+            f"FROM {ArenaShowing._meta.db_table} s "
+            f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
+            f"WHERE s.voter_id = %s AND p.release_id = %s ORDER BY s.id LIMIT 1 OFFSET %s",
+            [voter_id, release_id, ordinal])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    pk, pair_id, a_on_left, attention, shown_at = row
+    return _loaded(ArenaShowing, id=pk, pair_id=pair_id, voter_id=voter_id,
+                   a_on_left=bool(a_on_left), attention=attention,
+                   shown_at=_datetime(shown_at))
+
+
+def _datetime(value):
+    """As the ORM reads a datetime column: PostgreSQL's is aware already; SQLite's is made
+    so by the backend's own converter."""
+    convert = getattr(connection.ops, "convert_datetimefield_value", None)
+    return value if convert is None else convert(value, None, connection)
 
 
 def current_ratings(release: Release) -> dict[int, float]:

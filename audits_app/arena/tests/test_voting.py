@@ -29,6 +29,7 @@ from audits_app.arena.tests.conftest import (
     vote_next,
 )
 from audits_app.pages.viewer import publication_snapshot
+from audits_app.templatetags import arena as arena_tags
 from runs_app.models import Generation
 from scenarios_app.models import Scenario
 
@@ -93,6 +94,28 @@ def test_a_voter_is_never_shown_the_same_pair_twice(client, open_arena):
 
     assert ArenaShowing.objects.values("pair").distinct().count() == pairs
     assert "every pair" in client.get("/arena/arena.0/pair/").content.decode()
+
+
+def test_every_showing_is_counted_on_its_pair_once(open_arena):
+    # The first showing of a pair plans its simulated answers; a later one (on PostgreSQL one
+    # statement for the showing and its count) is counted all the same.
+    pairs = ArenaPair.objects.count()
+    for number in range(2):
+        voter = Client(REMOTE_ADDR=f"10.0.0.{number + 1}")
+        consent(voter)
+        for _ in range(pairs):
+            next_pair(voter)
+
+    assert ArenaShowing.objects.count() == 2 * pairs
+    assert set(ArenaPair.objects.values_list("shown", flat=True)) == {2}
+
+
+def test_a_pair_page_links_to_the_arena_without_asking_the_cache(client, open_arena,
+                                                                  monkeypatch):
+    consent(client)
+    monkeypatch.setattr(arena_tags, "public_arena_codes", lambda: pytest.fail("cache asked"))
+    page, _ = next_pair(client)
+    assert '<a href="/arena/">Arena</a>' in page
 
 
 def test_a_rate_limited_voters_votes_become_shadow_votes(client, open_arena, monkeypatch):
