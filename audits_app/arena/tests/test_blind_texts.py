@@ -16,6 +16,7 @@ from audits_app.arena.tests.conftest import (
     public_text_ids,
     published_arena_release,
     same_words_as_public,
+    staff_user,
 )
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
 from audits_app.pages.viewer import publication_snapshot
@@ -173,3 +174,44 @@ def test_no_held_text_has_a_near_copy_among_the_public_texts(half):
     assert inside and outside
     nearest = max(len(runs[a] & runs[b]) / len(runs[a]) for a in inside for b in outside)
     assert nearest < 0.5, nearest
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["operator", "curator", "auditor"])
+def test_staff_who_do_not_publish_see_no_held_text_with_its_writer(half, client, publisher,
+                                                                   role):
+    """Only publishers may know the writers of blind pairs: an operator, curator or auditor
+    reaches a held text nowhere (pages, filters by writer, API, CSV, archives, the generation
+    admin), as an anonymous visitor does not, until the arena closes."""
+    snapshot = publication_snapshot(half.publication)
+    held = held_cells(snapshot, Holder.ARENA)
+    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
+    held_ids = {text["id"] for text in texts if text_cell(text) in held}
+    writer = next(text for text in texts if text["id"] in held_ids)["model"]
+    client.force_login(staff_user(f"{role}-1", role))
+
+    assert not public_text_ids(client, CODE) & held_ids
+    for text_id in held_ids:
+        assert client.get(f"/releases/{CODE}/texts/{text_id}/").status_code == 404
+    listed = client.get(f"/releases/{CODE}/texts/", {"model": writer}).content.decode()
+    assert not any(f"/texts/{text_id}/" in listed for text_id in held_ids)
+    assert client.get(f"/releases/{CODE}/archive-staff.zip").status_code == 404
+    assert "archive-staff.zip" not in client.get(f"/releases/{CODE}/").content.decode()
+    if role == "operator":
+        page = client.get("/admin/runs_app/generation/", {"release__id__exact": half.pk})
+        shown = {int(pk) for pk in re.findall(r"/admin/runs_app/generation/(\d+)/change/",
+                                              page.content.decode())}
+        assert shown and not shown & held_ids
+        assert client.get(f"/admin/runs_app/generation/{min(held_ids)}/change/"
+                          ).status_code == 302, "a held text's admin page is not found"
+
+    client.force_login(publisher)
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    staff_zip = client.get(f"/releases/{CODE}/archive-staff.zip")
+    assert staff_zip.status_code == 200
+    assert "archive-staff.zip" in client.get(f"/releases/{CODE}/").content.decode()
+
+    arena_close(release=half, user=publisher, reason="Pilot over.")
+    client.force_login(staff_user(f"{role}-2", role))
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    assert client.get(f"/releases/{CODE}/archive-staff.zip").status_code == 200
