@@ -47,7 +47,14 @@ from audits_app.pages.viewer import public_scenario_slugs, publication_get, publ
 from audits_app.publication.held_cells import Holder
 from audits_app.publication.same_words import findable_elsewhere
 from baitbench_site.roles import is_staff
-from runs_app.models import Generation, LlmModel, Release, ReplyOutcome, WorkStatus
+from runs_app.models import (
+    Generation,
+    LlmModel,
+    RefusalCheck,
+    Release,
+    ReplyOutcome,
+    WorkStatus,
+)
 from scenarios_app.prompt_texts import TASKS_V1
 
 RATINGS_CACHE_SECONDS = 60
@@ -73,6 +80,17 @@ def arena_texts(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
         if text.get("scenario") in public and text.get("visibility") == "public"
         and text.get("refusal") == "complied" and text.get("persuasion") is not None
     ]
+
+
+def refused_texts(release: Release) -> set[int]:
+    """Ids of the release's texts that a refusal stands against, whatever the snapshot's score
+    says: the refusal check's stored verdict is refused or partial, or the provider reported a
+    refusal. A refusal is the same few sentences on every scenario, so it names its writer
+    to anyone who has seen one; `arena_texts` leaves out what the scores call a refusal, and
+    the catalogue leaves these out too, should a score and its check ever disagree."""
+    return set(Generation.objects.filter(release=release).filter(
+        Q(refusal_check__verdict__in=[RefusalCheck.Verdict.REFUSED, RefusalCheck.Verdict.PARTIAL])
+        | ~Q(writer_refusal="")).values_list("pk", flat=True))
 
 
 def cell_pairs(texts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -44,6 +44,7 @@ from audits_app.arena.selectors import (
     cell_pairs,
     current_ratings,
     kept_catalogue,
+    refused_texts,
     result_is_stale,
     result_latest,
     shown_pair_ids,
@@ -234,10 +235,11 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     if run is None:
         run = _recognisability_create(release, texts, bodies, user)
     # The classifier learns from every public text; pairs come from the held cells only, and
-    # never from a held text whose words a text outside them has (`same_words`).
-    findable = findable_elsewhere(snapshot, Holder.ARENA, bodies)
+    # never from a held text whose words a text outside them has (`same_words`), nor from a
+    # refusal (`refused_texts`).
+    left_out = findable_elsewhere(snapshot, Holder.ARENA, bodies) | refused_texts(release)
     _pairs_create(release, [text for text in texts
-                            if text_cell(text) in held and text["id"] not in findable],
+                            if text_cell(text) in held and text["id"] not in left_out],
                   bodies, run)
     return run
 

@@ -5,6 +5,7 @@ only those texts."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -12,6 +13,7 @@ from audits_app.arena.models import ArenaPair
 from audits_app.arena.selectors import arena_counts
 from audits_app.arena.services import ArenaError, arena_close, arena_open
 from audits_app.arena.tests.conftest import (
+    PUBLIC,
     approve,
     public_text_ids,
     published_arena_release,
@@ -21,7 +23,7 @@ from audits_app.arena.tests.conftest import (
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
 from audits_app.pages.viewer import publication_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
-from runs_app.models import Generation
+from runs_app.models import Generation, RefusalCheck, Release, WorkStatus
 
 CODE = "half.0"
 
@@ -215,3 +217,47 @@ def test_staff_who_do_not_publish_see_no_held_text_with_its_writer(half, client,
     client.force_login(staff_user(f"{role}-2", role))
     assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
     assert client.get(f"/releases/{CODE}/archive-staff.zip").status_code == 200
+
+
+def _refusals_on_record(found: dict[str, set[int]]) -> Callable[[Release], None]:
+    """A `before_publish` recording refusals its scores do not carry: the refusal check's
+    verdict "refused" on every refuser text of the first held scenario, and a refusal the
+    provider reported for one advocate text there (scores unchanged, "complied")."""
+    from audits_app.publication.held_cells import held_cells_draw
+
+    def change(release: Release) -> None:
+        (slug, *_), *_ = held_cells_draw(release.parsed_config(), PUBLIC)[Holder.ARENA]
+        texts = Generation.objects.filter(release=release,
+                                          scenario_version__scenario__slug=slug)
+        refuser = list(texts.filter(model__openrouter_id="fixture/refuser"))
+        RefusalCheck.objects.bulk_create(
+            RefusalCheck(release=release, generation=text, status=WorkStatus.DONE,
+                         verdict=RefusalCheck.Verdict.REFUSED, reason="declines the brief")
+            for text in refuser)
+        advocate = texts.filter(model__openrouter_id="fixture/advocate").first()
+        Generation.objects.filter(pk=advocate.pk).update(writer_refusal="I can't help.")
+        found["refused"] = {text.pk for text in refuser} | {advocate.pk}
+
+    return change
+
+
+@pytest.mark.django_db
+def test_no_pair_holds_a_text_a_refusal_stands_against(release, publisher):
+    """A refusal is the same sentences on every scenario: whoever saw one knows its writer.
+    The catalogue leaves out a text whose stored refusal check or provider says refused,
+    even where its score says it complied."""
+    found: dict[str, set[int]] = {}
+    refusing = published_arena_release(CODE, held_share=0.5,
+                                       before_publish=_refusals_on_record(found))
+    snapshot = publication_snapshot(refusing.publication)
+    scored_complied = {text["id"] for text in snapshot["texts"]
+                       if text["refusal"] == "complied"}
+    assert len(found["refused"] & scored_complied) >= 4, "refusals the scores let through"
+
+    approve(refusing, publisher)
+    arena_open(release=refusing, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=refusing)
+    paired = set(pairs.values_list("generation_a", flat=True)) | set(
+        pairs.values_list("generation_b", flat=True))
+    assert paired, "the other held texts are paired"
+    assert not paired & found["refused"]
