@@ -327,7 +327,8 @@ def voter_create() -> ArenaVoter:
 def showing_create(*, release: Release, voter: ArenaVoter,
                    rng: np.random.Generator | None = None,
                    background: bool = True) -> ArenaShowing | None:
-    """Choose the voter's next pair (balanced, informative; never one they were shown) and
+    """Choose the voter's next pair (balanced, informative; never one they were shown, nor
+    one holding a text another release has made public since the catalogue was built) and
     record that it is shown. None when the voter has seen every pair. `background=False`
     leaves the simulated public's answers for the caller to drain (the demo does)."""
     rng = rng or np.random.default_rng()
@@ -335,7 +336,7 @@ def showing_create(*, release: Release, voter: ArenaVoter,
     seen = shown_pair_ids(release, voter.pk)
     ratings = current_ratings(release)
     strengths = np.array([ratings.get(int(model), np.nan) for model in kept.models])
-    pair_id = pairing.choose_pair(kept.catalogue, exclude=seen, rng=rng,
+    pair_id = pairing.choose_pair(kept.catalogue, exclude=[*seen, *kept.copied], rng=rng,
                                   ratings=strengths if ratings else None)
     if pair_id is None:
         return None
