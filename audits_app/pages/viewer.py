@@ -311,14 +311,15 @@ def may_download_staff_archive(user, published: PublishedRelease) -> bool:
 def withheld_generations() -> Q | None:
     """The rows of every text a published release still holds back, as a filter on
     `Generation` (None when no release holds any): what the generation admin leaves out for
-    staff who do not publish, as `snapshot_for_viewer` leaves them off the pages. One cheap
-    query for the publications; snapshots and reveals are kept per process."""
+    staff who do not publish, as `snapshot_for_viewer` leaves them off the pages. One query
+    reads the held cells of every publication (not whole snapshots); reveals are cached."""
     held: dict[tuple[int, str, str, str], set[int]] = {}
-    for publication in Publication.objects.defer("snapshot"):
-        cells = withheld_cells(publication_snapshot(publication),
-                               revealed_holders(publication.release_id))
+    for row in Publication.objects.values("release_id", *(f"snapshot__{holder.value}"
+                                                           for holder in Holder)):
+        cells = withheld_cells({holder.value: row[f"snapshot__{holder.value}"]
+                                for holder in Holder}, revealed_holders(row["release_id"]))
         for slug, task, condition, variant in cells:
-            held.setdefault((publication.release_id, slug, task, condition), set()).add(variant)
+            held.setdefault((row["release_id"], slug, task, condition), set()).add(variant)
     query = None
     for (release_id, slug, task, condition), variants in held.items():
         cell = Q(release_id=release_id, scenario_version__scenario__slug=slug, task=task,
