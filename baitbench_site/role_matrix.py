@@ -96,7 +96,8 @@ PAGES: tuple[Page, ...] = (
           **{"retry failed work": OPERATORS}),
     _page("runs_app.generation",
           "a record of what a model did: read, never edited; auditors never see texts here, "
-          "and nobody sees a text they are checking blind",
+          "nobody sees a text they are checking blind, and only publishers see texts a "
+          "release still holds for its arena or reading studies",
           extra=("retry_failed",),
           **dict.fromkeys(READ_ACTIONS, grant("curator", "operator", "publisher", "superuser")),
           retry_failed=OPERATORS),

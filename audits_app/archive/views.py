@@ -14,7 +14,7 @@ from django_ratelimit.core import get_usage
 from audits_app.archive.export import archive_name, release_archive_kept
 from audits_app.archive.signing import SigningKeyError
 from audits_app.arena.ratelimits import connection_key
-from audits_app.pages.viewer import published_release_get
+from audits_app.pages.viewer import may_download_staff_archive, published_release_get
 from baitbench_site.roles import is_staff
 
 log = logging.getLogger("baitbench.archive")
@@ -25,10 +25,15 @@ DOWNLOADS = ("archive.downloads", "30/10m")
 
 def release_archive_download(request: HttpRequest, code: str, *, staff: bool) -> HttpResponse:
     """A published release as one ZIP (`audits_app.archive`): the public archive for anyone,
-    the staff archive (held-out and confidential material included) for staff only."""
+    the staff archive (held-out and confidential material included) for staff only, and
+    for publishers only while the release still holds texts back (it names their writers)."""
     if staff and not is_staff(request.user):
         raise Http404("No staff archive for you.")
     published = published_release_get(code, request.user)
+    if staff and not may_download_staff_archive(request.user, published):
+        raise Http404("The staff archive names the writers of texts this release still holds "
+                      "for its arena or reading studies: publishers only until they are "
+                      "revealed.")
     kept = release_archive_kept(published.release, staff=staff)
     response = HttpResponse(bytes(kept.data), content_type="application/zip")
     name = archive_name(published.release, staff=staff)

@@ -48,9 +48,16 @@ from audits_app.arena.results import preference_comparisons
 from audits_app.models import Publication
 from audits_app.pages.viewer import public_scenario_slugs, publication_get, publication_snapshot
 from audits_app.publication.held_cells import Holder
-from audits_app.publication.same_words import findable_elsewhere
+from audits_app.publication.same_words import WordsIndex, findable_elsewhere, public_elsewhere
 from baitbench_site.roles import is_staff
-from runs_app.models import Generation, LlmModel, Release, ReplyOutcome, WorkStatus
+from runs_app.models import (
+    Generation,
+    LlmModel,
+    RefusalCheck,
+    Release,
+    ReplyOutcome,
+    WorkStatus,
+)
 from scenarios_app.prompt_texts import TASKS_V1
 
 RATINGS_CACHE_SECONDS = 60
@@ -76,6 +83,17 @@ def arena_texts(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
         if text.get("scenario") in public and text.get("visibility") == "public"
         and text.get("refusal") == "complied" and text.get("persuasion") is not None
     ]
+
+
+def refused_texts(release: Release) -> set[int]:
+    """Ids of the release's texts that a refusal stands against, whatever the snapshot's score
+    says: the refusal check's stored verdict is refused or partial, or the provider reported a
+    refusal. A refusal is the same few sentences on every scenario, so it names its writer
+    to anyone who has seen one; `arena_texts` leaves out what the scores call a refusal, and
+    the catalogue leaves these out too, should a score and its check ever disagree."""
+    return set(Generation.objects.filter(release=release).filter(
+        Q(refusal_check__verdict__in=[RefusalCheck.Verdict.REFUSED, RefusalCheck.Verdict.PARTIAL])
+        | ~Q(writer_refusal="")).values_list("pk", flat=True))
 
 
 def cell_pairs(texts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -338,6 +356,23 @@ class KeptCatalogue:
         self.row = {int(pk): index for index, pk in enumerate(self.catalogue.ids)}
         self.read_at = time.monotonic()
         self._texts: dict[int, PairText] = {}
+        self.copied: list[int] = []  # pairs never shown: see `copied_elsewhere`
+        self._copied_for: WordsIndex | None = None
+
+    def copied_elsewhere(self, code: str) -> None:
+        """Note the pairs holding a text whose words, or nearly, another published release
+        shows now (`same_words.public_elsewhere`): a release published, or texts revealed,
+        after the catalogue was built. Looked up again only when that changes."""
+        index = public_elsewhere(code)
+        if index is self._copied_for:
+            return
+        texts = Generation.objects.filter(pk__in=np.unique(self.generations).tolist())
+        copied = {pk for pk, slug, body in texts.values_list(
+            "pk", "scenario_version__scenario__slug", "text") if index.finds(slug, body)}
+        self.copied = [int(pk) for pk, pair in zip(self.catalogue.ids, self.generations,
+                                                   strict=True)
+                       if copied.intersection(pair.tolist())]
+        self._copied_for = index
 
     def refresh(self, ids: np.ndarray, shown: np.ndarray, queued: np.ndarray) -> bool:
         """Take the counts just read; False when the pairs are not the ones kept."""
@@ -386,15 +421,16 @@ def _catalogue_rows(release_id: int, fixed: bool):
 
 
 def kept_catalogue(release: Release) -> KeptCatalogue:
-    """The release's catalogue, its show counts at most SHOWN_REFRESH_SECONDS old."""
+    """The release's catalogue, its show counts (and the pairs copied elsewhere) at most
+    SHOWN_REFRESH_SECONDS old."""
     with _kept_lock:
         kept = _kept.get(release.pk)
         if kept is not None and time.monotonic() - kept.read_at < SHOWN_REFRESH_SECONDS:
             return kept
-        if kept is not None and kept.refresh(*_catalogue_rows(release.pk, fixed=False)):
-            return kept
-        kept = _kept[release.pk] = KeptCatalogue(release.pk, *_catalogue_rows(release.pk,
-                                                                              fixed=True))
+        if kept is None or not kept.refresh(*_catalogue_rows(release.pk, fixed=False)):
+            kept = _kept[release.pk] = KeptCatalogue(release.pk, *_catalogue_rows(
+                release.pk, fixed=True))
+        kept.copied_elsewhere(release.code)
         return kept
 
 

@@ -44,6 +44,7 @@ from audits_app.arena.selectors import (
     cell_pairs,
     current_ratings,
     kept_catalogue,
+    refused_texts,
     result_is_stale,
     result_latest,
     shown_pair_ids,
@@ -234,10 +235,11 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     if run is None:
         run = _recognisability_create(release, texts, bodies, user)
     # The classifier learns from every public text; pairs come from the held cells only, and
-    # never from a held text whose words a text outside them has (`same_words`).
-    findable = findable_elsewhere(snapshot, Holder.ARENA, bodies)
+    # never from a held text whose words a text outside them has (`same_words`), nor from a
+    # refusal (`refused_texts`).
+    left_out = findable_elsewhere(snapshot, Holder.ARENA, bodies) | refused_texts(release)
     _pairs_create(release, [text for text in texts
-                            if text_cell(text) in held and text["id"] not in findable],
+                            if text_cell(text) in held and text["id"] not in left_out],
                   bodies, run)
     return run
 
@@ -325,7 +327,8 @@ def voter_create() -> ArenaVoter:
 def showing_create(*, release: Release, voter: ArenaVoter,
                    rng: np.random.Generator | None = None,
                    background: bool = True) -> ArenaShowing | None:
-    """Choose the voter's next pair (balanced, informative; never one they were shown) and
+    """Choose the voter's next pair (balanced, informative; never one they were shown, nor
+    one holding a text another release has made public since the catalogue was built) and
     record that it is shown. None when the voter has seen every pair. `background=False`
     leaves the simulated public's answers for the caller to drain (the demo does)."""
     rng = rng or np.random.default_rng()
@@ -333,7 +336,7 @@ def showing_create(*, release: Release, voter: ArenaVoter,
     seen = shown_pair_ids(release, voter.pk)
     ratings = current_ratings(release)
     strengths = np.array([ratings.get(int(model), np.nan) for model in kept.models])
-    pair_id = pairing.choose_pair(kept.catalogue, exclude=seen, rng=rng,
+    pair_id = pairing.choose_pair(kept.catalogue, exclude=[*seen, *kept.copied], rng=rng,
                                   ratings=strengths if ratings else None)
     if pair_id is None:
         return None

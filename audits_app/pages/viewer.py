@@ -33,7 +33,7 @@ from audits_app.publication.snapshot_model import (
     snapshot_load,
 )
 from audits_app.spotchecks.selectors import normalised_quote
-from baitbench_site.roles import is_staff, may_see_draft
+from baitbench_site.roles import is_staff, may_publish, may_see_draft
 from runs_app.models import (
     AgentRun,
     CrossExamTurn,
@@ -269,14 +269,23 @@ def public_scenario_slugs(snapshot: ReleaseSnapshot | dict[str, Any]) -> set[str
 
 def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
                         revealed: frozenset[Holder] = frozenset()) -> ReleaseSnapshot:
-    """Staff see everything; anyone else loses every row about a held-out scenario, and
-    every text of a cell held for the arena or for reading studies until that holder has
-    revealed its texts (`publication.held_cells`). A shallow copy: the parts it keeps are
-    the shared snapshot's own (frozen)."""
-    if is_staff(user):
+    """Publishers (and superusers, who hold every permission) see everything. Every text of
+    a cell held for the arena or for reading studies is left out until that holder has
+    revealed its texts (`publication.held_cells`) for everyone else, staff of the other
+    roles included: only publishers may know the writers of blind pairs and study texts, so
+    an operator, curator or auditor gets a held text's page, list rows and CSV lines as an
+    anonymous visitor does (404, absent). Anyone not staff also loses every row about a
+    held-out scenario. A shallow copy: the parts it keeps are the shared snapshot's own
+    (frozen)."""
+    if may_publish(user):
         return snapshot
-    public = public_scenario_slugs(snapshot)
     held = withheld_cells(snapshot, revealed)
+    if is_staff(user):
+        if not held:
+            return snapshot
+        return snapshot.model_copy(update={
+            "texts": [t for t in snapshot.texts if text_cell(t) not in held]})
+    public = public_scenario_slugs(snapshot)
     return snapshot.model_copy(update={
         "scenarios": [s for s in snapshot.scenarios if s.slug in public],
         "texts": [t for t in snapshot.texts
@@ -288,6 +297,36 @@ def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
                              in snapshot.scenario_content.items() if slug in public},
         "release": _release_without_held_out(snapshot.release, public),
     })
+
+
+def may_download_staff_archive(user, published: PublishedRelease) -> bool:
+    """The staff archive names every text's writer: staff may download it, but while the
+    release's arena or reading studies still withhold texts only publishers may (the writers
+    of blind pairs and study texts are theirs alone to know, as on every page)."""
+    if not is_staff(user):
+        return False
+    return may_publish(user) or published.draft is not None or not withheld_cells(
+        published.snapshot, revealed_holders(published.release.pk))
+
+
+def withheld_generations() -> Q | None:
+    """The rows of every text a published release still holds back, as a filter on
+    `Generation` (None when no release holds any): what the generation admin leaves out for
+    staff who do not publish, as `snapshot_for_viewer` leaves them off the pages. One query
+    reads the held cells of every publication (not whole snapshots); reveals are cached."""
+    held: dict[tuple[int, str, str, str], set[int]] = {}
+    for row in Publication.objects.values("release_id", *(f"snapshot__{holder.value}"
+                                                           for holder in Holder)):
+        cells = withheld_cells({holder.value: row[f"snapshot__{holder.value}"]
+                                for holder in Holder}, revealed_holders(row["release_id"]))
+        for slug, task, condition, variant in cells:
+            held.setdefault((row["release_id"], slug, task, condition), set()).add(variant)
+    query = None
+    for (release_id, slug, task, condition), variants in held.items():
+        cell = Q(release_id=release_id, scenario_version__scenario__slug=slug, task=task,
+                 condition=condition, variant__in=sorted(variants))
+        query = cell if query is None else query | cell
+    return query
 
 
 def _release_without_held_out(release: ReleaseEntry, public: set[str]) -> ReleaseEntry:

@@ -101,6 +101,7 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
     context = {
         "published": published,
         "snapshot": snapshot,
+        "staff_archive": public.may_download_staff_archive(request.user, published),
         # The chart's measures this release measured: a release without a simulated public
         # (no panel stage) has no chart, no thresholds against the control text, no anchors.
         "main": measured,

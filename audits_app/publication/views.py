@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 
 from audits_app.models import SpotCheck
 from audits_app.publication.gate import release_counts, release_gate
+from audits_app.publication.same_words import copies_on_publishing
 from audits_app.publication.services import (
     PUBLISHABLE_STATUSES,
     PublishError,
@@ -50,6 +51,7 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
                  if counts.unscored or counts.failed],
         "gate": release_gate(release),
         "problems": release_publish_problems(release),
+        "copies": copies_on_publishing(release),
         "unfinished_checks": SpotCheck.objects.filter(
             release=release, status=SpotCheck.Status.ASSIGNED).count(),
         "error": error,

@@ -51,8 +51,10 @@ def fresh_cache(settings, tmp_path):
 
 def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0,
                             study_share: float = 0.0,
-                            before_publish: Callable[[Release], None] | None = None) -> Release:
-    """`before_publish` may change the scored release's rows before it is published."""
+                            before_publish: Callable[[Release], None] | None = None,
+                            publish: bool = True) -> Release:
+    """`before_publish` may change the scored release's rows before it is published;
+    `publish=False` leaves it scored, for a test to publish."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
     from scenarios_app.services import scenario_apply
@@ -72,7 +74,8 @@ def published_arena_release(code: str = "arena.0", *, held_share: float = 1.0,
     release.refresh_from_db()
     if before_publish is not None:
         before_publish(release)
-    release_publish(release=release)
+    if publish:
+        release_publish(release=release)
     return Release.objects.get(pk=release.pk)
 
 

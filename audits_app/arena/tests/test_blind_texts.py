@@ -5,22 +5,33 @@ only those texts."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
 from audits_app.arena.models import ArenaPair
 from audits_app.arena.selectors import arena_counts
-from audits_app.arena.services import ArenaError, arena_close, arena_open
+from audits_app.arena.services import (
+    ArenaError,
+    arena_close,
+    arena_open,
+    showing_create,
+    voter_create,
+)
 from audits_app.arena.tests.conftest import (
+    PUBLIC,
     approve,
     public_text_ids,
     published_arena_release,
     same_words_as_public,
+    staff_user,
 )
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
 from audits_app.pages.viewer import publication_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
-from runs_app.models import Generation
+from audits_app.publication.same_words import NEAR_COPY_SHARE, findable_elsewhere, near_copy_share
+from audits_app.publication.services import release_publish
+from runs_app.models import Generation, RefusalCheck, Release, WorkStatus
 
 CODE = "half.0"
 
@@ -151,11 +162,6 @@ def test_the_fixture_writers_leave_no_held_text_findable_by_its_words(half, publ
     assert arena_counts(half)["left_out"] == 0
 
 
-def _shingles(body: str, size: int = 5) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", body.casefold())
-    return {tuple(words[i:i + size]) for i in range(max(len(words) - size + 1, 1))}
-
-
 @pytest.mark.django_db
 def test_no_held_text_has_a_near_copy_among_the_public_texts(half):
     """A near-copy (a writer's same facts under another condition, a word or two apart) names
@@ -165,11 +171,163 @@ def test_no_held_text_has_a_near_copy_among_the_public_texts(half):
     snapshot = publication_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
     bodies = dict(Generation.objects.filter(release=half).values_list("pk", "text"))
-    runs = {text["id"]: _shingles(bodies[text["id"]]) for text in snapshot["texts"]}
     inside = [text["id"] for text in snapshot["texts"]
               if text_cell(text) in held and text["refusal"] != "refused"]
     outside = [text["id"] for text in snapshot["texts"]
                if text_cell(text) not in held and text["visibility"] == "public"]
     assert inside and outside
-    nearest = max(len(runs[a] & runs[b]) / len(runs[a]) for a in inside for b in outside)
-    assert nearest < 0.5, nearest
+    nearest = max(near_copy_share(bodies[a], bodies[b]) for a in inside for b in outside)
+    assert nearest < NEAR_COPY_SHARE, nearest
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["operator", "curator", "auditor"])
+def test_staff_who_do_not_publish_see_no_held_text_with_its_writer(half, client, publisher,
+                                                                   role):
+    """Only publishers may know the writers of blind pairs: an operator, curator or auditor
+    reaches a held text nowhere (pages, filters by writer, API, CSV, archives, the generation
+    admin), as an anonymous visitor does not, until the arena closes."""
+    snapshot = publication_snapshot(half.publication)
+    held = held_cells(snapshot, Holder.ARENA)
+    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
+    held_ids = {text["id"] for text in texts if text_cell(text) in held}
+    writer = next(text for text in texts if text["id"] in held_ids)["model"]
+    client.force_login(staff_user(f"{role}-1", role))
+
+    assert not public_text_ids(client, CODE) & held_ids
+    for text_id in held_ids:
+        assert client.get(f"/releases/{CODE}/texts/{text_id}/").status_code == 404
+    listed = client.get(f"/releases/{CODE}/texts/", {"model": writer}).content.decode()
+    assert not any(f"/texts/{text_id}/" in listed for text_id in held_ids)
+    assert client.get(f"/releases/{CODE}/archive-staff.zip").status_code == 404
+    assert "archive-staff.zip" not in client.get(f"/releases/{CODE}/").content.decode()
+    if role == "operator":
+        page = client.get("/admin/runs_app/generation/", {"release__id__exact": half.pk})
+        shown = {int(pk) for pk in re.findall(r"/admin/runs_app/generation/(\d+)/change/",
+                                              page.content.decode())}
+        assert shown and not shown & held_ids
+        assert client.get(f"/admin/runs_app/generation/{min(held_ids)}/change/"
+                          ).status_code == 302, "a held text's admin page is not found"
+
+    client.force_login(publisher)
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    staff_zip = client.get(f"/releases/{CODE}/archive-staff.zip")
+    assert staff_zip.status_code == 200
+    assert "archive-staff.zip" in client.get(f"/releases/{CODE}/").content.decode()
+
+    arena_close(release=half, user=publisher, reason="Pilot over.")
+    client.force_login(staff_user(f"{role}-2", role))
+    assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
+    assert client.get(f"/releases/{CODE}/archive-staff.zip").status_code == 200
+
+
+def _refusals_on_record(found: dict[str, set[int]]) -> Callable[[Release], None]:
+    """A `before_publish` recording refusals its scores do not carry: the refusal check's
+    verdict "refused" on every refuser text of the first held scenario, and a refusal the
+    provider reported for one advocate text there (scores unchanged, "complied")."""
+    from audits_app.publication.held_cells import held_cells_draw
+
+    def change(release: Release) -> None:
+        (slug, *_), *_ = held_cells_draw(release.parsed_config(), PUBLIC)[Holder.ARENA]
+        texts = Generation.objects.filter(release=release,
+                                          scenario_version__scenario__slug=slug)
+        refuser = list(texts.filter(model__openrouter_id="fixture/refuser"))
+        RefusalCheck.objects.bulk_create(
+            RefusalCheck(release=release, generation=text, status=WorkStatus.DONE,
+                         verdict=RefusalCheck.Verdict.REFUSED, reason="declines the brief")
+            for text in refuser)
+        advocate = texts.filter(model__openrouter_id="fixture/advocate").first()
+        Generation.objects.filter(pk=advocate.pk).update(writer_refusal="I can't help.")
+        found["refused"] = {text.pk for text in refuser} | {advocate.pk}
+
+    return change
+
+
+@pytest.mark.django_db
+def test_no_pair_holds_a_text_a_refusal_stands_against(release, publisher):
+    """A refusal is the same sentences on every scenario: whoever saw one knows its writer.
+    The catalogue leaves out a text whose stored refusal check or provider says refused,
+    even where its score says it complied."""
+    found: dict[str, set[int]] = {}
+    refusing = published_arena_release(CODE, held_share=0.5,
+                                       before_publish=_refusals_on_record(found))
+    snapshot = publication_snapshot(refusing.publication)
+    scored_complied = {text["id"] for text in snapshot["texts"]
+                       if text["refusal"] == "complied"}
+    assert len(found["refused"] & scored_complied) >= 4, "refusals the scores let through"
+
+    approve(refusing, publisher)
+    arena_open(release=refusing, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=refusing)
+    paired = set(pairs.values_list("generation_a", flat=True)) | set(
+        pairs.values_list("generation_b", flat=True))
+    assert paired, "the other held texts are paired"
+    assert not paired & found["refused"]
+
+
+def _copies_of(source: Release, copied: dict[str, int]) -> Callable[[Release], None]:
+    """A `before_publish` for a second release of the same writers: its texts on the scenario
+    `source` holds for the arena are other words, but for two of the spinner's texts `source`
+    holds (their ids go into `copied`): one word for word, one a word apart (a near-copy)."""
+    def change(release: Release) -> None:
+        held = held_cells(publication_snapshot(source.publication), Holder.ARENA)
+        (slug,) = {cell[0] for cell in held}
+        mine = Generation.objects.filter(release=release, scenario_version__scenario__slug=slug)
+        theirs = {(g.model_id, g.task, g.condition, g.variant): g for g in Generation.objects
+                  .filter(release=source, scenario_version__scenario__slug=slug)}
+        for generation in mine.order_by("pk"):
+            twin = theirs[(generation.model_id, generation.task, generation.condition,
+                           generation.variant)]
+            if generation.model.openrouter_id == "fixture/spinner" and \
+                    generation.condition in ("C0", "C1"):
+                near = generation.condition == "C1"
+                words = twin.text.split()
+                text = " ".join(["Notably,", *words[1:]]) if near else twin.text
+                copied["near" if near else "same"] = twin.pk
+            else:
+                text = f"Another release's words on {slug}, number {generation.pk}."
+            Generation.objects.filter(pk=generation.pk).update(text=text)
+
+    return change
+
+
+@pytest.mark.django_db
+def test_held_texts_made_public_by_another_release_are_never_shown_and_the_publish_page_warns(
+        half, client, publisher):
+    """A second release of the same writers can make a held text public word for word, or a
+    word apart: its publish page says so first, and afterwards the arena never shows a pair
+    holding such a text (its catalogue was built before), nor pairs one when prepared."""
+    approve(half, publisher)
+    arena_open(release=half, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=half)
+    copied: dict[str, int] = {}
+    second = published_arena_release("copy.0", held_share=0.0, publish=False,
+                                     before_publish=_copies_of(half, copied))
+    assert set(copied) == {"same", "near"}
+    # What the measure finds, text by text: a writer's texts on one scenario are near-copies
+    # of each other, so a copy names more held texts than itself.
+    held = held_cells(publication_snapshot(half.publication), Holder.ARENA)
+    held_texts = {pk: body for pk, body, *cell in Generation.objects.filter(release=half)
+                  .values_list("pk", "text", "scenario_version__scenario__slug", "task",
+                               "condition", "variant") if tuple(cell) in held}
+    (slug,) = {cell[0] for cell in held}
+    public = Generation.objects.filter(release=second, scenario_version__scenario__slug=slug
+                                       ).values_list("text", flat=True)
+    expected = {pk for pk, body in held_texts.items()
+                if any(near_copy_share(body, other) >= NEAR_COPY_SHARE for other in public)}
+    assert set(copied.values()) <= expected < set(held_texts)
+    with_copy = {pk for pk, a, b in pairs.values_list("pk", "generation_a", "generation_b")
+                 if {a, b} & expected}
+    assert with_copy, "they were paired before the second release"
+
+    client.force_login(publisher)
+    page = client.get(f"/releases/{second.code}/publish/").content.decode()
+    assert f'<span data-release="half.0">{len(expected)} of half.0</span>' in page
+    release_publish(release=second)
+
+    voter = voter_create()
+    shown = set()
+    while (showing := showing_create(release=half, voter=voter, background=False)) is not None:
+        shown.add(showing.pair_id)
+    assert shown == set(pairs.values_list("pk", flat=True)) - with_copy
+    assert findable_elsewhere(publication_snapshot(half.publication), Holder.ARENA) == expected
