@@ -358,15 +358,19 @@ class KeptCatalogue:
         self._texts: dict[int, PairText] = {}
         self.copied: list[int] = []  # pairs never shown: see `copied_elsewhere`
         self._copied_for: WordsIndex | None = None
+        self._scenarios: frozenset[str] | None = None  # the pairs' texts' scenarios
 
     def copied_elsewhere(self, code: str) -> None:
         """Note the pairs holding a text whose words, or nearly, another published release
         shows now (`same_words.public_elsewhere`): a release published, or texts revealed,
         after the catalogue was built. Looked up again only when that changes."""
-        index = public_elsewhere(code)
+        texts = Generation.objects.filter(pk__in=np.unique(self.generations).tolist())
+        if self._scenarios is None:
+            self._scenarios = frozenset(texts.values_list("scenario_version__scenario__slug",
+                                                          flat=True).distinct())
+        index = public_elsewhere(code, self._scenarios)
         if index is self._copied_for:
             return
-        texts = Generation.objects.filter(pk__in=np.unique(self.generations).tolist())
         copied = {pk for pk, slug, body in texts.values_list(
             "pk", "scenario_version__scenario__slug", "text") if index.finds(slug, body)}
         self.copied = [int(pk) for pk, pair in zip(self.catalogue.ids, self.generations,

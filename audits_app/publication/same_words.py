@@ -85,20 +85,26 @@ def near_copy_share(body: str, other: str) -> float:
 
 @dataclass
 class WordsIndex:
-    """Texts to look others up in: their words' hashes, and per scenario their runs."""
+    """Texts to look others up in: their words' hashes, and per scenario their runs (as the
+    process's hashes of them: the index never leaves the process). `scenarios`, when given,
+    are the only scenarios whose texts will be looked up run by run: the runs of texts on
+    other scenarios are not kept (a 250-word text's runs cost about 40 KB)."""
 
     keys: set[str] = field(default_factory=set)
-    runs: dict[str, dict[str, list[int]]] = field(default_factory=lambda: defaultdict(dict))
+    runs: dict[str, dict[int, list[int]]] = field(default_factory=lambda: defaultdict(dict))
     count: int = 0
+    scenarios: frozenset[str] | None = None
 
     def add(self, scenario: str, body: str) -> None:
         if not _words(body):
             return  # no words, nothing to find them by
         self.keys.add(words_key(body))
+        if self.scenarios is not None and scenario not in self.scenarios:
+            return
         number, self.count = self.count, self.count + 1
         by_run = self.runs[scenario]
         for run in word_runs(body):
-            by_run.setdefault(run, []).append(number)
+            by_run.setdefault(hash(run), []).append(number)
 
     def finds(self, scenario: str, body: str) -> bool:
         """Has a text of the index these words, or (on the same scenario) nearly these?"""
@@ -110,7 +116,7 @@ class WordsIndex:
         if not by_run:
             return False
         runs = word_runs(body)
-        shared = Counter(number for run in runs for number in by_run.get(run, ()))
+        shared = Counter(number for run in runs for number in by_run.get(hash(run), ()))
         return bool(shared) and max(shared.values()) >= NEAR_COPY_SHARE * len(runs)
 
 
@@ -130,7 +136,8 @@ def findable_elsewhere(snapshot: dict[str, Any], holder: Holder,
     inside_ids = {text["id"] for text in inside}
     outside = {words_key(bodies.get(text["id"], "")) for text in texts
                if text["id"] not in inside_ids}
-    elsewhere = public_elsewhere((snapshot.get("release") or {}).get("code", ""))
+    elsewhere = public_elsewhere((snapshot.get("release") or {}).get("code", ""),
+                                 frozenset(cell[0] for cell in held))
     return {text["id"] for text in inside
             if words_key(bodies.get(text["id"], "")) in outside
             or elsewhere.finds(text["scenario"], bodies.get(text["id"], ""))}
@@ -193,25 +200,33 @@ _kept: dict[tuple, WordsIndex] = {}
 _kept_lock = threading.Lock()
 
 
-def public_elsewhere(code: str) -> WordsIndex:
-    """The texts anyone can read now in the published releases other than `code`, indexed.
-    Kept per process under what decides it (the publications and their reveals), since a
-    publication never changes."""
+# The indexes kept per process: one per caller's scenarios (the arena's and the studies').
+KEPT_INDEXES = 4
+
+
+def public_elsewhere(code: str, scenarios: frozenset[str] | None = None) -> WordsIndex:
+    """The texts anyone can read now in the published releases other than `code`, indexed
+    (run by run only on `scenarios`, those `code`'s held texts are on, when given). Kept per
+    process under what decides it (the publications and their reveals), since a publication
+    never changes."""
     reveals = _reveals()
-    key = (code, reveals, tuple(Publication.objects.exclude(release__code=code)
+    key = (code, scenarios, reveals, tuple(Publication.objects.exclude(release__code=code)
                                 .order_by("pk").values_list("pk", "snapshot_hash")))
     with _kept_lock:
         if key in _kept:
             return _kept[key]
     publications = _publications(other_than=code, reveals=reveals)
-    index = WordsIndex()
+    index = WordsIndex(scenarios=scenarios)
     for published in publications:
         shown = [text for text in published.texts if text_cell(text) not in published.withheld]
         bodies = _bodies(published, [text["id"] for text in shown])
         for text in shown:
             index.add(text["scenario"], bodies.get(text["id"], ""))
     with _kept_lock:
-        _kept.clear()  # only the newest is asked for again
+        for stale in [old for old in _kept if old[0] == code and old[2:] != key[2:]]:
+            del _kept[stale]  # publications or reveals moved on: never asked for again
+        while len(_kept) >= KEPT_INDEXES:
+            del _kept[next(iter(_kept))]
         _kept[key] = index
     return index
 
@@ -245,7 +260,7 @@ def copies_on_publishing(release) -> Copies:
     held_cells_all = {cell for cells in draws.values() for cell in cells}
     held = [(slug, text) for pk, slug, _, task, condition, variant, text in rows
             if (slug, task, condition, variant) in held_cells_all]
-    elsewhere = public_elsewhere(release.code)
+    elsewhere = public_elsewhere(release.code, frozenset(slug for slug, _ in held))
     mine = WordsIndex()
     for _, slug, visibility, task, condition, variant, text in rows:
         if visibility == Visibility.PUBLIC and (slug, task, condition, variant) \
