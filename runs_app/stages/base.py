@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, UniqueConstraint
 from django.utils import timezone
 
 from runs_app.models import (
@@ -184,9 +184,19 @@ class Stage(abc.ABC):
         existing = self.rows(release)
         if generation_ids is not None:
             existing = existing.filter(generation_id__in=generation_ids)
-        before = existing.count()
+        # Rows whose key is already there would be ignored by the INSERT: leaving them out
+        # here makes planning a planned scope again (every drain's last look) one SELECT,
+        # not an INSERT of every row. The rest still goes through `ignore_conflicts`.
+        # (A key holding NULL never conflicts in SQL, so it is never left out.)
+        attnames = unique_key(self.work_model)
+        found = list(existing.values_list(*attnames))
+        keys = set(found)
+        rows = [row for row in rows if (key := tuple(getattr(row, name) for name in attnames))
+                not in keys or None in key]
+        if not rows:
+            return 0
         self.work_model.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-        return existing.count() - before
+        return existing.count() - len(found)
 
     @abc.abstractmethod
     def planned_calls(self, config: ReleaseConfig) -> int:
@@ -233,6 +243,18 @@ class Stage(abc.ABC):
         """
 
 
+@functools.cache
+def unique_key(model: type[WorkItem]) -> tuple[str, ...]:
+    """The columns (attnames) of a work table's first unique key: its planning key."""
+    for constraint in model._meta.constraints:
+        if isinstance(constraint, UniqueConstraint) and constraint.condition is None:
+            return tuple(model._meta.get_field(name).attname for name in constraint.fields)
+    for field in model._meta.concrete_fields:
+        if field.unique and not field.primary_key:
+            return (field.attname,)
+    raise TypeError(f"{model.__name__}: a work table needs a unique key to plan idempotently")
+
+
 def claimable_rows(stage: Stage, release: Release) -> Q:
     """What a worker may claim: pending rows, and claimed rows whose lease has run out."""
     return Q(status=WorkStatus.PENDING) | Q(
@@ -251,11 +273,12 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
 
     PostgreSQL: `SELECT ... FOR UPDATE SKIP LOCKED` lets concurrent workers take disjoint
     rows without waiting. SQLite: the transaction begins IMMEDIATE (settings), so the
-    select and the update run under the one write lock.
+    select and the update run under the one write lock. The select reads the rows with what
+    `build` needs, so a claim is one SELECT and one UPDATE.
     """
     token = uuid.uuid4().hex
     try:
-        _mark_claimed(stage, release, size, worker, token)
+        claimed = _mark_claimed(stage, release, size, worker, token)
     except TRANSIENT_DATABASE_ERRORS:
         # The connection may have dropped after the commit: the token tells what was
         # claimed, and rows claimed but never fetched would sit idle for a whole lease.
@@ -263,29 +286,39 @@ def claim_batch(stage: Stage, release: Release, size: int, worker: str) -> list[
             raise
         log.warning("%s: database error while claiming; looking up what was claimed",
                     stage.name)
-    claimed = retry_database(lambda: list(
-        stage.work_model.objects.filter(claim_token=token).select_related(*stage.claim_related)
-        .defer(*stage.claim_defer)), what=f"fetching claimed {stage.name} rows")
+        claimed = retry_database(lambda: list(
+            stage.work_model.objects.filter(claim_token=token)
+            .select_related(*stage.claim_related).defer(*stage.claim_defer)),
+            what=f"fetching claimed {stage.name} rows")
     return [item for item in claimed if not _fail_if_poisoned(stage, item)]
 
 
-def _mark_claimed(stage: Stage, release: Release, size: int, worker: str, token: str) -> None:
+def _mark_claimed(stage: Stage, release: Release, size: int, worker: str,
+                  token: str) -> list[Any]:
     now = timezone.now()
     lease = dt.timedelta(seconds=settings.BAITBENCH_LEASE_SECONDS)
     claimable = claimable_rows(stage, release)
     with transaction.atomic():
         # `of=("self",)`: lock the work rows only, never a row a subject's filter joins (the
-        # release): every worker's claims and writes would then queue on that one row.
-        ids = list(
+        # release) or `claim_related` reads: every worker's claims and writes would then
+        # queue on that one row.
+        rows = list(
             stage.rows(release).filter(claimable).order_by("pk")
             .select_for_update(skip_locked=True, of=("self",))
-            .values_list("pk", flat=True)[:size]
+            .select_related(*stage.claim_related).defer(*stage.claim_defer)[:size]
         )
-        if ids:
-            stage.work_model.objects.filter(pk__in=ids).update(
-                status=WorkStatus.CLAIMED, claim_token=token, claimed_by=worker,
-                lease_expires_at=now + lease, claims=F("claims") + 1,
-            )
+        if not rows:
+            return []
+        fields = {"status": WorkStatus.CLAIMED, "claim_token": token, "claimed_by": worker,
+                  "lease_expires_at": now + lease}
+        stage.work_model.objects.filter(pk__in=[row.pk for row in rows]).update(
+            claims=F("claims") + 1, **fields)
+    # The rows as the UPDATE left them (locked, so nobody changed them in between).
+    for row in rows:
+        for name, value in fields.items():
+            setattr(row, name, value)
+        row.claims += 1
+    return rows
 
 
 def _fail_if_poisoned(stage: Stage, item: WorkItem) -> bool:

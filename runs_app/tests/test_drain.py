@@ -447,3 +447,53 @@ def test_drains_sharing_the_last_rows_claim_only_what_they_can_start_now(importe
     # Fewer: a row claimed ahead would wait a whole call for this drain's slot while the
     # other drain has one free, so it claims only what it starts now.
     assert first_claim(release, running=2, pending=5, concurrency=3) == (3, 3)
+
+
+@pytest.mark.django_db
+def test_planning_a_planned_scope_again_inserts_nothing_and_counts_only_new_rows(
+    small_demo_release
+):
+    """Every drain plans its whole scope again before it stops: rows already there are
+    left out before the INSERT, and a missing row is still planned and counted."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    stage = get_stage("refusal")
+    get_stage("generate").plan(small_demo_release)
+    Generation.objects.filter(release=small_demo_release).update(
+        status=WorkStatus.DONE, text="A text.")
+    planned = stage.plan(small_demo_release)
+    assert planned > 1
+    with CaptureQueriesContext(connection) as queries:
+        assert stage.plan(small_demo_release) == 0
+    assert not [query for query in queries if query["sql"].startswith("INSERT")]
+    RefusalCheck.objects.filter(pk=RefusalCheck.objects.order_by("pk").first().pk).delete()
+    assert stage.plan(small_demo_release) == 1
+    assert RefusalCheck.objects.filter(release=small_demo_release).count() == planned
+
+
+@pytest.mark.django_db
+def test_a_claim_reads_its_rows_in_the_select_that_locks_them(small_demo_release):
+    """A claim is one SELECT and one UPDATE of the work table, and the rows it hands back
+    are what the database holds after it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    stage = get_stage("refusal")
+    get_stage("generate").plan(small_demo_release)
+    Generation.objects.filter(release=small_demo_release).update(
+        status=WorkStatus.DONE, text="A text.")
+    stage.plan(small_demo_release)
+    with CaptureQueriesContext(connection) as queries:
+        claimed = base.claim_batch(stage, small_demo_release, 3, "worker-a")
+    work = [query["sql"] for query in queries if '"runs_app_refusalcheck"' in query["sql"]]
+    assert [sql.split()[0] for sql in work] == ["SELECT", "UPDATE"], work
+    assert len(claimed) == 3
+    for item in claimed:
+        stored = RefusalCheck.objects.get(pk=item.pk)
+        assert (item.status, item.claim_token, item.claimed_by, item.claims,
+                item.lease_expires_at) == (stored.status, stored.claim_token,
+                                           stored.claimed_by, stored.claims,
+                                           stored.lease_expires_at)
+        assert (stored.status, stored.claims) == (WorkStatus.CLAIMED, 1)
+        assert item.generation.text == "A text."  # `claim_related`, read with the claim
