@@ -87,7 +87,7 @@ class PublishedRelease:
 
 
 def publication_get(code: str) -> Publication | None:
-    """The publication without its snapshot: `publication_snapshot` loads that, once."""
+    """The publication without its snapshot: `load_snapshot` reads that, once."""
     return (Publication.objects.select_related("release", "release__archive_import")
             .defer("snapshot").filter(release__code=code).first())
 
@@ -129,12 +129,6 @@ def _kept(publication: Publication) -> _Kept:
         while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
             _snapshots.popitem(last=False)
     return kept
-
-
-def publication_snapshot(publication: Publication) -> dict[str, Any]:
-    """The full snapshot as stored (never mutate it: it is shared between requests). Pages
-    and answers read `load_snapshot` instead."""
-    return _kept(publication).data
 
 
 def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> ReleaseSnapshot:
@@ -257,13 +251,9 @@ def revealed_remember(release_id: int, found: dict[Holder, bool]) -> frozenset[H
     return revealed
 
 
-def public_scenario_slugs(snapshot: ReleaseSnapshot | dict[str, Any]) -> set[str]:
-    """The scenarios anyone may see: of the typed snapshot (pages), or of the stored one (the
-    arena's and reading studies' services, which pair and sample its texts as stored)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
-    return {s["slug"] for s in snapshot.get("scenarios", [])
-            if s.get("visibility") == Visibility.PUBLIC}
+def public_scenario_slugs(snapshot: ReleaseSnapshot) -> set[str]:
+    """The scenarios anyone may see."""
+    return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
 
 
 def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
@@ -310,12 +300,9 @@ def _config_slug(item: Any) -> str | None:
     return item.get("slug") if isinstance(item, dict) else None
 
 
-def model_names(snapshot: ReleaseSnapshot | dict[str, Any]) -> dict[str, str]:
-    """{model id: its frozen name}, of the typed snapshot or of the stored one (the arena's
-    pages and demo read that)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        return snapshot.model_names()
-    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
+def model_names(snapshot: ReleaseSnapshot) -> dict[str, str]:
+    """{model id: its frozen name}, in the release's model order."""
+    return snapshot.model_names()
 
 
 def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:

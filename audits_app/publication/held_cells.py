@@ -79,34 +79,25 @@ def held_entries(draws: dict[Holder, list[Cell]]) -> dict[str, Any]:
         for holder, cells in draws.items() if cells or holder == Holder.ARENA}
 
 
-def held_cells(snapshot: ReleaseSnapshot | dict[str, Any], holder: Holder) -> set[Cell]:
+def held_cells(snapshot: ReleaseSnapshot, holder: Holder) -> set[Cell]:
     """The cells the snapshot holds for `holder` (none in a snapshot frozen before it held
-    cells). The snapshot typed (pages) or as stored (the arena's and studies' services)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        entry = getattr(snapshot, holder.value)
-        return {(cell.scenario, cell.task, cell.condition, cell.variant)
-                for cell in (entry.cells if entry is not None else [])}
-    entry = snapshot.get(holder.value) or {}
-    return {(cell["scenario"], cell["task"], cell["condition"], int(cell["variant"]))
-            for cell in entry.get("cells", [])}
+    cells)."""
+    entry = getattr(snapshot, holder.value)
+    return {(cell.scenario, cell.task, cell.condition, cell.variant)
+            for cell in (entry.cells if entry is not None else [])}
 
 
-def withheld_holders(snapshot: ReleaseSnapshot | dict[str, Any],
-                     revealed: Collection[Holder]) -> list[Holder]:
+def withheld_holders(snapshot: ReleaseSnapshot, revealed: Collection[Holder]) -> list[Holder]:
     """The holders that hold cells of this snapshot and have not revealed them."""
     return [holder for holder in Holder
             if holder not in revealed and held_cells(snapshot, holder)]
 
 
-def withheld_cells(snapshot: ReleaseSnapshot | dict[str, Any],
-                   revealed: Collection[Holder]) -> set[Cell]:
+def withheld_cells(snapshot: ReleaseSnapshot, revealed: Collection[Holder]) -> set[Cell]:
     """Every cell still kept from the public: held by a holder that has not revealed it."""
     return {cell for holder in withheld_holders(snapshot, revealed)
             for cell in held_cells(snapshot, holder)}
 
 
-def text_cell(text: TextEntry | dict[str, Any]) -> Cell:
-    if isinstance(text, TextEntry):
-        return (text.scenario, text.task, text.condition, text.variant)
-    return (text.get("scenario"), text.get("task"), text.get("condition"),
-            int(text.get("variant") or 0))
+def text_cell(text: TextEntry) -> Cell:
+    return (text.scenario, text.task, text.condition, text.variant)

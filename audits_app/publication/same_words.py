@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any
 
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
+from audits_app.publication.snapshot_model import ReleaseSnapshot
 from runs_app.models import Generation
 
 WORD = re.compile(r"\w+")
@@ -40,18 +40,18 @@ def words_key(body: str) -> str:
     return hashlib.sha256(" ".join(words).encode("utf-8")).hexdigest()
 
 
-def findable_elsewhere(snapshot: dict[str, Any], holder: Holder,
+def findable_elsewhere(snapshot: ReleaseSnapshot, holder: Holder,
                        bodies: dict[int, str] | None = None) -> set[int]:
     """Ids of the texts in `holder`'s cells whose words equal those of a text of the release
     outside them. `bodies` (id -> text) is read from the generations when not given."""
     held = held_cells(snapshot, holder)
-    texts = snapshot.get("texts", [])
+    texts = snapshot.texts
     if not held or not texts:
         return set()
     if bodies is None:
-        bodies = dict(Generation.objects.filter(pk__in=[text["id"] for text in texts])
+        bodies = dict(Generation.objects.filter(pk__in=[text.id for text in texts])
                       .values_list("pk", "text"))
-    inside = {text["id"] for text in texts if text_cell(text) in held}
-    outside = {words_key(bodies.get(text["id"], "")) for text in texts
-               if text["id"] not in inside}
+    inside = {text.id for text in texts if text_cell(text) in held}
+    outside = {words_key(bodies.get(text.id, "")) for text in texts
+               if text.id not in inside}
     return {text_id for text_id in inside if words_key(bodies.get(text_id, "")) in outside}

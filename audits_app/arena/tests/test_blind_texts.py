@@ -18,7 +18,7 @@ from audits_app.arena.tests.conftest import (
     same_words_as_public,
 )
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from runs_app.models import Generation
 
@@ -35,14 +35,14 @@ def half(release):
 def test_held_cells_are_every_cell_of_whole_public_scenarios(half):
     """A writer's texts on one scenario are near-copies of each other (the same facts under
     another condition): held cell by cell, a held text had a public twin naming its writer."""
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
     slugs = {slug for slug, *_ in held}
     # Half of the two public scenarios: one, with all four of its cells (T1 x C0-C3).
     assert len(slugs) == 1 and slugs < {"greenvale-listeria", "cobaltcloud-breach"}
     (slug,) = slugs
     assert held == {(slug, "T1", condition, 0) for condition in ("C0", "C1", "C2", "C3")}
-    assert held_cells(publication_snapshot(
+    assert held_cells(load_snapshot(
         published_arena_release("again.0", held_share=0.5).publication), Holder.ARENA) == held, \
         "the draw is seeded by the release's seed"
 
@@ -50,11 +50,11 @@ def test_held_cells_are_every_cell_of_whole_public_scenarios(half):
 @pytest.mark.django_db
 def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
         half, client, publisher):
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
-    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
-    held_ids = {text["id"] for text in texts if text_cell(text) in held}
-    open_ids = {text["id"] for text in texts} - held_ids
+    texts = [text for text in snapshot.texts if text.visibility == "public"]
+    held_ids = {text.id for text in texts if text_cell(text) in held}
+    open_ids = {text.id for text in texts} - held_ids
     assert held_ids and open_ids
 
     approve(half, publisher)
@@ -120,11 +120,11 @@ def test_a_held_text_with_the_words_of_a_public_text_is_never_paired(release, cl
     found: dict[str, int] = {}
     same = published_arena_release(CODE, held_share=0.5,
                                    before_publish=same_words_as_public(Holder.ARENA, found))
-    snapshot = publication_snapshot(same.publication)
+    snapshot = load_snapshot(same.publication)
     held = held_cells(snapshot, Holder.ARENA)
-    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
-    held_ids = {text["id"] for text in texts if text_cell(text) in held}
-    open_ids = {text["id"] for text in texts} - held_ids
+    texts = [text for text in snapshot.texts if text.visibility == "public"]
+    held_ids = {text.id for text in texts if text_cell(text) in held}
+    open_ids = {text.id for text in texts} - held_ids
     assert found["held"] in held_ids and found["public"] in open_ids
 
     approve(same, publisher)
@@ -162,14 +162,14 @@ def test_no_held_text_has_a_near_copy_among_the_public_texts(half):
     the writer as surely as the same words: every held text shares under half of its runs of
     five words with any public text. Held cell by cell, each had a twin above 0.9. Refusals
     are left out: a refusal is the same two sentences whatever the scenario."""
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
     bodies = dict(Generation.objects.filter(release=half).values_list("pk", "text"))
-    runs = {text["id"]: _shingles(bodies[text["id"]]) for text in snapshot["texts"]}
-    inside = [text["id"] for text in snapshot["texts"]
-              if text_cell(text) in held and text["refusal"] != "refused"]
-    outside = [text["id"] for text in snapshot["texts"]
-               if text_cell(text) not in held and text["visibility"] == "public"]
+    runs = {text.id: _shingles(bodies[text.id]) for text in snapshot.texts}
+    inside = [text.id for text in snapshot.texts
+              if text_cell(text) in held and text.refusal != "refused"]
+    outside = [text.id for text in snapshot.texts
+               if text_cell(text) not in held and text.visibility == "public"]
     assert inside and outside
     nearest = max(len(runs[a] & runs[b]) / len(runs[a]) for a in inside for b in outside)
     assert nearest < 0.5, nearest
