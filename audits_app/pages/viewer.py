@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models.functions import Cast
 from django.http import Http404
 
 from audits_app.arena.models import ArenaEvent
@@ -30,6 +31,7 @@ from audits_app.publication.snapshot_model import (
     ReleaseSnapshot,
     TextEntry,
     snapshot_load,
+    snapshot_load_json,
 )
 from audits_app.spotchecks.selectors import normalised_quote
 from baitbench_site.roles import is_staff, may_see_draft
@@ -92,43 +94,13 @@ def publication_get(code: str) -> Publication | None:
             .defer("snapshot").filter(release__code=code).first())
 
 
-# A publication never changes, and its snapshot hash names its content, so a parsed snapshot
+# A publication never changes, and its snapshot hash names its content, so its typed snapshot
 # can be kept per process: a warm page costs one small query instead of decoding megabytes
-# of JSON on every request, and the typed snapshot is validated once per process, not per
-# request.
+# of JSON on every request, and the snapshot is validated once per process, not per request.
 SNAPSHOT_CACHE_SIZE = 8
 
-
-class _Kept:
-    """A publication's stored snapshot and, once a page asked for it, its typed value."""
-
-    __slots__ = ("data", "typed")
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data: dict[str, Any] = data
-        self.typed: ReleaseSnapshot | None = None
-
-
-_snapshots: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+_snapshots: OrderedDict[tuple[int, str], ReleaseSnapshot] = OrderedDict()
 _snapshots_lock = threading.Lock()
-
-
-def _kept(publication: Publication) -> _Kept:
-    key = (publication.pk, publication.snapshot_hash)
-    with _snapshots_lock:
-        if key in _snapshots:
-            _snapshots.move_to_end(key)
-            return _snapshots[key]
-    if "snapshot" in publication.__dict__:  # loaded with the row (not deferred)
-        data = publication.snapshot
-    else:
-        data = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
-    with _snapshots_lock:
-        kept = _snapshots.setdefault(key, _Kept(data))
-        _snapshots.move_to_end(key)
-        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
-            _snapshots.popitem(last=False)
-    return kept
 
 
 def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> ReleaseSnapshot:
@@ -140,13 +112,29 @@ def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> Rel
         return source
     if isinstance(source, dict):
         return snapshot_load(source)
-    kept = _kept(source)
-    if kept.typed is None:
-        typed = snapshot_load(kept.data)
-        with _snapshots_lock:
-            if kept.typed is None:
-                kept.typed = typed
-    return kept.typed
+    key = (source.pk, source.snapshot_hash)
+    with _snapshots_lock:
+        if key in _snapshots:
+            _snapshots.move_to_end(key)
+            return _snapshots[key]
+    typed = _publication_snapshot_read(source)
+    with _snapshots_lock:
+        typed = _snapshots.setdefault(key, typed)
+        _snapshots.move_to_end(key)
+        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
+            _snapshots.popitem(last=False)
+    return typed
+
+
+def _publication_snapshot_read(publication: Publication) -> ReleaseSnapshot:
+    """Validated from the stored JSON text when the row came without its snapshot (pydantic
+    reads the text faster than Python decodes it), from the decoded value when it came with it."""
+    if "snapshot" in publication.__dict__:
+        return snapshot_load(publication.snapshot)
+    return snapshot_load_json(
+        Publication.objects.filter(pk=publication.pk)
+        .annotate(stored=Cast("snapshot", output_field=TextField()))
+        .values_list("stored", flat=True).get())
 
 
 def published_release_get(code: str, user) -> PublishedRelease:
