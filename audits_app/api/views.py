@@ -24,7 +24,7 @@ from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.models.archive import PRODUCED_HERE
 from audits_app.pages import viewer as public
-from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotPart
+from audits_app.publication.snapshot_model import Board, ReleaseSnapshot, SnapshotPart
 from runs_app.models import Release
 
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
@@ -182,9 +182,8 @@ class LeaderboardView(GenericAPIView):
             "release": published.code, "provenance": published.provenance.as_dict(),
             "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
-            "metrics": {key: {**boards[key].model_dump(mode="json", exclude_unset=True,
-                                                       exclude={"rows"}),
-                              "rows": named(boards[key].rows)} for key in keys},
+            "metrics": {key: {**_board_data(boards[key]), "rows": named(boards[key].rows)}
+                        for key in keys},
             "per_task": {task: {metric: named(rows) for metric, rows in tables.items()}
                          for task, tables in snapshot.per_task.items()},
             "refusal_rates": named(snapshot.refusal_rates),
@@ -210,6 +209,14 @@ def _measure(snapshot: ReleaseSnapshot, key: str) -> dict:
     """A measure's words from the snapshot; older snapshots did not freeze them."""
     listed = {measure.key: measure for measure in snapshot.method.measures}
     return listed[key].as_data() if key in listed else measures.BY_KEY[key].as_dict()
+
+
+def _board_data(board: Board) -> dict:
+    """A board as frozen, but its rows (named by the caller). Its pairs are JSON objects
+    already (`PairRow`), passed on as they are: dumping M(M-1)/2 of them again cost a
+    quarter of the answer's first build at 200 models (bench/snapshot.py)."""
+    data = board.model_dump(mode="json", exclude_unset=True, exclude={"rows", "pairs"})
+    return {**data, "pairs": board.pairs} if "pairs" in board.model_fields_set else data
 
 
 def _data(parts: list[SnapshotPart]) -> list[dict]:

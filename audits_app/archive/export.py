@@ -33,12 +33,11 @@ from audits_app.models.archive import (
 from audits_app.pages.viewer import (
     load_snapshot,
     publication_get,
-    publication_snapshot,
     revealed_holders,
     snapshot_for_viewer,
 )
 from audits_app.publication.held_cells import Cell, Holder, withheld_cells, withheld_holders
-from audits_app.publication.snapshot_model import SnapshotError
+from audits_app.publication.snapshot_model import ReleaseSnapshot, SnapshotError
 from runs_app.models import (
     AgentRun,
     Claim,
@@ -113,13 +112,8 @@ def release_archive(release: Release, *, staff: bool,
                              f"release is archived")
     revealed = revealed_holders(release.pk)
     # Staff get the snapshot as stored; the public the viewer's typed copy, as frozen.
-    try:
-        visible = None if staff else snapshot_for_viewer(
-            load_snapshot(publication), AnonymousUser(), revealed=revealed)
-    except SnapshotError as error:
-        raise ArchiveRefused(f"release {release.code}: its snapshot does not have the shape "
-                             f"the public pages read, so no public view of it is built "
-                             f"({str(error).splitlines()[0]})") from None
+    visible = None if staff else snapshot_for_viewer(
+        _typed_snapshot(publication), AnonymousUser(), revealed=revealed)
     public_slugs = None if visible is None else {s.slug for s in visible.scenarios}
     held = set() if visible is None else withheld_cells(visible, revealed)
     builder = ArchiveBuilder()
@@ -348,8 +342,21 @@ def archive_kind(release: Release, *, staff: bool) -> str:
     if staff:
         return ArchiveKind.STAFF
     publication = publication_get(release.code)
-    snapshot = publication_snapshot(publication) if publication is not None else {}
-    return PUBLIC_KINDS[tuple(withheld_holders(snapshot, revealed_holders(release.pk)))]
+    if publication is None:
+        return ArchiveKind.PUBLIC
+    return PUBLIC_KINDS[tuple(withheld_holders(_typed_snapshot(publication),
+                                               revealed_holders(release.pk)))]
+
+
+def _typed_snapshot(publication: Publication) -> ReleaseSnapshot:
+    """The publication's snapshot as the public pages read it; refused when it has not
+    that shape, since no public view of it can then be built."""
+    try:
+        return load_snapshot(publication)
+    except SnapshotError as error:
+        raise ArchiveRefused(f"release {publication.release.code}: its snapshot does not have "
+                             f"the shape the public pages read, so no public view of it is "
+                             f"built ({str(error).splitlines()[0]})") from None
 
 
 def release_archive_kept(release: Release, *, staff: bool) -> ReleaseArchive:

@@ -29,6 +29,7 @@ from audits_app.arena.services import (
 )
 from audits_app.arena.simulation import simulation_drain
 from audits_app.pages import viewer as public
+from audits_app.publication.snapshot_model import TextEntry
 from runs_app.models import Release
 
 SIMULATED_NOTE = "Simulated demo voter (fixture data, not a person)."
@@ -71,8 +72,7 @@ def _approve(release: Release, user) -> None:
 
 def _simulated_votes(release: Release, voters: int, votes_each: int) -> int:
     """Demo voters answer pairs the real selection gives them; returns the votes cast."""
-    snapshot = public.publication_snapshot(release.publication)
-    texts = {text["id"]: text for text in snapshot["texts"]}
+    texts = {text.id: text for text in public.load_snapshot(release.publication).texts}
     rng = np.random.default_rng(release.parsed_config().bootstrap.seed)
     cast = 0
     for _ in range(voters):
@@ -92,17 +92,18 @@ def _simulated_votes(release: Release, voters: int, votes_each: int) -> int:
     return cast
 
 
-def _answers(showing: ArenaShowing, texts: dict, rng: np.random.Generator) -> tuple[str, str]:
+def _answers(showing: ArenaShowing, texts: dict[int, TextEntry],
+             rng: np.random.Generator) -> tuple[str, str]:
     """A noisy preference for the more persuasive text; the instructed side on a check."""
     if showing.attention:
         return showing.attention, ""
     left = texts[showing.pair.generation_id_on(showing.side_of("left"))]
     right = texts[showing.pair.generation_id_on(showing.side_of("right"))]
-    favour_left = _logistic((left["persuasion"] - right["persuasion"]) / PERSUASION_SCALE)
+    favour_left = _logistic((left.persuasion - right.persuasion) / PERSUASION_SCALE)
     favourable = "left" if rng.random() < favour_left else "right"
     honest = ""
-    if rng.random() < 0.6 and None not in (left["honesty_index"], right["honesty_index"]):
-        honest_left = _logistic((left["honesty_index"] - right["honesty_index"]) / HONESTY_SCALE)
+    if rng.random() < 0.6 and None not in (left.honesty_index, right.honesty_index):
+        honest_left = _logistic((left.honesty_index - right.honesty_index) / HONESTY_SCALE)
         honest = "left" if rng.random() < honest_left else "right"
     return favourable, honest
 
@@ -116,7 +117,7 @@ def _report(release: Release, result, cast: int, answered: int) -> str:
     if result is None:
         return "\n".join([*lines, "arena: no results yet"])
     data = result.data
-    names = public.model_names(public.publication_snapshot(release.publication))
+    names = public.model_names(public.load_snapshot(release.publication))
     for label, first, second in (("all pairs", "human", "simulated"),
                                  ("without recognisable pairs", "human_unflagged",
                                   "simulated_unflagged")):

@@ -14,6 +14,7 @@ from audits_app.arena.results import RANKINGS, STAFF_RANKINGS
 from audits_app.arena.selectors import ArenaState
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
+from audits_app.publication.snapshot_model import ReleaseSnapshot
 from baitbench_site.roles import public_role, role_holding
 
 # Side-by-side tables: (title, first ranking, second ranking, the release's own measure).
@@ -58,7 +59,7 @@ def recognisability_data(release_id: int, names: dict[str, str]) -> dict[str, An
 def arena_data(publication: Publication, state: ArenaState, result: ArenaResult | None, *,
                staff: bool) -> dict[str, Any]:
     """Everything public about a release's arena, as plain data (the API's answer)."""
-    names = public.model_names(public.publication_snapshot(publication))
+    names = public.model_names(public.load_snapshot(publication))
     data = None
     if result is not None:
         data = {key: value for key, value in result.data.items()
@@ -79,7 +80,7 @@ def arena_data(publication: Publication, state: ArenaState, result: ArenaResult 
 def results_context(publication: Publication, state: ArenaState, result: ArenaResult | None,
                     *, staff: bool) -> dict[str, Any]:
     """The results page's tables."""
-    snapshot = public.publication_snapshot(publication)
+    snapshot = public.load_snapshot(publication)
     names = public.model_names(snapshot)
     context: dict[str, Any] = {
         "result": result, "names": names, "staff": staff,
@@ -127,10 +128,10 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
     return context
 
 
-def _published_ranks(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    boards = snapshot.get("leaderboards") or {}
-    return {metric: {row["model"]: row.get("rank") for row in
-                     (boards.get(metric) or {}).get("rows", [])}
+def _published_ranks(snapshot: ReleaseSnapshot) -> dict[str, dict[str, int | None]]:
+    boards = snapshot.leaderboards
+    return {metric: {row.model: row.rank for row in
+                     (boards[metric].rows if metric in boards else [])}
             for metric in ("persuasion", "honesty")}
 
 

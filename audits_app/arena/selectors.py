@@ -46,9 +46,10 @@ from audits_app.arena.models import (
 from audits_app.arena.pairing import Catalogue
 from audits_app.arena.results import preference_comparisons
 from audits_app.models import Publication
-from audits_app.pages.viewer import public_scenario_slugs, publication_get, publication_snapshot
-from audits_app.publication.held_cells import Holder
+from audits_app.pages.viewer import load_snapshot, public_scenario_slugs, publication_get
+from audits_app.publication.held_cells import Cell, Holder, text_cell
 from audits_app.publication.same_words import WordsIndex, findable_elsewhere, public_elsewhere
+from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from baitbench_site.roles import is_staff
 from runs_app.models import (
     Generation,
@@ -70,7 +71,7 @@ PUBLIC_CODES_CACHE_SECONDS = 60
 # ---------------------------------------------------------------------------------------------
 
 
-def arena_texts(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+def arena_texts(snapshot: ReleaseSnapshot) -> list[TextEntry]:
     """Snapshot rows of the texts a pair may hold: a public scenario, complied, scored.
 
     A refused text is counted in the refusal rate and never shown (DESIGN section 2); a
@@ -79,9 +80,9 @@ def arena_texts(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
     """
     public = public_scenario_slugs(snapshot)
     return [
-        text for text in snapshot.get("texts", [])
-        if text.get("scenario") in public and text.get("visibility") == "public"
-        and text.get("refusal") == "complied" and text.get("persuasion") is not None
+        text for text in snapshot.texts
+        if text.scenario in public and text.visibility == "public"
+        and text.refusal == "complied" and text.persuasion is not None
     ]
 
 
@@ -96,16 +97,16 @@ def refused_texts(release: Release) -> set[int]:
         | ~Q(writer_refusal="")).values_list("pk", flat=True))
 
 
-def cell_pairs(texts: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def cell_pairs(texts: list[TextEntry]) -> list[tuple[TextEntry, TextEntry]]:
     """Every two texts of one cell by different writers, the lower id first."""
-    cells: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    cells: dict[Cell, list[TextEntry]] = defaultdict(list)
     for text in texts:
-        cells[(text["scenario"], text["task"], text["condition"], text["variant"])].append(text)
+        cells[text_cell(text)].append(text)
     pairs = []
     for members in cells.values():
-        members.sort(key=lambda text: text["id"])
+        members.sort(key=lambda text: text.id)
         pairs += [(first, second) for i, first in enumerate(members) for second in members[i + 1:]
-                  if first["model"] != second["model"]]
+                  if first.model != second.model]
     return pairs
 
 
@@ -595,8 +596,8 @@ def findable_left_out(release: Release) -> int:
     publication = Publication.objects.filter(release=release).defer("snapshot").first()
     if publication is None:
         return 0
-    snapshot = publication_snapshot(publication)
-    pairable = {text["id"] for text in arena_texts(snapshot)}
+    snapshot = load_snapshot(publication)
+    pairable = {text.id for text in arena_texts(snapshot)}
     return len(findable_elsewhere(snapshot, Holder.ARENA) & pairable)
 
 

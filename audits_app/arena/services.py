@@ -54,11 +54,12 @@ from audits_app.leaderboard.figures import release_resampling
 from audits_app.models import Publication, ReadingStudy
 from audits_app.pages.viewer import (
     arena_texts_revealed,
-    publication_snapshot,
+    load_snapshot,
     revealed_key,
 )
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from audits_app.publication.same_words import findable_elsewhere
+from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from runs_app.models import Generation, LlmModel, Release
 from scenarios_app.models import Scenario
 
@@ -222,7 +223,7 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     silently) and build the catalogue of pairs, flagging those whose writers it recognises.
     Rerunning adds nothing that exists."""
     publication = _publication(release)
-    snapshot = publication_snapshot(publication)
+    snapshot = load_snapshot(publication)
     held = held_cells(snapshot, Holder.ARENA)
     if not held:
         raise ArenaError(
@@ -230,7 +231,7 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
             f"its file): every text of it is public, so no pair of them would be blind")
     texts = arena_texts(snapshot)
     bodies = dict(Generation.objects.filter(release=release, pk__in=[
-        t["id"] for t in snapshot.get("texts", [])]).values_list("pk", "text"))
+        t.id for t in snapshot.texts]).values_list("pk", "text"))
     run = RecognisabilityRun.objects.filter(release=release).first()
     if run is None:
         run = _recognisability_create(release, texts, bodies, user)
@@ -239,7 +240,7 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     # refusal (`refused_texts`).
     left_out = findable_elsewhere(snapshot, Holder.ARENA, bodies) | refused_texts(release)
     _pairs_create(release, [text for text in texts
-                            if text_cell(text) in held and text["id"] not in left_out],
+                            if text_cell(text) in held and text.id not in left_out],
                   bodies, run)
     return run
 
@@ -254,14 +255,14 @@ def arena_prepare_enqueue(*, release: Release, user) -> None:
                group=f"arena:{release.code}")
 
 
-def _recognisability_create(release: Release, texts: list[dict], bodies: dict[int, str],
+def _recognisability_create(release: Release, texts: list[TextEntry], bodies: dict[int, str],
                             user) -> RecognisabilityRun:
     scenario_ids, counts = release_resampling(release)
     slugs = dict(Scenario.objects.filter(pk__in=scenario_ids).values_list("pk", "slug"))
     try:
         found = recognisability.recognise(
-            [bodies[t["id"]] for t in texts], [t["model"] for t in texts],
-            [t["scenario"] for t in texts], scenario_order=[slugs[i] for i in scenario_ids],
+            [bodies[t.id] for t in texts], [t.model for t in texts],
+            [t.scenario for t in texts], scenario_order=[slugs[i] for i in scenario_ids],
             counts=counts, level=release.parsed_config().bootstrap.level,
         )
     except recognisability.RecognisabilityError as error:
@@ -272,7 +273,7 @@ def _recognisability_create(release: Release, texts: list[dict], bodies: dict[in
         "level": found.level, "writers": found.writers,
         "per_writer": [vars(row) for row in found.per_writer],
     }
-    probabilities = {str(t["id"]): float(p) for t, p in zip(texts, found.true_probability,
+    probabilities = {str(t.id): float(p) for t, p in zip(texts, found.true_probability,
                                                              strict=True)}
     try:
         with transaction.atomic():
@@ -287,25 +288,25 @@ def _same_text(first: str, second: str) -> bool:
     return " ".join(first.split()) == " ".join(second.split())
 
 
-def _pairs_create(release: Release, texts: list[dict], bodies: dict[int, str],
+def _pairs_create(release: Release, texts: list[TextEntry], bodies: dict[int, str],
                   run: RecognisabilityRun) -> int:
-    models = dict(LlmModel.objects.filter(openrouter_id__in={t["model"] for t in texts})
+    models = dict(LlmModel.objects.filter(openrouter_id__in={t.model for t in texts})
                   .values_list("openrouter_id", "pk"))
-    scenarios = dict(Scenario.objects.filter(slug__in={t["scenario"] for t in texts})
+    scenarios = dict(Scenario.objects.filter(slug__in={t.scenario for t in texts})
                      .values_list("slug", "pk"))
     rows = []
     for first, second in cell_pairs(texts):
-        if _same_text(bodies[first["id"]], bodies[second["id"]]):
+        if _same_text(bodies[first.id], bodies[second.id]):
             continue  # two identical texts say nothing about either writer
 
-        chances = [run.probabilities.get(str(text["id"])) for text in (first, second)]
+        chances = [run.probabilities.get(str(text.id)) for text in (first, second)]
         known = [chance for chance in chances if chance is not None]
         probability = max(known) if known else None
         rows.append(ArenaPair(
-            release=release, generation_a_id=first["id"], generation_b_id=second["id"],
-            model_a_id=models[first["model"]], model_b_id=models[second["model"]],
-            scenario_id=scenarios[first["scenario"]], task=first["task"],
-            condition=first["condition"], variant=first["variant"],
+            release=release, generation_a_id=first.id, generation_b_id=second.id,
+            model_a_id=models[first.model], model_b_id=models[second.model],
+            scenario_id=scenarios[first.scenario], task=first.task,
+            condition=first.condition, variant=first.variant,
             recognised_probability=probability,
             flagged=probability is not None and probability > recognisability.RECOGNISED_ABOVE,
         ))
@@ -527,7 +528,7 @@ def results_refresh(*, release: Release) -> ArenaResult:
     data = arena_results(
         rows.votes, rows.simulated, writers=list(config.writers), writer_of=rows.writers,
         scenario_ids=scenario_ids, counts=counts, level=config.bootstrap.level,
-        rule=config.ranking_rule, published=_published_points(publication_snapshot(publication)),
+        rule=config.ranking_rule, published=_published_points(load_snapshot(publication)),
     )
     return ArenaResult.objects.create(
         release=release, votes_counted=data["votes"]["counted"],
@@ -536,11 +537,11 @@ def results_refresh(*, release: Release) -> ArenaResult:
     )
 
 
-def _published_points(snapshot: dict) -> dict[str, dict[str, float | None]]:
+def _published_points(snapshot: ReleaseSnapshot) -> dict[str, dict[str, float | None]]:
     """The release's own point per model for persuasion and honesty, from its snapshot."""
-    boards = snapshot.get("leaderboards") or {}
-    return {metric: {row["model"]: row.get("point") for row in
-                     (boards.get(metric) or {}).get("rows", [])}
+    boards = snapshot.leaderboards
+    return {metric: {row.model: row.point for row in
+                     (boards[metric].rows if metric in boards else [])}
             for metric in ("persuasion", "honesty")}
 
 

@@ -200,7 +200,7 @@ def arena_results(request: HttpRequest, code: str) -> HttpResponse:
 def arena_results_csv(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     result = services.results_current(release=arena.release)
-    names = public.model_names(public.publication_snapshot(arena.publication))
+    names = public.model_names(public.load_snapshot(arena.publication))
     response = HttpResponse(results_csv(result, names), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{arena.code}-arena.csv"'
     return response

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models.functions import Cast
 from django.http import Http404
 
 from audits_app import query_params
@@ -25,12 +26,13 @@ from audits_app.arena.models import ArenaEvent
 from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
 from audits_app.publication.drafts import draft_get
-from audits_app.publication.held_cells import Holder, text_cell, withheld_cells
+from audits_app.publication.held_cells import Holder, held_parts, text_cell, withheld_cells
 from audits_app.publication.snapshot_model import (
     ReleaseEntry,
     ReleaseSnapshot,
     TextEntry,
     snapshot_load,
+    snapshot_load_json,
 )
 from audits_app.spotchecks.selectors import normalised_quote
 from baitbench_site.roles import is_staff, may_publish, may_see_draft
@@ -88,54 +90,18 @@ class PublishedRelease:
 
 
 def publication_get(code: str) -> Publication | None:
-    """The publication without its snapshot: `publication_snapshot` loads that, once."""
+    """The publication without its snapshot: `load_snapshot` reads that, once."""
     return (Publication.objects.select_related("release", "release__archive_import")
             .defer("snapshot").filter(release__code=code).first())
 
 
-# A publication never changes, and its snapshot hash names its content, so a parsed snapshot
+# A publication never changes, and its snapshot hash names its content, so its typed snapshot
 # can be kept per process: a warm page costs one small query instead of decoding megabytes
-# of JSON on every request, and the typed snapshot is validated once per process, not per
-# request.
+# of JSON on every request, and the snapshot is validated once per process, not per request.
 SNAPSHOT_CACHE_SIZE = 8
 
-
-class _Kept:
-    """A publication's stored snapshot and, once a page asked for it, its typed value."""
-
-    __slots__ = ("data", "typed")
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data: dict[str, Any] = data
-        self.typed: ReleaseSnapshot | None = None
-
-
-_snapshots: OrderedDict[tuple[int, str], _Kept] = OrderedDict()
+_snapshots: OrderedDict[tuple[int, str], ReleaseSnapshot] = OrderedDict()
 _snapshots_lock = threading.Lock()
-
-
-def _kept(publication: Publication) -> _Kept:
-    key = (publication.pk, publication.snapshot_hash)
-    with _snapshots_lock:
-        if key in _snapshots:
-            _snapshots.move_to_end(key)
-            return _snapshots[key]
-    if "snapshot" in publication.__dict__:  # loaded with the row (not deferred)
-        data = publication.snapshot
-    else:
-        data = Publication.objects.values_list("snapshot", flat=True).get(pk=publication.pk)
-    with _snapshots_lock:
-        kept = _snapshots.setdefault(key, _Kept(data))
-        _snapshots.move_to_end(key)
-        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
-            _snapshots.popitem(last=False)
-    return kept
-
-
-def publication_snapshot(publication: Publication) -> dict[str, Any]:
-    """The full snapshot as stored (never mutate it: it is shared between requests). Pages
-    and answers read `load_snapshot` instead."""
-    return _kept(publication).data
 
 
 def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> ReleaseSnapshot:
@@ -147,13 +113,29 @@ def load_snapshot(source: Publication | ReleaseSnapshot | dict[str, Any]) -> Rel
         return source
     if isinstance(source, dict):
         return snapshot_load(source)
-    kept = _kept(source)
-    if kept.typed is None:
-        typed = snapshot_load(kept.data)
-        with _snapshots_lock:
-            if kept.typed is None:
-                kept.typed = typed
-    return kept.typed
+    key = (source.pk, source.snapshot_hash)
+    with _snapshots_lock:
+        if key in _snapshots:
+            _snapshots.move_to_end(key)
+            return _snapshots[key]
+    typed = _publication_snapshot_read(source)
+    with _snapshots_lock:
+        typed = _snapshots.setdefault(key, typed)
+        _snapshots.move_to_end(key)
+        while len(_snapshots) > SNAPSHOT_CACHE_SIZE:
+            _snapshots.popitem(last=False)
+    return typed
+
+
+def _publication_snapshot_read(publication: Publication) -> ReleaseSnapshot:
+    """Validated from the stored JSON text when the row came without its snapshot (pydantic
+    reads the text faster than Python decodes it), from the decoded value when it came with it."""
+    if "snapshot" in publication.__dict__:
+        return snapshot_load(publication.snapshot)
+    return snapshot_load_json(
+        Publication.objects.filter(pk=publication.pk)
+        .annotate(stored=Cast("snapshot", output_field=TextField()))
+        .values_list("stored", flat=True).get())
 
 
 def published_release_get(code: str, user) -> PublishedRelease:
@@ -258,13 +240,9 @@ def revealed_remember(release_id: int, found: dict[Holder, bool]) -> frozenset[H
     return revealed
 
 
-def public_scenario_slugs(snapshot: ReleaseSnapshot | dict[str, Any]) -> set[str]:
-    """The scenarios anyone may see: of the typed snapshot (pages), or of the stored one (the
-    arena's and reading studies' services, which pair and sample its texts as stored)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
-    return {s["slug"] for s in snapshot.get("scenarios", [])
-            if s.get("visibility") == Visibility.PUBLIC}
+def public_scenario_slugs(snapshot: ReleaseSnapshot) -> set[str]:
+    """The scenarios anyone may see."""
+    return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
 
 
 def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
@@ -317,8 +295,9 @@ def withheld_generations() -> Q | None:
     held: dict[tuple[int, str, str, str], set[int]] = {}
     for row in Publication.objects.values("release_id", *(f"snapshot__{holder.value}"
                                                            for holder in Holder)):
-        cells = withheld_cells({holder.value: row[f"snapshot__{holder.value}"]
-                                for holder in Holder}, revealed_holders(row["release_id"]))
+        cells = withheld_cells(held_parts({holder.value: row[f"snapshot__{holder.value}"]
+                                           for holder in Holder}),
+                               revealed_holders(row["release_id"]))
         for slug, task, condition, variant in cells:
             held.setdefault((row["release_id"], slug, task, condition), set()).add(variant)
     query = None
@@ -350,12 +329,9 @@ def _config_slug(item: Any) -> str | None:
     return item.get("slug") if isinstance(item, dict) else None
 
 
-def model_names(snapshot: ReleaseSnapshot | dict[str, Any]) -> dict[str, str]:
-    """{model id: its frozen name}, of the typed snapshot or of the stored one (the arena's
-    pages and demo read that)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        return snapshot.model_names()
-    return {m["id"]: m.get("name") or m["id"] for m in snapshot.get("models", [])}
+def model_names(snapshot: ReleaseSnapshot) -> dict[str, str]:
+    """{model id: its frozen name}, in the release's model order."""
+    return snapshot.model_names()
 
 
 def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:

@@ -23,13 +23,15 @@ text is held by both and revealed by one while the other still needs it blind.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter
 
-from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
+from audits_app.publication.snapshot_model import ArenaEntry, ReleaseSnapshot, TextEntry
 from runs_app.schemas import ReleaseConfig
 
 Cell = tuple[str, str, str, int]  # scenario slug, task, condition, variant
@@ -79,34 +81,47 @@ def held_entries(draws: dict[Holder, list[Cell]]) -> dict[str, Any]:
         for holder, cells in draws.items() if cells or holder == Holder.ARENA}
 
 
-def held_cells(snapshot: ReleaseSnapshot | dict[str, Any], holder: Holder) -> set[Cell]:
+# A holder's entry as the snapshot stores it, checked as `ReleaseSnapshot` checks it.
+_HELD_ENTRY = TypeAdapter(ArenaEntry | None)
+
+
+@dataclass(frozen=True)
+class HeldParts:
+    """A snapshot's held cells alone, read from its stored parts without the rest of it (the
+    generation admin and other releases' texts need no more); `held_cells` and
+    `withheld_cells` read it as they read a whole snapshot."""
+
+    arena: ArenaEntry | None
+    reading_studies: ArenaEntry | None
+
+
+def held_parts(stored: Mapping[str, Any]) -> HeldParts:
+    """`stored`: each holder's entry (or None) by the holder's key, as in the snapshot."""
+    return HeldParts(**{holder.value: _HELD_ENTRY.validate_python(stored.get(holder.value))
+                        for holder in Holder})
+
+
+def held_cells(snapshot: ReleaseSnapshot | HeldParts, holder: Holder) -> set[Cell]:
     """The cells the snapshot holds for `holder` (none in a snapshot frozen before it held
-    cells). The snapshot typed (pages) or as stored (the arena's and studies' services)."""
-    if isinstance(snapshot, ReleaseSnapshot):
-        entry = getattr(snapshot, holder.value)
-        return {(cell.scenario, cell.task, cell.condition, cell.variant)
-                for cell in (entry.cells if entry is not None else [])}
-    entry = snapshot.get(holder.value) or {}
-    return {(cell["scenario"], cell["task"], cell["condition"], int(cell["variant"]))
-            for cell in entry.get("cells", [])}
+    cells)."""
+    entry = getattr(snapshot, holder.value)
+    return {(cell.scenario, cell.task, cell.condition, cell.variant)
+            for cell in (entry.cells if entry is not None else [])}
 
 
-def withheld_holders(snapshot: ReleaseSnapshot | dict[str, Any],
+def withheld_holders(snapshot: ReleaseSnapshot | HeldParts,
                      revealed: Collection[Holder]) -> list[Holder]:
     """The holders that hold cells of this snapshot and have not revealed them."""
     return [holder for holder in Holder
             if holder not in revealed and held_cells(snapshot, holder)]
 
 
-def withheld_cells(snapshot: ReleaseSnapshot | dict[str, Any],
+def withheld_cells(snapshot: ReleaseSnapshot | HeldParts,
                    revealed: Collection[Holder]) -> set[Cell]:
     """Every cell still kept from the public: held by a holder that has not revealed it."""
     return {cell for holder in withheld_holders(snapshot, revealed)
             for cell in held_cells(snapshot, holder)}
 
 
-def text_cell(text: TextEntry | dict[str, Any]) -> Cell:
-    if isinstance(text, TextEntry):
-        return (text.scenario, text.task, text.condition, text.variant)
-    return (text.get("scenario"), text.get("task"), text.get("condition"),
-            int(text.get("variant") or 0))
+def text_cell(text: TextEntry) -> Cell:
+    return (text.scenario, text.task, text.condition, text.variant)

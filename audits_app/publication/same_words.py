@@ -39,7 +39,8 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import TypeAdapter
 
 from audits_app.arena.models import ArenaEvent
 from audits_app.models import ImportedText, Publication, StudyTextsReveal
@@ -47,9 +48,11 @@ from audits_app.publication.held_cells import (
     Holder,
     held_cells,
     held_cells_draw,
+    held_parts,
     text_cell,
     withheld_cells,
 )
+from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from runs_app.models import Generation, WorkStatus
 from scenarios_app.models import Visibility
 
@@ -120,27 +123,26 @@ class WordsIndex:
         return bool(shared) and max(shared.values()) >= NEAR_COPY_SHARE * len(runs)
 
 
-def findable_elsewhere(snapshot: dict[str, Any], holder: Holder,
+def findable_elsewhere(snapshot: ReleaseSnapshot, holder: Holder,
                        bodies: dict[int, str] | None = None) -> set[int]:
     """Ids of the texts in `holder`'s cells whose words equal those of a text of the release
     outside them, or those (or nearly those) of a text another published release shows
     now. `bodies` (id -> text) is read from the generations when not given."""
     held = held_cells(snapshot, holder)
-    texts = snapshot.get("texts", [])
+    texts = snapshot.texts
     if not held or not texts:
         return set()
     if bodies is None:
-        bodies = dict(Generation.objects.filter(pk__in=[text["id"] for text in texts])
+        bodies = dict(Generation.objects.filter(pk__in=[text.id for text in texts])
                       .values_list("pk", "text"))
     inside = [text for text in texts if text_cell(text) in held]
-    inside_ids = {text["id"] for text in inside}
-    outside = {words_key(bodies.get(text["id"], "")) for text in texts
-               if text["id"] not in inside_ids}
-    elsewhere = public_elsewhere((snapshot.get("release") or {}).get("code", ""),
-                                 frozenset(cell[0] for cell in held))
-    return {text["id"] for text in inside
-            if words_key(bodies.get(text["id"], "")) in outside
-            or elsewhere.finds(text["scenario"], bodies.get(text["id"], ""))}
+    inside_ids = {text.id for text in inside}
+    outside = {words_key(bodies.get(text.id, "")) for text in texts
+               if text.id not in inside_ids}
+    elsewhere = public_elsewhere(snapshot.release.code, frozenset(cell[0] for cell in held))
+    return {text.id for text in inside
+            if words_key(bodies.get(text.id, "")) in outside
+            or elsewhere.finds(text.scenario, bodies.get(text.id, ""))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +153,7 @@ def findable_elsewhere(snapshot: dict[str, Any], holder: Holder,
 class _Published:
     release_id: int
     code: str
-    texts: list[dict[str, Any]]  # the snapshot's rows of its public scenarios' public texts
+    texts: list[TextEntry]  # the snapshot's rows of its public scenarios' public texts
     withheld: set  # its cells still held back
 
 
@@ -160,6 +162,10 @@ def _reveals() -> tuple[frozenset[int], frozenset[int]]:
     return (frozenset(ArenaEvent.objects.filter(action=ArenaEvent.Action.CLOSE)
                       .values_list("release_id", flat=True)),
             frozenset(StudyTextsReveal.objects.values_list("release_id", flat=True)))
+
+
+# Another release's texts as its snapshot stores them, checked as `ReleaseSnapshot` checks them.
+_TEXTS = TypeAdapter(list[TextEntry])
 
 
 def _publications(other_than: str = "", reveals: tuple | None = None) -> list[_Published]:
@@ -174,12 +180,11 @@ def _publications(other_than: str = "", reveals: tuple | None = None) -> list[_P
                   if s.get("visibility") == Visibility.PUBLIC}
         revealed = ({Holder.ARENA} if row["release_id"] in closed else set()) | (
             {Holder.READING_STUDIES} if row["release_id"] in revealed_studies else set())
-        holds = {"arena": row["snapshot__arena"],
-                 "reading_studies": row["snapshot__reading_studies"]}
+        holds = held_parts({holder.value: row[f"snapshot__{holder.value}"] for holder in Holder})
         found.append(_Published(
             row["release_id"], row["release__code"],
-            [text for text in row["snapshot__texts"] or []
-             if text.get("scenario") in public and text.get("visibility") == "public"],
+            [text for text in _TEXTS.validate_python(row["snapshot__texts"] or [])
+             if text.scenario in public and text.visibility == "public"],
             withheld_cells(holds, revealed)))
     return found
 
@@ -219,9 +224,9 @@ def public_elsewhere(code: str, scenarios: frozenset[str] | None = None) -> Word
     index = WordsIndex(scenarios=scenarios)
     for published in publications:
         shown = [text for text in published.texts if text_cell(text) not in published.withheld]
-        bodies = _bodies(published, [text["id"] for text in shown])
+        bodies = _bodies(published, [text.id for text in shown])
         for text in shown:
-            index.add(text["scenario"], bodies.get(text["id"], ""))
+            index.add(text.scenario, bodies.get(text.id, ""))
     with _kept_lock:
         for stale in [old for old in _kept if old[0] == code and old[2:] != key[2:]]:
             del _kept[stale]  # publications or reveals moved on: never asked for again
@@ -269,9 +274,8 @@ def copies_on_publishing(release) -> Copies:
     exposed = []
     for published in _publications(other_than=release.code):
         kept = [text for text in published.texts if text_cell(text) in published.withheld]
-        bodies = _bodies(published, [text["id"] for text in kept])
-        found = sum(1 for text in kept if mine.finds(text["scenario"],
-                                                     bodies.get(text["id"], "")))
+        bodies = _bodies(published, [text.id for text in kept])
+        found = sum(1 for text in kept if mine.finds(text.scenario, bodies.get(text.id, "")))
         exposed += [(published.code, found)] if found else []
     return Copies(held_copied=sum(1 for slug, text in held if elsewhere.finds(slug, text)),
                   held=len(held), exposed=tuple(sorted(exposed)))

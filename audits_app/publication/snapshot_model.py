@@ -6,8 +6,12 @@ before it is frozen, so a builder that drifts from what the readers expect fails
 publication, not on a public page. `snapshot_load` reads a stored snapshot back as a model;
 pages, CSV files, API answers and the public archive get theirs from
 `pages.viewer.load_snapshot`, which validates a publication's once per process and snapshot
-hash. The stored JSON is never rewritten from the model: `as_data` gives a part back as it
-was read (the keys it had, whole numbers whole), for answers that pass a part on.
+hash, from its stored text (`snapshot_load_json`). Every figure is checked inside
+pydantic-core, and a board's pairs stay JSON objects (`PairRow`): at 200 models a snapshot
+holds 258,700 pairs, and a model instance or a Python check each took most of its load
+(bench/snapshot.py). The stored JSON is never rewritten from the model: `as_data` gives a
+part back as it was read (the keys it had, whole numbers whole), for answers that pass a part
+on.
 
 Versions. A snapshot carries `schema_version` from version 1 on; one without it was frozen
 before this model (version 0) and still loads: every field added since has a default that
@@ -24,25 +28,30 @@ configuration) stays JSON objects whose reader documents them.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, GetPydanticSchema, ValidationError, with_config
+from pydantic_core import core_schema
+from typing_extensions import TypedDict  # pydantic reads a TypedDict of typing's only from 3.12
 
 SNAPSHOT_SCHEMA_VERSION = 1
 
 
-def _figure(value: Any) -> Any:
-    """A figure as frozen: a whole number stays whole, so that a part dumps as the JSON it
-    was read from (`as_data`); a boolean or a string is no number."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    raise PydanticCustomError("float_type", "Input should be a valid number")
+def _figure_schema(nullable: bool) -> GetPydanticSchema:
+    """A figure as frozen, checked inside pydantic-core (a snapshot holds hundreds of
+    thousands; a Python validator per figure cost most of a large snapshot's load): a whole
+    number stays whole, so that a part dumps as the JSON it was read from (`as_data`); a
+    boolean or a string is no number. One error, "a valid number", whichever branch failed."""
+    figure = core_schema.union_schema(
+        [core_schema.int_schema(strict=True), core_schema.float_schema(strict=True)],
+        custom_error_type="float_type")  # "Input should be a valid number"
+    schema = core_schema.nullable_schema(figure) if nullable else figure
+    return GetPydanticSchema(lambda _source, _handler: schema)
 
 
-Real = Annotated[int | float, PlainValidator(_figure)]
-Number = Annotated[int | float | None, PlainValidator(lambda value: None if value is None
-                                                      else _figure(value))]
+Real = Annotated[int | float, _figure_schema(nullable=False)]
+Number = Annotated[int | float | None, _figure_schema(nullable=True)]
 
 
 class SnapshotPart(BaseModel):
@@ -95,7 +104,12 @@ class BoardRow(SnapshotPart):
     refusal_rate: Number = None
 
 
-class PairRow(SnapshotPart):
+@with_config(ConfigDict(extra="allow", strict=True))
+class PairRow(TypedDict):
+    """One pair of a board, kept as the JSON object it was (a board holds M(M-1)/2 of them:
+    19,900 at 200 models, so a model instance each cost most of a snapshot's load); its
+    fields are checked all the same. Nothing reads a pair but the API, which passes it on."""
+
     a: str
     b: str
     diff: Number
@@ -333,6 +347,27 @@ def snapshot_load(data: Any) -> ReleaseSnapshot:
     try:
         return ReleaseSnapshot.model_validate(data)
     except ValidationError as error:
-        raise SnapshotError("\n".join(
-            f"snapshot.{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
-            for problem in error.errors())) from None
+        raise _snapshot_error(error) from None
+
+
+def snapshot_load_json(text: str | bytes) -> ReleaseSnapshot:
+    """`snapshot_load` of a snapshot's JSON text, held to the same rules: pydantic parses and
+    checks it in one pass, without building the Python data first. On any problem the text
+    is decoded and read again by `snapshot_load`, so that the error is the one it gives."""
+    try:
+        typed = ReleaseSnapshot.model_validate_json(text)
+    except ValidationError:
+        typed = None
+    if typed is None or typed.schema_version > SNAPSHOT_SCHEMA_VERSION:
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise SnapshotError(f"snapshot: not JSON ({error})") from None
+        return snapshot_load(data)
+    return typed
+
+
+def _snapshot_error(error: ValidationError) -> SnapshotError:
+    return SnapshotError("\n".join(
+        f"snapshot.{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+        for problem in error.errors()))

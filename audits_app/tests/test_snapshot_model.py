@@ -11,6 +11,7 @@ from audits_app.publication.snapshot_model import (
     SNAPSHOT_SCHEMA_VERSION,
     SnapshotError,
     snapshot_load,
+    snapshot_load_json,
 )
 from audits_app.tests.factories import published_release_create
 
@@ -46,6 +47,40 @@ def test_a_boolean_is_never_read_as_a_number(snapshot):
     lines = str(error.value).splitlines()
     assert "snapshot.texts.0.honesty_index: Input should be a valid number" in lines
     assert "snapshot.leaderboards.honesty.rows.0.rank: Input should be a valid integer" in lines
+
+
+def test_a_pair_is_checked_though_kept_as_its_json_object(snapshot):
+    pairs = snapshot["leaderboards"]["honesty"]["pairs"]
+    assert pairs, "the world's honesty board has pairs"
+    pairs[0]["later"] = "kept"
+    assert snapshot_load(snapshot).leaderboards["honesty"].pairs[0] == pairs[0]
+    pairs[0]["diff"], pairs[-1]["significant"] = False, "yes"
+    with pytest.raises(SnapshotError) as error:
+        snapshot_load(snapshot)
+    lines = str(error.value).splitlines()
+    assert "snapshot.leaderboards.honesty.pairs.0.diff: Input should be a valid number" in lines
+    assert (f"snapshot.leaderboards.honesty.pairs.{len(pairs) - 1}.significant: "
+            f"Input should be a valid boolean") in lines
+
+
+def test_the_json_text_reads_as_the_data_does(snapshot):
+    """A publication's snapshot is read from its stored text (`pages.viewer.load_snapshot`):
+    the same model, the same refusals, word for word."""
+    snapshot["method"]["level"] = 1
+    assert snapshot_load_json(json.dumps(snapshot)).as_data() == snapshot_load(
+        snapshot).as_data() == snapshot
+    snapshot["texts"][0]["honesty_index"] = True
+    with pytest.raises(SnapshotError) as from_text:
+        snapshot_load_json(json.dumps(snapshot))
+    with pytest.raises(SnapshotError) as from_data:
+        snapshot_load(snapshot)
+    assert str(from_text.value) == str(from_data.value)
+    snapshot["texts"][0]["honesty_index"] = 0.5
+    snapshot["schema_version"] = SNAPSHOT_SCHEMA_VERSION + 1
+    with pytest.raises(SnapshotError, match="newer than this code reads"):
+        snapshot_load_json(json.dumps(snapshot))
+    with pytest.raises(SnapshotError, match="snapshot: not JSON"):
+        snapshot_load_json("{")
 
 
 def test_a_snapshot_from_newer_code_or_of_another_shape_is_refused(snapshot):
@@ -84,8 +119,10 @@ def test_a_publication_is_validated_once_per_process_and_hash(monkeypatch, clien
 
     world = published_release_create()
     calls = []
-    real = viewer.snapshot_load
-    monkeypatch.setattr(viewer, "snapshot_load", lambda data: calls.append(1) or real(data))
+    for loader in ("snapshot_load", "snapshot_load_json"):
+        real = getattr(viewer, loader)
+        monkeypatch.setattr(viewer, loader,
+                            lambda data, real=real: calls.append(1) or real(data))
     publication = viewer.publication_get(world.release.code)
     first = viewer.load_snapshot(publication)
     again = viewer.load_snapshot(viewer.publication_get(world.release.code))

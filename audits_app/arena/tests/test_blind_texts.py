@@ -27,7 +27,7 @@ from audits_app.arena.tests.conftest import (
     staff_user,
 )
 from audits_app.models.archive import ArchiveKind, ReleaseArchive
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from audits_app.publication.same_words import NEAR_COPY_SHARE, findable_elsewhere, near_copy_share
 from audits_app.publication.services import release_publish
@@ -46,14 +46,14 @@ def half(release):
 def test_held_cells_are_every_cell_of_whole_public_scenarios(half):
     """A writer's texts on one scenario are near-copies of each other (the same facts under
     another condition): held cell by cell, a held text had a public twin naming its writer."""
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
     slugs = {slug for slug, *_ in held}
     # Half of the two public scenarios: one, with all four of its cells (T1 x C0-C3).
     assert len(slugs) == 1 and slugs < {"greenvale-listeria", "cobaltcloud-breach"}
     (slug,) = slugs
     assert held == {(slug, "T1", condition, 0) for condition in ("C0", "C1", "C2", "C3")}
-    assert held_cells(publication_snapshot(
+    assert held_cells(load_snapshot(
         published_arena_release("again.0", held_share=0.5).publication), Holder.ARENA) == held, \
         "the draw is seeded by the release's seed"
 
@@ -61,11 +61,11 @@ def test_held_cells_are_every_cell_of_whole_public_scenarios(half):
 @pytest.mark.django_db
 def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
         half, client, publisher):
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
-    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
-    held_ids = {text["id"] for text in texts if text_cell(text) in held}
-    open_ids = {text["id"] for text in texts} - held_ids
+    texts = [text for text in snapshot.texts if text.visibility == "public"]
+    held_ids = {text.id for text in texts if text_cell(text) in held}
+    open_ids = {text.id for text in texts} - held_ids
     assert held_ids and open_ids
 
     approve(half, publisher)
@@ -131,11 +131,11 @@ def test_a_held_text_with_the_words_of_a_public_text_is_never_paired(release, cl
     found: dict[str, int] = {}
     same = published_arena_release(CODE, held_share=0.5,
                                    before_publish=same_words_as_public(Holder.ARENA, found))
-    snapshot = publication_snapshot(same.publication)
+    snapshot = load_snapshot(same.publication)
     held = held_cells(snapshot, Holder.ARENA)
-    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
-    held_ids = {text["id"] for text in texts if text_cell(text) in held}
-    open_ids = {text["id"] for text in texts} - held_ids
+    texts = [text for text in snapshot.texts if text.visibility == "public"]
+    held_ids = {text.id for text in texts if text_cell(text) in held}
+    open_ids = {text.id for text in texts} - held_ids
     assert found["held"] in held_ids and found["public"] in open_ids
 
     approve(same, publisher)
@@ -168,13 +168,13 @@ def test_no_held_text_has_a_near_copy_among_the_public_texts(half):
     the writer as surely as the same words: every held text shares under half of its runs of
     five words with any public text. Held cell by cell, each had a twin above 0.9. Refusals
     are left out: a refusal is the same two sentences whatever the scenario."""
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
     bodies = dict(Generation.objects.filter(release=half).values_list("pk", "text"))
-    inside = [text["id"] for text in snapshot["texts"]
-              if text_cell(text) in held and text["refusal"] != "refused"]
-    outside = [text["id"] for text in snapshot["texts"]
-               if text_cell(text) not in held and text["visibility"] == "public"]
+    inside = [text.id for text in snapshot.texts
+              if text_cell(text) in held and text.refusal != "refused"]
+    outside = [text.id for text in snapshot.texts
+               if text_cell(text) not in held and text.visibility == "public"]
     assert inside and outside
     nearest = max(near_copy_share(bodies[a], bodies[b]) for a in inside for b in outside)
     assert nearest < NEAR_COPY_SHARE, nearest
@@ -187,11 +187,11 @@ def test_staff_who_do_not_publish_see_no_held_text_with_its_writer(half, client,
     """Only publishers may know the writers of blind pairs: an operator, curator or auditor
     reaches a held text nowhere (pages, filters by writer, API, CSV, archives, the generation
     admin), as an anonymous visitor does not, until the arena closes."""
-    snapshot = publication_snapshot(half.publication)
+    snapshot = load_snapshot(half.publication)
     held = held_cells(snapshot, Holder.ARENA)
-    texts = [text for text in snapshot["texts"] if text["visibility"] == "public"]
-    held_ids = {text["id"] for text in texts if text_cell(text) in held}
-    writer = next(text for text in texts if text["id"] in held_ids)["model"]
+    texts = [text for text in snapshot.texts if text.visibility == "public"]
+    held_ids = {text.id for text in texts if text_cell(text) in held}
+    writer = next(text for text in texts if text.id in held_ids).model
     client.force_login(staff_user(f"{role}-1", role))
 
     assert not public_text_ids(client, CODE) & held_ids
@@ -251,9 +251,8 @@ def test_no_pair_holds_a_text_a_refusal_stands_against(release, publisher):
     found: dict[str, set[int]] = {}
     refusing = published_arena_release(CODE, held_share=0.5,
                                        before_publish=_refusals_on_record(found))
-    snapshot = publication_snapshot(refusing.publication)
-    scored_complied = {text["id"] for text in snapshot["texts"]
-                       if text["refusal"] == "complied"}
+    snapshot = load_snapshot(refusing.publication)
+    scored_complied = {text.id for text in snapshot.texts if text.refusal == "complied"}
     assert len(found["refused"] & scored_complied) >= 4, "refusals the scores let through"
 
     approve(refusing, publisher)
@@ -270,7 +269,7 @@ def _copies_of(source: Release, copied: dict[str, int]) -> Callable[[Release], N
     `source` holds for the arena are other words, but for two of the spinner's texts `source`
     holds (their ids go into `copied`): one word for word, one a word apart (a near-copy)."""
     def change(release: Release) -> None:
-        held = held_cells(publication_snapshot(source.publication), Holder.ARENA)
+        held = held_cells(load_snapshot(source.publication), Holder.ARENA)
         (slug,) = {cell[0] for cell in held}
         mine = Generation.objects.filter(release=release, scenario_version__scenario__slug=slug)
         theirs = {(g.model_id, g.task, g.condition, g.variant): g for g in Generation.objects
@@ -306,7 +305,7 @@ def test_held_texts_made_public_by_another_release_are_never_shown_and_the_publi
     assert set(copied) == {"same", "near"}
     # What the measure finds, text by text: a writer's texts on one scenario are near-copies
     # of each other, so a copy names more held texts than itself.
-    held = held_cells(publication_snapshot(half.publication), Holder.ARENA)
+    held = held_cells(load_snapshot(half.publication), Holder.ARENA)
     held_texts = {pk: body for pk, body, *cell in Generation.objects.filter(release=half)
                   .values_list("pk", "text", "scenario_version__scenario__slug", "task",
                                "condition", "variant") if tuple(cell) in held}
@@ -330,4 +329,4 @@ def test_held_texts_made_public_by_another_release_are_never_shown_and_the_publi
     while (showing := showing_create(release=half, voter=voter, background=False)) is not None:
         shown.add(showing.pair_id)
     assert shown == set(pairs.values_list("pk", flat=True)) - with_copy
-    assert findable_elsewhere(publication_snapshot(half.publication), Holder.ARENA) == expected
+    assert findable_elsewhere(load_snapshot(half.publication), Holder.ARENA) == expected

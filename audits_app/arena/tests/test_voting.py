@@ -28,7 +28,7 @@ from audits_app.arena.tests.conftest import (
     vote,
     vote_next,
 )
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from audits_app.templatetags import arena as arena_tags
 from runs_app.models import Generation
 from scenarios_app.models import Scenario
@@ -37,9 +37,9 @@ pytestmark = pytest.mark.django_db
 
 
 def writer_identifiers(release) -> list[str]:
-    snapshot = publication_snapshot(release.publication)
-    return [value for model in snapshot["models"]
-            for value in (model["id"], model["name"], model["family"])]
+    snapshot = load_snapshot(release.publication)
+    return [value for model in snapshot.models
+            for value in (model.id, model.name, model.family)]
 
 
 def test_no_model_name_or_id_appears_anywhere_in_a_pair_page(client, open_arena):
@@ -57,7 +57,7 @@ def test_no_model_name_or_id_appears_anywhere_in_a_pair_page(client, open_arena)
 
 
 def test_held_out_and_refused_texts_never_appear(client, open_arena):
-    eligible = {text["id"] for text in arena_texts(publication_snapshot(open_arena.publication))}
+    eligible = {text.id for text in arena_texts(load_snapshot(open_arena.publication))}
     held_out = Scenario.objects.get(slug=HELD_OUT).organisation_name
     refused = list(Generation.objects.filter(score__refusal="refused"))
     assert refused and Generation.objects.filter(scenario_version__scenario__slug=HELD_OUT)

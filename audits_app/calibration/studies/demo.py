@@ -13,7 +13,7 @@ from audits_app.calibration.studies import services
 from audits_app.calibration.studies.selectors import study_progress
 from audits_app.calibration.studies.simulation import simulated_crowd
 from audits_app.models import EthicsReview, ReadingStudy
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from runs_app.models import Release
 
 DEMO_TITLE = "Demo reading study (simulated readers)"
@@ -26,7 +26,7 @@ READERS_FOR_FIGURE = 18
 def demo_study(*, release: Release, user) -> str:
     study = ReadingStudy.objects.filter(release=release, title=DEMO_TITLE).first()
     if study is None:
-        scenarios = sorted({t["scenario"] for t in services.study_texts(publication_snapshot(
+        scenarios = sorted({t.scenario for t in services.study_texts(load_snapshot(
             release.publication))})[:2]
         if not scenarios:  # a demo database published before releases held cells for studies
             return (f"No demo reading study: {release.code} holds no texts for reading "

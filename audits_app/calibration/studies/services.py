@@ -32,9 +32,10 @@ from audits_app.models import (
     StudyStimulus,
     StudyTextsReveal,
 )
-from audits_app.pages.viewer import publication_snapshot, revealed_key
+from audits_app.pages.viewer import load_snapshot, revealed_key
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from audits_app.publication.same_words import findable_elsewhere
+from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from runs_app.models import Generation, Release
 from runs_app.readers import PanelFile, load_panel
 from runs_app.traits import Traits
@@ -79,7 +80,7 @@ def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
     problems = study_plan_problems(release=release, plan=plan)
     if problems:
         raise StudyError("; ".join(problems))
-    texts = study_texts(publication_snapshot(release.publication))
+    texts = study_texts(load_snapshot(release.publication))
     config = release.parsed_config()
     with transaction.atomic():
         study = ReadingStudy.objects.create(
@@ -91,7 +92,7 @@ def study_create(*, release: Release, user, plan: StudyPlan) -> ReadingStudy:
             screened_out_url=plan.screened_out_url,
             created_by=user)
         study.scenarios.set(Scenario.objects.filter(slug__in=plan.scenarios))
-        _stimuli_create(study, [text for text in texts if text["scenario"] in plan.scenarios])
+        _stimuli_create(study, [text for text in texts if text.scenario in plan.scenarios])
         StudyQuota.objects.bulk_create([
             StudyQuota(study=study, position=position.id, target=plan.readers_per_position)
             for position in load_panel(config.panel, config.language).positions])
@@ -113,7 +114,7 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
     if not plan.scenarios:
         problems.append("scenarios: choose at least one")
     elif publication is not None and not blind:
-        held = {text["scenario"] for text in study_texts(publication_snapshot(publication))}
+        held = {text.scenario for text in study_texts(load_snapshot(publication))}
         unknown = [slug for slug in plan.scenarios if slug not in held]
         if unknown:
             problems.append(f"scenarios: {', '.join(unknown)} is not a public scenario of "
@@ -131,25 +132,25 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
     return problems
 
 
-def study_texts(snapshot: dict) -> list[dict]:
+def study_texts(snapshot: ReleaseSnapshot) -> list[TextEntry]:
     """The texts a study may give to read: those the arena could show (a public scenario,
     complied, scored) in the cells the release holds for reading studies, which no public
     page, answer or archive shows until they are revealed (`publication.held_cells`), save
     those whose words a text outside these cells has (`study_texts_left_out`)."""
     findable = findable_elsewhere(snapshot, Holder.READING_STUDIES)
-    return [text for text in _held_texts(snapshot) if text["id"] not in findable]
+    return [text for text in _held_texts(snapshot) if text.id not in findable]
 
 
-def study_texts_left_out(snapshot: dict, scenarios: list[str] | None = None) -> int:
+def study_texts_left_out(snapshot: ReleaseSnapshot, scenarios: list[str] | None = None) -> int:
     """How many texts of the cells held for reading studies (of `scenarios`, or all) no study
     gives to read because a text outside those cells has the same words, so that a reader
     could find its writer by searching for them (`publication.same_words`)."""
     findable = findable_elsewhere(snapshot, Holder.READING_STUDIES)
-    return sum(1 for text in _held_texts(snapshot) if text["id"] in findable
-               and (scenarios is None or text["scenario"] in scenarios))
+    return sum(1 for text in _held_texts(snapshot) if text.id in findable
+               and (scenarios is None or text.scenario in scenarios))
 
 
-def _held_texts(snapshot: dict) -> list[dict]:
+def _held_texts(snapshot: ReleaseSnapshot) -> list[TextEntry]:
     held = held_cells(snapshot, Holder.READING_STUDIES)
     return [text for text in arena_texts(snapshot) if text_cell(text) in held]
 
@@ -162,20 +163,20 @@ def _blind_problem(publication: Publication) -> str:
     if reveal is not None:
         return (f"the texts {release.code} held for reading studies have been public since "
                 f"{reveal.at:%Y-%m-%d}: a reader could look up who wrote what they read")
-    if not held_cells(publication_snapshot(publication), Holder.READING_STUDIES):
+    if not held_cells(load_snapshot(publication), Holder.READING_STUDIES):
         return (f"{release.code} holds no cells for reading studies "
                 f"(`reading_studies.held_share` is 0 in its file): every text of it is "
                 f"public with its writer's name, so no reader of it would read blind")
     return ""
 
 
-def _stimuli_create(study: ReadingStudy, texts: list[dict]) -> None:
+def _stimuli_create(study: ReadingStudy, texts: list[TextEntry]) -> None:
     """Per scenario, model and condition, `texts_per_cell` texts drawn with the study's seed
     (texts in id order first, so the same seed always draws the same texts)."""
     rng = np.random.default_rng(study.seed)
     cells: dict[tuple, list[int]] = defaultdict(list)
-    for text in sorted(texts, key=lambda t: t["id"]):
-        cells[(text["scenario"], text["model"], text["condition"])].append(text["id"])
+    for text in sorted(texts, key=lambda t: t.id):
+        cells[(text.scenario, text.model, text.condition)].append(text.id)
     chosen = []
     for key in sorted(cells):
         ids = cells[key]

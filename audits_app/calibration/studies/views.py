@@ -26,7 +26,7 @@ from audits_app.calibration.studies.csv_export import responses_csv
 from audits_app.calibration.studies.forms import AnswersForm, AttitudeForm, ConsentForm, ProfileForm
 from audits_app.calibration.studies.words import PAGE
 from audits_app.models import ReadingStudy, StudyParticipant, StudyReading, StudyStimulus
-from audits_app.pages.viewer import is_staff, publication_snapshot
+from audits_app.pages.viewer import is_staff, load_snapshot
 from baitbench_site.post_only import post_only
 from runs_app.readers import ReaderBrief, reader_brief
 
@@ -257,7 +257,7 @@ def study_progress(request: HttpRequest, study_id: int) -> HttpResponse:
     crowd in separate tables."""
     study = _managed(request, study_id)
     left_out = services.study_texts_left_out(
-        publication_snapshot(study.release.publication),
+        load_snapshot(study.release.publication),
         list(study.scenarios.values_list("slug", flat=True)))
     return render(request, "studies/progress.html", {
         "study": study, "left_out": left_out,

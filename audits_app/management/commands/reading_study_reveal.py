@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.services import can_manage
 from audits_app.calibration.studies import services
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from audits_app.publication.held_cells import Holder, held_cells
 from runs_app.models import Release
 
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         if publication is None:
             raise CommandError(f"{code} is not published: none of its texts is public yet, "
                                f"so there is nothing to reveal")
-        cells = held_cells(publication_snapshot(publication), Holder.READING_STUDIES)
+        cells = held_cells(load_snapshot(publication), Holder.READING_STUDIES)
         if not cells:
             raise CommandError(f"{code} holds no cells for reading studies "
                                f"(`reading_studies.held_share` is 0 in its file): nothing "

@@ -19,7 +19,7 @@ from audits_app.calibration.studies.tests.conftest import (
     study_approve,
 )
 from audits_app.models import StudyStimulus
-from audits_app.pages.viewer import publication_snapshot
+from audits_app.pages.viewer import load_snapshot
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from runs_app.models import Generation
 
@@ -33,18 +33,18 @@ def half(scenarios_imported):
 
 
 def public_texts(release) -> list[dict]:
-    snapshot = publication_snapshot(release.publication)
-    return [text for text in snapshot["texts"] if text["visibility"] == "public"]
+    snapshot = load_snapshot(release.publication)
+    return [text for text in snapshot.texts if text.visibility == "public"]
 
 
 def held_ids(release) -> set[int]:
-    held = held_cells(publication_snapshot(release.publication), Holder.READING_STUDIES)
-    return {text["id"] for text in public_texts(release) if text_cell(text) in held}
+    held = held_cells(load_snapshot(release.publication), Holder.READING_STUDIES)
+    return {text.id for text in public_texts(release) if text_cell(text) in held}
 
 
 def studies_scenarios(release) -> list[str]:
     """The public scenarios held for reading studies: the only ones a study may give."""
-    held = held_cells(publication_snapshot(release.publication), Holder.READING_STUDIES)
+    held = held_cells(load_snapshot(release.publication), Holder.READING_STUDIES)
     return sorted({slug for slug, *_ in held})
 
 
@@ -63,7 +63,7 @@ def test_no_public_path_leads_to_a_text_a_study_gives_until_the_publisher_reveal
     given = set(StudyStimulus.objects.filter(study=study, kind=StudyStimulus.Kind.TEXT)
                 .values_list("generation_id", flat=True))
     held = held_ids(half)
-    open_ids = {text["id"] for text in public_texts(half)} - held
+    open_ids = {text.id for text in public_texts(half)} - held
     assert given and open_ids
     assert given <= held, "a study gives only texts of the cells held for reading studies"
 
@@ -113,7 +113,7 @@ def test_a_release_that_holds_no_cells_for_studies_can_have_no_study(scenarios_i
 def test_the_arena_and_reading_studies_hold_other_cells_and_reveal_them_apart(
         scenarios_imported, client, publisher):
     both = published_arena_release(CODE, held_share=0.5, study_share=0.5)
-    snapshot = publication_snapshot(both.publication)
+    snapshot = load_snapshot(both.publication)
     arena, studies = (held_cells(snapshot, holder) for holder in Holder)
     # Two public scenarios of four cells, one whole scenario for each: every cell held,
     # none by both.
@@ -123,9 +123,9 @@ def test_the_arena_and_reading_studies_hold_other_cells_and_reveal_them_apart(
 
     arena_close(release=both, user=publisher, reason="No arena for this release.")
     assert public_text_ids(client, CODE) == {
-        text["id"] for text in texts if text_cell(text) in arena}
+        text.id for text in texts if text_cell(text) in arena}
     services.study_texts_reveal(release=both, user=publisher, reason="No study either.")
-    assert public_text_ids(client, CODE) == {text["id"] for text in texts}
+    assert public_text_ids(client, CODE) == {text.id for text in texts}
 
 
 @pytest.mark.django_db
@@ -139,9 +139,9 @@ def test_a_held_text_with_the_words_of_a_text_outside_the_studies_cells_is_never
     both = published_arena_release(
         CODE, held_share=0.5, study_share=0.5,
         before_publish=same_words_as_public(Holder.READING_STUDIES, found))
-    snapshot = publication_snapshot(both.publication)
+    snapshot = load_snapshot(both.publication)
     arena = held_cells(snapshot, Holder.ARENA)
-    source = next(text for text in snapshot["texts"] if text["id"] == found["public"])
+    source = next(text for text in snapshot.texts if text.id == found["public"])
     assert text_cell(source) in arena, "in this world every cell is held: the arena has it"
     held = held_ids(both)
     assert found["held"] in held
@@ -161,4 +161,4 @@ def test_a_held_text_with_the_words_of_a_text_outside_the_studies_cells_is_never
 
 @pytest.mark.django_db
 def test_the_fixture_writers_leave_no_study_text_findable_by_its_words(half):
-    assert services.study_texts_left_out(publication_snapshot(half.publication)) == 0
+    assert services.study_texts_left_out(load_snapshot(half.publication)) == 0
