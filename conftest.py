@@ -22,11 +22,20 @@ def _flush_between_tests(self, sql_list) -> None:
     """Transactional tests (live server, workers) end with a flush that empties every table,
     which the immutability triggers refuse for published rows. The test runner, and only it,
     drops the triggers, flushes and re-creates them, in one transaction: no other code gets
-    a way around them (baitbench_site.immutability)."""
+    a way around them (baitbench_site.immutability).
+
+    The flush empties the rows a data migration seeded too (task briefs and condition
+    overlays; the roles come back by themselves, after every flush's post_migrate): they are
+    put back in the same transaction, so that whichever test a worker runs next finds the
+    database as migrations left it. (Put back by a fixture's teardown instead, they were lost
+    whenever the flush ran after it: a test marked `django_db(transaction=True)` has its flush
+    torn down last.)"""
     with transaction.atomic(using=self.connection.alias):
         immutability.guards_drop(self.connection)
         _flush(self, sql_list)
         immutability.guards_install(self.connection)
+        if self.connection.alias == "default":
+            prompt_texts_seed()
 
 
 BaseDatabaseOperations.execute_sql_flush = _flush_between_tests
@@ -74,33 +83,11 @@ def fresh_snapshot_cache():
     yield
 
 
-def _seed_prompt_texts() -> None:
-    """The task briefs and condition overlays a data migration writes. A test on a
-    transactional database may run after another one flushed every table, seeded rows
-    included, so the fixtures that need them put them back (idempotently)."""
-    prompt_texts_seed()
-
-
-@pytest.fixture(autouse=True)
-def seeded_rows_survive_a_flush(request, django_db_blocker):
-    """A transactional test ends by flushing every table, the task briefs and condition
-    overlays a data migration seeded included (the roles come back by themselves, after
-    every flush's post_migrate). Put them back, so that whichever test a worker runs next
-    finds the database as migrations left it."""
-    yield
-    marker = request.node.get_closest_marker("django_db")
-    transactional = bool({"transactional_db", "live_server"} & set(request.fixturenames)) or (
-        marker is not None and bool(marker.kwargs.get("transaction")
-                                    or (marker.args and marker.args[0])))
-    if transactional:
-        with django_db_blocker.unblock():
-            _seed_prompt_texts()
-
-
 @pytest.fixture
 def prompt_texts(db):
-    """The seeded task briefs and condition overlays, there even after a flush."""
-    _seed_prompt_texts()
+    """The seeded task briefs and condition overlays (idempotently: they are there unless a
+    test removed them)."""
+    prompt_texts_seed()
 
 
 # The worlds below are kept (tests/kept.py): built once for the tests of a module that ask
