@@ -137,6 +137,42 @@ def small_demo_release(kept_small_demo_release, imported_scenarios):
     return copy.deepcopy(kept_small_demo_release)
 
 
+@pytest.fixture(scope="session")
+def migrated_scratch(tmp_path_factory):
+    """An empty scratch database on the suite's backend, migrated once a session for the
+    tests that start other processes; each test copies it (tests/scratch.py)."""
+    from tests.scratch import migrated_create
+
+    database = migrated_create(tmp_path_factory.mktemp("migrated"), dict(os.environ))
+    yield database
+    database.drop()
+
+
+@pytest.fixture(scope="session")
+def scenarios_scratch(tmp_path_factory, migrated_scratch):
+    """`migrated_scratch` with the shipped scenarios imported, once a session; each test
+    copies it (tests/scratch.py)."""
+    from tests.scratch import scenarios_create
+
+    database = scenarios_create(tmp_path_factory.mktemp("scenarios"), migrated_scratch,
+                                dict(os.environ))
+    yield database
+    database.drop()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_scratch(request, tmp_path_factory):
+    """An empty SQLite database, migrated once a session, whatever the suite's backend (on
+    SQLite, `migrated_scratch` itself): for the tests that serve the site as `make serve`
+    would, from a file (tests/scratch.py)."""
+    from tests.scratch import migrated_create, suite_on_postgres
+
+    if not suite_on_postgres():
+        return request.getfixturevalue("migrated_scratch")
+    return migrated_create(tmp_path_factory.mktemp("migrated-sqlite"), dict(os.environ),
+                           sqlite=True)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item) -> None:
     """Roll back the kept worlds this test does not ask for, before its fixtures are set up

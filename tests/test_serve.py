@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from baitbench_site.settings import BASE_DIR
+from tests.scratch import Database
 from tests.test_production import DEVELOPMENT_SWITCHES
 
 pytestmark = pytest.mark.slow
@@ -31,19 +32,19 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def production_site(tmp_path_factory: pytest.TempPathFactory):
-    """`make serve` on a loopback port, against a file database holding release pub.0."""
+def production_site(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_scratch):
+    """`make serve` on a loopback port, against a file database (a copy of the session's
+    migrated one) holding release pub.0."""
     tmp_path = tmp_path_factory.mktemp("serve")
     if not shutil.which("make"):
         pytest.fail("`make` is missing: install it with `apt-get install -y make`")
     port = free_port()
     env = {name: value for name, value in os.environ.items() if name not in DEVELOPMENT_SWITCHES}
-    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'site.sqlite3'}"
+    env["DATABASE_URL"] = Database(tmp_path, template=migrated_sqlite_scratch, sqlite=True).url
     # The published release is written in development mode, as a test would; the server
     # then starts on the same database with nothing but production settings.
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-c",
-         "from django.core.management import call_command; call_command('migrate', verbosity=0);"
          "from audits_app.tests.factories import published_release_create;"
          "published_release_create(code='pub.0')"],
         cwd=BASE_DIR, env={**env, "BAITBENCH_DEV": "1"}, check=True, capture_output=True,

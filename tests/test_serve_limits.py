@@ -18,6 +18,7 @@ import pytest
 
 from baitbench_site.settings import BASE_DIR
 from bench.arena import OPEN_ARENA
+from tests.scratch import Database
 from tests.test_production import DEVELOPMENT_SWITCHES
 from tests.test_serve import free_port, wait_until_serving
 
@@ -27,10 +28,13 @@ VOTERS_PER_HOUR = 30  # audits_app.arena.ratelimits.VOTERS_HARD
 
 
 @pytest.fixture
-def site_behind_proxy(tmp_path: Path, redis_url):
+def site_behind_proxy(tmp_path: Path, redis_url, migrated_sqlite_scratch):
+    """Gunicorn's workers behind a proxy, on a copy of the session's migrated file database
+    with arena.0 open (its `migrate` then has nothing left to do)."""
     env = {name: value for name, value in os.environ.items() if name not in DEVELOPMENT_SWITCHES}
     env.update({
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'site.sqlite3'}", "REDIS_URL": redis_url,
+        "DATABASE_URL": Database(tmp_path, template=migrated_sqlite_scratch, sqlite=True).url,
+        "REDIS_URL": redis_url,
         "BAITBENCH_CACHE_PREFIX": f"bb-test-{uuid.uuid4().hex[:8]}",
         "BAITBENCH_MEDIA_ROOT": str(tmp_path / "media"),
         "BAITBENCH_STATIC_ROOT": str(tmp_path / "static"),

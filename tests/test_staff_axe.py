@@ -2,8 +2,14 @@
 
 Each role's pages are found the way a person finds them: from the admin's index and the
 role's own screens, following every link the role is shown (tests/world.py gives every table
-a row, published and not). Pages of one kind (the same path with other ids) are checked once
-per role, each with the rows the link led to. The admin's add pages count too.
+a row, published and not). Pages of one kind (the same path with other ids) count once per
+role, each with the rows the link led to. The admin's add pages count too.
+
+Every role opens each kind of page it reaches in Chromium, which must answer 200; axe checks
+each kind of page once across the five roles, as one of the roles that reach it (the one with
+the fewest pages to check so far, so that each role's own menu and buttons are checked on a
+share of its pages): every kind any role can reach is axe-checked at least once, in about a
+third of the axe runs that checking every kind as every role took.
 """
 
 from __future__ import annotations
@@ -34,11 +40,13 @@ MAX_PAGES = 400
 
 
 def page_kind(path: str) -> str:
-    """/admin/runs_app/release/12/change/ and .../13/change/ are one kind of page; a query
-    string (a filter, a sort) makes a page of another kind only by its keys."""
+    """/admin/runs_app/release/12/change/ and .../13/change/ are one kind of page, as are two
+    texts' pages by their codes (audits_app.text_codes); a query string (a filter, a sort)
+    makes a page of another kind only by its keys."""
     parts = urlsplit(path)
     keys = ",".join(sorted(key.split("=")[0] for key in parts.query.split("&") if key))
-    return re.sub(r"/\d+/", "/N/", re.sub(r"/[a-z]+\.\d+/", "/CODE/", parts.path)) + "?" + keys
+    path = re.sub(r"/t[0-9a-f]{12}/", "/TEXT/", re.sub(r"/[a-z]+\.\d+/", "/CODE/", parts.path))
+    return re.sub(r"/\d+/", "/N/", path) + "?" + keys
 
 
 def staff_pages(client: Client) -> list[str]:
@@ -66,11 +74,31 @@ def staff_pages(client: Client) -> list[str]:
     return sorted(kinds.values())
 
 
+def axe_assignment(kinds_by_role: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The kinds of page each role axe-checks: every kind exactly once, by a role that
+    reaches it, the one with the fewest so far (ties in ROLES order)."""
+    checks: dict[str, set[str]] = {role: set() for role in kinds_by_role}
+    for kind in sorted(set().union(*kinds_by_role.values())):
+        role = min((role for role in ROLES if kind in kinds_by_role.get(role, ())),
+                   key=lambda role: len(checks[role]))
+        checks[role].add(kind)
+    return checks
+
+
+@pytest.fixture(scope="module")
+def axe_checks() -> dict[str, set[str]]:
+    """Which role axe-checks which kinds of page (axe_assignment), worked out once a module
+    by crawling every role; the kinds do not depend on the rows' ids, so every test's world
+    has the same."""
+    return {}
+
+
 @pytest.fixture
-def role_pages(request, transactional_db, prompt_texts) -> tuple[str, list[str]]:
-    """The test's role (its `role` parameter; the curator otherwise): a session cookie and
-    the pages to check. Only that role's pages are crawled, and before Playwright starts:
-    its event loop makes the ORM refuse to run."""
+def role_pages(request, transactional_db, prompt_texts,
+               axe_checks) -> tuple[str, list[str], set[str]]:
+    """The test's role (its `role` parameter; the curator otherwise): a session cookie, the
+    pages to open and the kinds of them to axe-check. The crawls run before Playwright
+    starts: its event loop makes the ORM refuse to run."""
     from django.contrib.auth.models import User
 
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
@@ -82,9 +110,16 @@ def role_pages(request, transactional_db, prompt_texts) -> tuple[str, list[str]]
     release_rows_create(code="draft.0", version=version, ann=ann, bob=bob, publish=False)
     callspec = getattr(request.node, "callspec", None)
     role = callspec.params["role"] if callspec is not None else "curator"
-    client = Client()
-    client.force_login(User.objects.get(username=ROLES[role]))
-    return client.cookies[settings.SESSION_COOKIE_NAME].value, staff_pages(client)
+    pages, sessions = {}, {}
+    for each in ([role] if axe_checks else list(ROLES)):
+        client = Client()
+        client.force_login(User.objects.get(username=ROLES[each]))
+        pages[each] = staff_pages(client)
+        sessions[each] = client.cookies[settings.SESSION_COOKIE_NAME].value
+    if not axe_checks:
+        axe_checks.update(axe_assignment(
+            {each: {page_kind(path) for path in paths} for each, paths in pages.items()}))
+    return sessions[role], pages[role], axe_checks[role]
 
 
 def axe_violations(page) -> list[str]:
@@ -98,8 +133,10 @@ def axe_violations(page) -> list[str]:
 
 @pytest.mark.parametrize("role", list(ROLES))
 def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):  # noqa: F811
-    session, paths = role_pages
+    session, paths, checked = role_pages
     assert len(paths) >= 3, paths  # the crawl found the role's pages
+    # The kinds given to this role to check are among those this world shows it.
+    assert checked <= {page_kind(path) for path in paths}, checked
     page = chromium(1280, 900)
     page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session,
                                "url": live_server.url}])
@@ -107,9 +144,19 @@ def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_se
     for path in paths:
         response = page.goto(live_server.url + path)
         assert response is not None and response.status == 200, path
-        if found := axe_violations(page):
+        if page_kind(path) in checked and (found := axe_violations(page)):
             problems[path] = found
     assert not problems, "\n".join(f"{path}: {found}" for path, found in problems.items())
+
+
+def test_each_kind_of_page_is_axe_checked_once_by_a_role_that_reaches_it():
+    reached = {"curator": {"a", "b", "c"}, "operator": {"b", "c", "d"}, "auditor": {"c"},
+               "superuser": {"a", "b", "c", "d", "e"}}
+    checks = axe_assignment(reached)
+    assigned = [kind for kinds in checks.values() for kind in kinds]
+    assert sorted(assigned) == ["a", "b", "c", "d", "e"]
+    assert all(checks[role] <= reached[role] for role in reached)
+    assert max(map(len, checks.values())) <= 2  # shared out, not all on the superuser
 
 
 WIDEST = """() => {
@@ -123,7 +170,7 @@ WIDEST = """() => {
 
 
 def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):  # noqa: F811
-    session, paths = role_pages
+    session, paths, _ = role_pages
     change = next(path for path in paths
                   if re.fullmatch(r"/admin/scenarios_app/scenario/\d+/change/", path))
     page = chromium(1280, 900)

@@ -2,7 +2,7 @@
 
 The release is run end to end by the fixture provider (every stage, a held-out scenario
 among its two) and published; the other instance is an empty database of the same kind,
-migrated (once a module; each instance starts from a copy) and loaded by
+migrated (once a session; each instance starts from a copy) and loaded by
 `manage.py import_release` in a separate process.
 """
 
@@ -65,21 +65,11 @@ def anonymous_urls(release: Release) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def migrated(django_db_setup, tmp_path_factory) -> Iterator[str]:
+def migrated(django_db_setup, migrated_scratch) -> str:
     """An empty database of the kind the tests use (PostgreSQL stores JSON in its own key
-    order, so each side must be the same kind), migrated once: each other instance starts
-    from a copy of it, as it would from `manage.py migrate` (its URL)."""
-    if connection.vendor == "sqlite":
-        url, cleanup = f"sqlite:///{tmp_path_factory.mktemp('migrated') / 'empty.sqlite3'}", None
-    else:
-        url, cleanup = _postgres_database()
-    try:
-        manage({**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1"},
-               "migrate", "--noinput", "-v", "0")
-        yield url
-    finally:
-        if cleanup:
-            cleanup()
+    order, so each side must be the same kind), migrated once a session (conftest.py): each
+    other instance starts from a copy of it, as it would from `manage.py migrate` (its URL)."""
+    return migrated_scratch.url
 
 
 @contextmanager

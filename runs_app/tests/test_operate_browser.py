@@ -24,7 +24,8 @@ from runs_app.providers.models_list import ModelListing, listings_as_payload
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
 from runs_app.tests.test_operate import repeated_calls
-from runs_app.tests.test_workers import RELEASE, Database, kill, manage, start
+from runs_app.tests.test_workers import RELEASE, kill, start
+from tests.scratch import Database, manage
 from tests.test_serve import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -46,12 +47,12 @@ user.groups.add(Group.objects.get(name="operator"))
 
 
 @pytest.fixture
-def site(tmp_path):
+def site(tmp_path, scenarios_scratch):
     """A database with release browse.0 and an operator, the site on a loopback port, and one
     worker process, all pointed at a slow fake OpenRouter that also serves a models list."""
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
-    database = Database(tmp_path)
+    database = Database(tmp_path, template=scenarios_scratch)  # migrated, scenarios imported
     releases = tmp_path / "releases"
     releases.mkdir()
     release = RELEASE.format(code=CODE, variants=1, tasks="[T1, T2]", conditions="[C0, C1, C2, C3]")
@@ -74,8 +75,6 @@ def site(tmp_path):
             "BAITBENCH_DRAIN_WAIT": "2",
         }
         env.pop("REDIS_URL", None)
-        manage("migrate", "-v0", env=env)
-        manage("import_scenarios", "scenarios/", env=env)
         manage("shell", "-c", USER, env=env)
         # Loads the release from its file and caches the models list, as an operator would.
         preflight = manage("preflight_release", CODE, env=env)

@@ -2,7 +2,8 @@
 
 These start `qcluster` and `run_release` as separate processes, so they use a database of
 their own (a SQLite file, or a scratch PostgreSQL database when the suite runs on
-PostgreSQL) and a fake OpenRouter server with latency, slow enough to kill mid-run.
+PostgreSQL; each a copy of one migrated once a session, tests/scratch.py) and a fake
+OpenRouter server with latency, slow enough to kill mid-run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import datetime as dt
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -25,6 +25,7 @@ from django.conf import settings
 
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
+from tests.scratch import Database, manage
 
 pytestmark = pytest.mark.slow
 
@@ -61,43 +62,11 @@ variants: {variants}
 """
 
 
-class Database:
-    """A scratch database the worker processes share, on the suite's backend."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
-        if self.postgres:
-            self.name = f"bb_workers_{uuid.uuid4().hex[:10]}"
-            self._admin(f'CREATE DATABASE "{self.name}"')
-            self.url = f"postgres://postgres@127.0.0.1:5432/{self.name}"
-        else:
-            self.path = tmp_path / "workers.sqlite3"
-            self.url = f"sqlite:///{self.path}"
-
-    def _admin(self, sql: str) -> None:
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres",
-                             autocommit=True) as connection:
-            connection.execute(sql)
-
-    def rows(self, sql: str) -> list[tuple]:
-        if self.postgres:
-            import psycopg
-
-            with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{self.name}") as conn:
-                return conn.execute(sql).fetchall()
-        with sqlite3.connect(self.path) as connection:
-            return connection.execute(sql).fetchall()
-
-    def drop(self) -> None:
-        if self.postgres:
-            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-
 @pytest.fixture
-def world(tmp_path):
-    database = Database(tmp_path)
+def world(tmp_path, scenarios_scratch):
+    """A copy of the session's migrated database with the scenarios imported, five releases'
+    files and a fake OpenRouter server."""
+    database = Database(tmp_path, template=scenarios_scratch)
     releases = tmp_path / "releases"
     releases.mkdir()
     for code in ("kill.0", "pair.0", "redis.0", "chain.0", "scope.0"):
@@ -118,15 +87,8 @@ def world(tmp_path):
             "BAITBENCH_Q_WORKERS": "2", "BAITBENCH_CONCURRENCY": str(CONCURRENCY),
         }
         env.pop("REDIS_URL", None)
-        manage("migrate", "-v0", env=env)
-        manage("import_scenarios", "scenarios/", env=env)
         yield database, server, env
     database.drop()
-
-
-def manage(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True, timeout=300)
 
 
 def start(*args: str, env: dict) -> subprocess.Popen:
@@ -420,11 +382,12 @@ class ConnectionKiller(threading.Thread):
 
 @pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
                     reason="row locks and dropped connections are PostgreSQL's (make test-pg)")
-def test_three_workers_with_dropped_connections_record_every_call_they_paid_for(tmp_path):
+def test_three_workers_with_dropped_connections_record_every_call_they_paid_for(
+        tmp_path, scenarios_scratch):
     """Three drains of one release on PostgreSQL, their connections terminated again and
     again mid-run: every call the provider answered (and charged for) is recorded once, no
     cell is called twice, and the workers finish by themselves."""
-    database = Database(tmp_path)
+    database = Database(tmp_path, template=scenarios_scratch)
     releases = tmp_path / "releases"
     releases.mkdir()
     (releases / "faults.0.yaml").write_text(FAULTS_RELEASE)
@@ -436,8 +399,6 @@ def test_three_workers_with_dropped_connections_record_every_call_they_paid_for(
                 "BAITBENCH_RELEASES_DIR": str(releases), "BAITBENCH_LEASE_SECONDS": "30",
                 "BAITBENCH_CONCURRENCY": str(CONCURRENCY),
             }
-            manage("migrate", "-v0", env=env)
-            manage("import_scenarios", "scenarios/", env=env)
             manage("run_release", "faults.0", env=env)  # queued for nobody: starts the run
             workers = [subprocess.Popen(
                 [sys.executable, "manage.py", "run_release", "faults.0", "--sync"], cwd=ROOT,

@@ -1,0 +1,103 @@
+"""Scratch databases for tests that start other processes (queue workers, a web server, the
+site in a browser): a SQLite file, or a database of its own on the PostgreSQL server when the
+suite runs on PostgreSQL.
+
+Migrating one costs about ten CPU seconds and importing the shipped scenarios two more, so
+the suite does each once (the session fixtures `migrated_scratch` and `scenarios_scratch` in
+conftest.py) and every test starts from a copy: a file copy on SQLite, `CREATE DATABASE …
+TEMPLATE` on PostgreSQL. A copy is what `migrate` (and `import_scenarios`) would have left.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+
+ROOT = Path(settings.BASE_DIR)
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+
+
+def suite_on_postgres() -> bool:
+    return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+class Database:
+    """A scratch database on the suite's backend (or on SQLite when `sqlite`), empty, or a
+    copy of `template` (another Database of the same kind, which no process may hold open
+    while it is copied)."""
+
+    def __init__(self, directory: Path, *, template: Database | None = None,
+                 sqlite: bool = False) -> None:
+        self.postgres = suite_on_postgres() and not sqlite
+        if template is not None and template.postgres != self.postgres:
+            raise ValueError(f"a {'PostgreSQL' if self.postgres else 'SQLite'} database cannot "
+                             f"copy {template.url}")
+        if self.postgres:
+            self.name = f"bb_scratch_{uuid.uuid4().hex[:10]}"
+            copied = f' TEMPLATE "{template.name}"' if template is not None else ""
+            self._admin(f'CREATE DATABASE "{self.name}"{copied}')
+            self.url = f"postgres://postgres@127.0.0.1:5432/{self.name}"
+        else:
+            self.path = directory / f"scratch-{uuid.uuid4().hex[:8]}.sqlite3"
+            if template is not None:
+                # The backup API copies what a reader would see, whatever WAL holds.
+                source, target = sqlite3.connect(template.path), sqlite3.connect(self.path)
+                try:
+                    source.backup(target)
+                finally:
+                    source.close()
+                    target.close()
+            self.url = f"sqlite:///{self.path}"
+
+    def _admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as connection:
+            connection.execute(sql)
+
+    def rows(self, sql: str) -> list[tuple]:
+        if self.postgres:
+            import psycopg
+
+            with psycopg.connect(f"{SERVER}/{self.name}") as connection:
+                return connection.execute(sql).fetchall()
+        connection = sqlite3.connect(self.path)
+        try:
+            return connection.execute(sql).fetchall()
+        finally:
+            connection.close()
+
+    def drop(self) -> None:
+        if self.postgres:
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+def manage(*args: str, env: dict) -> subprocess.CompletedProcess:
+    """`manage.py ARGS` in a process of its own; its output is in the error if it fails."""
+    result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise AssertionError(f"manage.py {' '.join(args)} exited with {result.returncode}:\n"
+                             f"{result.stderr[-3000:]}")
+    return result
+
+
+def migrated_create(directory: Path, env: dict, *, sqlite: bool = False) -> Database:
+    """An empty database, migrated by `manage.py migrate` (run with `env`)."""
+    database = Database(directory, sqlite=sqlite)
+    env = {name: value for name, value in env.items() if name != "REDIS_URL"}
+    manage("migrate", "-v0", env={**env, "DATABASE_URL": database.url})
+    return database
+
+
+def scenarios_create(directory: Path, migrated: Database, env: dict) -> Database:
+    """A copy of `migrated` with the shipped scenario files imported by `import_scenarios`."""
+    database = Database(directory, template=migrated)
+    env = {name: value for name, value in env.items() if name != "REDIS_URL"}
+    manage("import_scenarios", "scenarios/", env={**env, "DATABASE_URL": database.url})
+    return database
