@@ -112,7 +112,8 @@ if BEHIND_PROXY:
     AXES_CLIENT_IP_CALLABLE = "baitbench_site.security.client_ip_behind_proxy"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, whose discovery commands that never use it skip (manage.py).
+    "baitbench_site.apps.SiteAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
