@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import httpx
 
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
@@ -494,6 +495,13 @@ def _tls_context() -> ssl.SSLContext:
     `httpx.AsyncClient` otherwise loads it again (about 18 ms of CPU each, seven clients per
     drain at 50 calls in flight)."""
     return httpx.create_ssl_context()
+
+
+def preload() -> None:
+    """Load now what the first call of a process would: anyio's asyncio backend (anyio
+    imports it at its first use, httpx's first connection) and the certificate store."""
+    anyio.run(anyio.sleep, 0)
+    _tls_context()
 
 
 # httpcore's connection pool looks at every connection of its client each time it assigns a
