@@ -24,7 +24,6 @@ from runs_app.models import (
     ReleaseStatus,
     WorkStatus,
 )
-from runs_app.providers import openrouter
 from runs_app.selectors import (
     DRAIN_DEAD_AFTER,
     QUEUED_STALE,
@@ -46,6 +45,8 @@ def preload_for_drains() -> None:
     cluster's parent before it forks its workers (`manage.py qcluster`): each stage's module
     and the provider's client stack. About 65 ms of CPU per worker, which all the workers
     otherwise pay at once, on two cores, just as a run starts."""
+    from runs_app.providers import openrouter
+
     for name in available_stages():
         get_stage(name)
     openrouter.preload()
