@@ -144,10 +144,8 @@ class OpenRouterProvider:
         return result
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
         try:
-            return await client.post(f"{self.base_url}/chat/completions", json=body,
-                                     headers=headers)
+            return await client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.UnsupportedProtocol as exc:
             # A misconfigured OPENROUTER_BASE_URL does not heal by waiting.
             raise _AttemptFailed(f"bad base URL: {exc}", status=None, permanent=True) from None
@@ -185,8 +183,9 @@ class OpenRouterProvider:
                               max_keepalive_connections=connections)
         # trust_env=False: a proxy variable in a worker's environment must not silently
         # reroute (and possibly log) calls that carry the API key.
+        headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
         return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False,
-                                 verify=_tls_context())
+                                 verify=_tls_context(), headers=headers)
 
     async def _wait_before_retry(
         self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
