@@ -12,7 +12,10 @@ def main() -> None:
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError
 
+    from baitbench_site.apps import admin_for_command
     from baitbench_site.production import UnsafeSettings
+
+    admin_for_command(sys.argv)
 
     try:
         execute_from_command_line(sys.argv)

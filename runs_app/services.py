@@ -35,7 +35,6 @@ from runs_app.scoring_versions import (
     load_scoring_file,
 )
 from runs_app.stages import get_stage
-from runs_app.stages.crossexam import text_scores_update_cross_examination
 from scenarios_app.files import parse_yaml
 from scenarios_app.models import Scenario, ScenarioVersion
 
@@ -425,7 +424,10 @@ def release_complete(release: Release) -> bool:
 
 def release_settle(*, release: Release) -> None:
     """Every text's scores from every stage's rows (once, when the run is complete)."""
+    # Here, not at the top: the cross-examination's imports reach the HTTP client, which
+    # `manage.py run_release` would load for nothing before its drains are queued.
     from runs_app.panel_scores import text_scores_update_panel
+    from runs_app.stages.crossexam import text_scores_update_cross_examination
 
     text_scores_update_honesty(release=release)
     text_scores_update_panel(release=release)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import httpx
 
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
@@ -143,10 +144,8 @@ class OpenRouterProvider:
         return result
 
     async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
         try:
-            return await client.post(f"{self.base_url}/chat/completions", json=body,
-                                     headers=headers)
+            return await client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.UnsupportedProtocol as exc:
             # A misconfigured OPENROUTER_BASE_URL does not heal by waiting.
             raise _AttemptFailed(f"bad base URL: {exc}", status=None, permanent=True) from None
@@ -184,8 +183,9 @@ class OpenRouterProvider:
                               max_keepalive_connections=connections)
         # trust_env=False: a proxy variable in a worker's environment must not silently
         # reroute (and possibly log) calls that carry the API key.
+        headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
         return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False,
-                                 verify=_tls_context())
+                                 verify=_tls_context(), headers=headers)
 
     async def _wait_before_retry(
         self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
@@ -494,6 +494,13 @@ def _tls_context() -> ssl.SSLContext:
     `httpx.AsyncClient` otherwise loads it again (about 18 ms of CPU each, seven clients per
     drain at 50 calls in flight)."""
     return httpx.create_ssl_context()
+
+
+def preload() -> None:
+    """Load now what the first call of a process would: anyio's asyncio backend (anyio
+    imports it at its first use, httpx's first connection) and the certificate store."""
+    anyio.run(anyio.sleep, 0)
+    _tls_context()
 
 
 # httpcore's connection pool looks at every connection of its client each time it assigns a

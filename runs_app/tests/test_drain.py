@@ -4,9 +4,13 @@ and controls, time budgets, and what the schedule does with lost or dead drains.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from django.test import override_settings
@@ -497,3 +501,47 @@ def test_a_claim_reads_its_rows_in_the_select_that_locks_them(small_demo_release
                                            stored.lease_expires_at)
         assert (stored.status, stored.claims) == (WorkStatus.CLAIMED, 1)
         assert item.generation.text == "A text."  # `claim_related`, read with the claim
+
+
+PRELOADED = (
+    "import os, sys\n"
+    "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'baitbench_site.settings')\n"
+    "import django\n"
+    "django.setup()\n"
+    "from runs_app.providers.openrouter import _tls_context\n"
+    "from runs_app.tasks import preload_for_drains\n"
+    "def loaded():\n"
+    "    return ('runs_app.stages.generate' in sys.modules,\n"
+    "            'anyio._backends._asyncio' in sys.modules, _tls_context.cache_info().currsize)\n"
+    "print(loaded())\n"
+    "preload_for_drains()\n"
+    "print(loaded())\n"
+)
+
+
+def test_preloading_loads_what_a_first_drain_would_wait_for():
+    # A fresh process, as a cluster's parent is before it forks its workers.
+    root = Path(__file__).resolve().parents[2]
+    env = os.environ | {"BAITBENCH_DEV": "1", "DATABASE_URL": "sqlite:///:memory:"}
+    done = subprocess.run([sys.executable, "-c", PRELOADED], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split("\n")[:2] == ["(False, False, 0)", "(True, True, 1)"]
+
+
+def test_a_cluster_preloads_before_it_forks_its_workers(monkeypatch):
+    from runs_app.management.commands import qcluster
+
+    events: list[str] = []
+
+    class Cluster:
+        def start(self) -> None:
+            events.append("start")
+
+        def stop(self) -> None:
+            events.append("stop")
+
+    monkeypatch.setattr(qcluster, "Cluster", Cluster)
+    monkeypatch.setattr(qcluster, "preload_for_drains", lambda: events.append("preload"))
+    monkeypatch.setattr(qcluster.signal, "signal", lambda *args: None)  # pytest keeps its own
+    qcluster.Command().handle(run_once=True)
+    assert events == ["preload", "start", "stop"]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -105,3 +109,34 @@ def test_a_stage_whose_input_never_ran_says_what_it_waits_for(
         call_command("run_release", "small.0", "--stage", "generate", "--sync",
                      stdout=io.StringIO(), stderr=err)
     assert "warning" not in err.getvalue()  # generate reads from no stage
+
+
+MODULES_AFTER_START = (
+    "import sys, runpy\n"
+    "sys.argv = ['manage.py', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_path('manage.py', run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print('admin' if 'audits_app.admin' in sys.modules else 'no admin', "
+    "'scipy' if 'scipy' in sys.modules else 'no scipy', "
+    "'httpx' if 'httpx' in sys.modules else 'no httpx')\n"
+)
+
+
+def modules_after(*command: str) -> str:
+    """What a manage.py process had imported once its command ended (a fresh process: this
+    one set Django up long ago)."""
+    root = Path(__file__).resolve().parents[2]
+    env = os.environ | {"BAITBENCH_DEV": "1", "DATABASE_URL": "sqlite:///:memory:"}
+    done = subprocess.run([sys.executable, "-c", MODULES_AFTER_START, *command], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_run_release_starts_without_the_admin_while_other_commands_load_it():
+    # Idle workers wait for the drains run_release queues: it does not spend its start-up
+    # importing every admin page and the statistics behind them, nor the drain loop and the
+    # HTTP client (a queued start runs neither). The site still has them.
+    assert modules_after("run_release", "--help") == "no admin no scipy no httpx"
+    assert modules_after("shell", "-c", "pass").startswith("admin ")

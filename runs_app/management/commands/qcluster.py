@@ -31,7 +31,7 @@ from django.db import DatabaseError
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
-from runs_app.tasks import workers_stopped
+from runs_app.tasks import preload_for_drains, workers_stopped
 
 # Seconds the cluster's processes get to end on SIGTERM before they are killed.
 GRACE_SECONDS = 3.0
@@ -93,6 +93,7 @@ class Command(DjangoQCommand):
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
         stopping = threading.Event()
+        preload_for_drains()  # before the cluster forks its workers: they start loaded
         cluster = Cluster()
         # After Cluster() installed django-q2's handler: the signal only asks the loop below
         # to stop; nothing waits on a lock the sentinel may hold.

@@ -15,8 +15,6 @@ from runs_app.services import (
     run_start,
     stages_waiting,
 )
-from runs_app.stages.base import DrainHooks, drain_release
-from runs_app.tasks import mark_scored
 
 
 class ProgressBar:
@@ -86,6 +84,11 @@ class Command(BaseCommand):
         self._run_here(release, stages, concurrency)
 
     def _run_here(self, release, stages: list[str], concurrency: int | None) -> None:
+        # Here, not at the top: a queued start (the usual one, waited for by idle workers)
+        # needs neither the drain loop nor the HTTP client it loads.
+        from runs_app.stages.base import DrainHooks, drain_release
+        from runs_app.tasks import mark_scored
+
         before = {row.stage: row for row in release_progress(release)}
         total = sum(before[name].total for name in stages if name in before)
         done = sum(before[name].done + before[name].failed for name in stages if name in before)
