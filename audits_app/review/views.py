@@ -423,7 +423,7 @@ def oob_text(request: HttpRequest, code: str, text: str) -> HttpResponse:
     content = generation.scenario_version.content
     return render(request, "review/oob_text.html", {
         "release": release, "code": text.lower(), "generation": generation, "claims": claims,
-        "scenario": generation.scenario_version.scenario, "facts": _facts(generation),
+        "scenario": content, "facts": _facts(generation),  # as the release pinned it
         "uncertainties": content.get("uncertainties", []),
         "marked": marked_text(generation.text, claims),
     })

@@ -367,7 +367,7 @@ def auditable_texts(release: Release,
     texts = jury_texts(release) if texts is None else texts
     cells = Generation.objects.filter(pk__in=texts).values_list(
         "pk", "task", "condition", "scenario_version__scenario__slug",
-        "scenario_version__scenario__title")
+        "scenario_version__content__title")  # the title the release pinned
     listed = [
         AuditableText(code=text_code(release.code, pk), generation_id=pk, scenario=slug,
                       scenario_title=title, task=task, condition=condition,

@@ -10,7 +10,7 @@ import pytest
 
 from audits_app.models import SpotCheck, SpotCheckBatch
 from audits_app.spotchecks.imports import oob_audit_import
-from audits_app.spotchecks.selectors import jury_texts
+from audits_app.spotchecks.selectors import auditable_texts, jury_texts
 from audits_app.spotchecks.services import spotcheck_batch_create
 from audits_app.tests.test_sampling import build_jury, make_user
 from runs_app.models import ImmutableError, Release, ReleaseStatus
@@ -426,3 +426,21 @@ def test_the_agreement_page_explains_each_figure_and_why_two_can_differ(client, 
     vs_people = page.split("<h2>Jury vs people (claim labels)</h2>")[1].split("</table>")[0]
     rows = vs_people.split("<tbody>")[1].count("<tr>")
     assert rows == vs_people.count('<td class="note">') == 4
+
+
+def test_the_auditor_reads_the_scenario_as_the_release_pinned_it(client, world):
+    """A curator's later edit makes a new version; the queue, the check and the out-of-band
+    text page keep the title of the version the release's texts were written on."""
+    from scenarios_app.models import Scenario
+
+    check = world["checks"][0]
+    pinned = check.generation.scenario_version.content["title"]
+    Scenario.objects.filter(pk=check.generation.scenario_version.scenario_id).update(
+        title="EDITED LATER")
+    client.force_login(world["auditor"])
+
+    for page in ("/review/", f"/review/checks/{check.pk}/"):
+        answer = client.get(page).content.decode()
+        assert html.escape(pinned) in answer and "EDITED LATER" not in answer, page
+    listed = {text.scenario_title for text in auditable_texts(check.release)}
+    assert pinned in listed and "EDITED LATER" not in listed
