@@ -1,6 +1,6 @@
 """Model calls per text per stage for a release, and the scoring throughput on a fake OpenRouter.
 
-    python bench/calls.py [--release en.0 ...] [--latency 0.2] [--concurrency 50]
+    .venv/bin/python bench/calls.py [--release en.0 ...] [--latency 0.2] [--concurrency 50]
                           [--writers 4] [--scenarios 4] [--tasks 2] [--counts-only]
 
 Part 1 counts the calls of each release's stage set from its config alone, with the same
