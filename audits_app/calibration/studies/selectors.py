@@ -12,6 +12,9 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+from django.utils import timezone
+
+from audits_app.calibration.studies.services import PLACE_HELD
 from audits_app.models import (
     Exclusion,
     ReadingStudy,
@@ -68,6 +71,20 @@ def participant_exclusions(participant: StudyParticipant) -> list[str]:
     return reasons
 
 
+def positions_full(study: ReadingStudy) -> tuple[int, int]:
+    """(positions whose places for people are all taken, positions): a person's position is
+    known only from their profile answers, so the study's page can say before consent that
+    every place is taken, or that some readers may find theirs full. A place held past
+    `services.PLACE_HELD` counts as free: the next placement there gives it back."""
+    stale = Counter(StudyParticipant.objects.filter(
+        study=study, simulated=False, turned_away=False, completed_at__isnull=True,
+        place_released_at__isnull=True, placed_at__lt=timezone.now() - PLACE_HELD)
+        .values_list("position", flat=True))
+    quotas = list(StudyQuota.objects.filter(study=study))
+    full = sum(quota.assigned - stale[quota.position] >= quota.target for quota in quotas)
+    return full, len(quotas)
+
+
 def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
     """Per reading position and per arm: started, completed and excluded (with reasons),
     against the quota; and the counts of everyone turned away or duplicated."""
@@ -91,7 +108,8 @@ def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
             _tally(arms.setdefault(arm, Counter()), participant, excluded)
     return {
         "positions": [{"position": position, "target": quotas[position].target,
-                       "assigned": quotas[position].assigned, **counts}
+                       "assigned": getattr(quotas[position],
+                                           StudyQuota.places_field(simulated)), **counts}
                       for position, counts in sorted(positions.items()) if position in quotas],
         "arms": [{"arm": arm, **counts} for arm, counts in sorted(arms.items())],
         "participants": len(participants),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from django.db.models import F
 from django.test import Client
 
 from audits_app.calibration.studies import selectors, services
@@ -307,3 +308,34 @@ def test_a_place_given_back_after_a_while_is_not_given_back_again_on_completion(
     slow.refresh_from_db()
     assert slow.completed_at is not None and Exclusion.TOO_FAST in slow.exclusions
     assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 1
+
+
+def test_simulated_readers_do_not_use_up_peoples_places(open_study):
+    traits = Traits(**P06)
+    for _ in range(2):  # the simulated crowd fills P06's two places for simulated readers
+        bot = services.participant_consent(study=open_study, ids={}, simulated=True)
+        assert services.participant_place(participant=bot, traits=traits)
+    extra = services.participant_consent(study=open_study, ids={}, simulated=True)
+    assert not services.participant_place(participant=extra, traits=traits)
+    assert person(open_study, seed=1).completed and person(open_study, seed=2).completed
+    assert not person(open_study, seed=3).completed  # people's two places are taken now
+    quota = StudyQuota.objects.get(study=open_study, position="P06")
+    assert (quota.assigned, quota.simulated_assigned) == (2, 2)
+    rows = {simulated: next(row for row in selectors.study_progress(
+        open_study, simulated=simulated)["positions"] if row["position"] == "P06")
+        for simulated in (False, True)}
+    assert rows[False]["assigned"] == 2 and rows[True]["assigned"] == 2
+
+
+def test_the_studys_page_says_before_consent_when_every_place_is_taken(open_study, client):
+    StudyQuota.objects.filter(study=open_study).update(simulated_assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert 'name="agree"' in page and "Every place" not in page  # simulated: nobody's place
+    assert "Places are full for some" not in page
+    StudyQuota.objects.filter(study=open_study, position="P06").update(assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert 'name="agree"' in page and "Places are full for some kinds of reader" in page
+    StudyQuota.objects.filter(study=open_study).update(assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/?PROLIFIC_PID=abc").content.decode()
+    assert "Every place in this study is taken" in page and 'name="agree"' not in page
+    assert "Return submission" in page
