@@ -50,15 +50,17 @@ def participant_step(participant: StudyParticipant) -> Step:
         return Step("expired")
     readings = list(participant.readings.select_related(
         "stimulus__generation", "scenario_version").order_by("order"))
-    total = 1 + 3 * len(readings)  # profile, then baseline, text, answers per scenario
-    for index, reading in enumerate(readings):
-        first = 2 + 3 * index
-        if reading.baseline is None:
-            return Step("baseline", reading, first, total)
-        if reading.stimulus.kind != StudyStimulus.Kind.NONE and reading.read_at is None:
-            return Step("read", reading, first + 1, total)
-        if reading.answered_at is None:
-            return Step("answers", reading, first + 2, total)
+    # The steps this reader goes through: the profile, then per scenario the baseline, the
+    # text (none in the no-text arm) and the answers.
+    path = [(kind, reading) for reading in readings
+            for kind in ("baseline", "read", "answers")
+            if kind != "read" or reading.stimulus.kind != StudyStimulus.Kind.NONE]
+    total = 1 + len(path)
+    for number, (kind, reading) in enumerate(path, start=2):
+        if kind == "baseline" and reading.baseline is None \
+                or kind == "read" and reading.read_at is None \
+                or kind == "answers" and reading.answered_at is None:
+            return Step(kind, reading, number, total)
     return Step("done")
 
 

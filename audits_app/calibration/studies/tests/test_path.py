@@ -339,3 +339,29 @@ def test_the_studys_page_says_before_consent_when_every_place_is_taken(open_stud
     page = client.get(f"/studies/{open_study.pk}/?PROLIFIC_PID=abc").content.decode()
     assert "Every place in this study is taken" in page and 'name="agree"' not in page
     assert "Return submission" in page
+
+
+def test_the_step_counter_counts_the_steps_this_reader_goes_through(open_study):
+    participant = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    arms = {reading.stimulus.kind for reading in participant.readings.all()}
+    if "none" not in arms:  # give the first scenario the no-text arm
+        first = participant.readings.order_by("order").first()
+        none = open_study.stimuli.get(scenario_version=first.scenario_version_id, kind="none")
+        StudyReading.objects.filter(pk=first.pk).update(stimulus=none)
+    readings = list(participant.readings.order_by("order"))
+    expected_total = 1 + sum(2 if r.stimulus.kind == "none" else 3 for r in readings)
+    seen = []
+    while (step := selectors.participant_step(participant)).kind != "done":
+        seen.append((step.number, step.total))
+        reading = step.reading
+        if step.kind == "baseline":
+            services.reading_baseline(reading=reading, attitude=[4, 4, 4])
+        elif step.kind == "read":
+            services.reading_show(reading=reading)
+            services.reading_read(reading=reading)
+        else:
+            services.reading_answer(reading=reading, attitude=[4, 4, 4],
+                                    knowledge=[None] * 4, attention=2)
+        participant.refresh_from_db()
+    assert seen == [(number, expected_total) for number in range(2, expected_total + 1)]
