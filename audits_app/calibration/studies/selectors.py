@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from datetime import timedelta
 
 from django.utils import timezone
 
-from audits_app.calibration.studies.services import PLACE_HELD
 from audits_app.models import (
     Exclusion,
     ReadingStudy,
@@ -23,6 +23,10 @@ from audits_app.models import (
     StudyReading,
     StudyStimulus,
 )
+
+# A session unfinished this long after placement gives its place back to the quota, so that
+# people who leave halfway do not keep others out; the session is kept and counted.
+PLACE_HELD = timedelta(hours=2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +81,7 @@ def positions_full(study: ReadingStudy) -> tuple[int, int]:
     """(positions whose places for people are all taken, positions): a person's position is
     known only from their profile answers, so the study's page can say before consent that
     every place is taken, or that some readers may find theirs full. A place held past
-    `services.PLACE_HELD` counts as free: the next placement there gives it back."""
+    `PLACE_HELD` counts as free: the next placement there gives it back."""
     stale = Counter(StudyParticipant.objects.filter(
         study=study, simulated=False, turned_away=False, completed_at__isnull=True,
         place_released_at__isnull=True, placed_at__lt=timezone.now() - PLACE_HELD)

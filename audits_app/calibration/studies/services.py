@@ -10,7 +10,7 @@ import dataclasses
 import random
 import secrets
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 from django.core.cache import cache
@@ -21,6 +21,7 @@ from django.utils import timezone
 from audits_app.arena.selectors import arena_texts
 from audits_app.arena.services import ArenaError, can_manage
 from audits_app.calibration.studies import identity
+from audits_app.calibration.studies.selectors import PLACE_HELD
 from audits_app.models import (
     EthicsReview,
     Exclusion,
@@ -45,9 +46,6 @@ from scenarios_app.models import Scenario
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 ATTENTION_ANSWER = 2  # the attention check asks for this answer (words.PAGE "attention")
-# A session unfinished this long after placement gives its place back to the quota, so that
-# people who leave halfway do not keep others out; the session is kept and counted.
-PLACE_HELD = timedelta(hours=2)
 
 
 class StudyError(ArenaError):
