@@ -365,3 +365,22 @@ def test_the_step_counter_counts_the_steps_this_reader_goes_through(open_study):
                                     knowledge=[None] * 4, attention=2)
         participant.refresh_from_db()
     assert seen == [(number, expected_total) for number in range(2, expected_total + 1)]
+
+
+def test_the_migration_moves_places_the_simulated_crowd_holds_out_of_peoples_count(open_study):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "audits_app.migrations.0018_study_quota_simulated_places")
+    traits = Traits(**P06)
+    bot = services.participant_consent(study=open_study, ids={}, simulated=True)
+    assert services.participant_place(participant=bot, traits=traits)
+    assert person(open_study, seed=1).completed
+    # As a database from before the split counted them: both places as people's.
+    StudyQuota.objects.filter(study=open_study, position="P06").update(
+        assigned=2, simulated_assigned=0)
+    migration.simulated_places_apart(apps, None)
+    quota = StudyQuota.objects.get(study=open_study, position="P06")
+    assert (quota.assigned, quota.simulated_assigned) == (1, 1)
