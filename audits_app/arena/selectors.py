@@ -590,6 +590,13 @@ def result_is_stale(release: Release, latest: ArenaResult | None) -> bool:
     return (found["last"] or 0) != latest.last_vote_id or simulated != latest.simulated_votes
 
 
+def pairs_left(release: Release) -> int:
+    """Pairs a new voter could be shown: every pair of the catalogue but those holding a
+    text another release has made public since it was built (`copied_elsewhere`)."""
+    kept = kept_catalogue(release)
+    return len(kept.catalogue.ids) - len(set(kept.copied))
+
+
 def findable_left_out(release: Release) -> int:
     """How many texts of the arena's cells it never pairs because a text outside them has
     their words (`publication.same_words`); 0 for a release not published."""
@@ -602,8 +609,9 @@ def findable_left_out(release: Release) -> int:
 
 
 def arena_counts(release: Release) -> dict[str, int]:
-    """Staff figures: pairs, showings, votes by kind, simulated answers by status, and the
-    held texts left out of pairs because their words can be found outside the arena."""
+    """Staff figures: pairs (and those a voter can still be shown), showings, votes by kind,
+    simulated answers by status, and the held texts left out of pairs because their words can
+    be found outside the arena."""
     pairs = ArenaPair.objects.filter(release=release).aggregate(
         pairs=Count("pk"), flagged=Count("pk", filter=Q(flagged=True)))
     votes = ArenaVote.objects.filter(pair__release=release).aggregate(
@@ -613,5 +621,6 @@ def arena_counts(release: Release) -> dict[str, int]:
                      .values_list("status").annotate(n=Count("pk")))
     showings = ArenaShowing.objects.filter(pair__release=release).count()
     return {**pairs, **votes, "showings": showings, "left_out": findable_left_out(release),
+            "pairs_left": pairs_left(release) if pairs["pairs"] else 0,
             **{f"simulated_{status}": simulated.get(status, 0) for status in WorkStatus.values},
             "recognisability": RecognisabilityRun.objects.filter(release=release).count()}

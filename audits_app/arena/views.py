@@ -102,15 +102,22 @@ def arena_index(request: HttpRequest) -> HttpResponse:
 def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
     """What the arena is, what is stored, and the consent form (or a link to go on)."""
     arena = _arena(request, code)
-    return _page(request, "detail.html", arena, form=ConsentForm(), voter=_voter(request))
+    return _page(request, "detail.html", arena, form=ConsentForm(), voter=_voter(request),
+                 nothing_left=_nothing_left(arena))
+
+
+def _nothing_left(arena: ArenaAccess) -> bool:
+    """Voting, but no pair can be shown: another release made every paired text public."""
+    return arena.voting and selectors.pairs_left(arena.release) == 0
 
 
 @post_only(get_goes_to="arena:detail")
 def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     form = ConsentForm(request.POST)
-    if not form.is_valid():
-        return _page(request, "detail.html", arena, status=400, form=form, voter=None)
+    if not form.is_valid() or _nothing_left(arena):
+        return _page(request, "detail.html", arena, status=400, form=form, voter=None,
+                     nothing_left=_nothing_left(arena))
     voter = _voter(request)
     if voter is None:
         if ratelimits.voter_limited(request):
@@ -143,8 +150,8 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     if ratelimits.pair_limited(request):
         return _page(request, "limited.html", arena, status=429)
     showing = services.showing_create(release=arena.release, voter=voter)
-    if showing is None:
-        return _page(request, "done.html", arena)
+    if showing is None:  # every pair seen, or none left to see: the done page says which
+        return _page(request, "done.html", arena, nothing_left=_nothing_left(arena))
     return _pair_page(request, arena, showing, voter, VoteForm())
 
 

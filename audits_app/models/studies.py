@@ -10,9 +10,11 @@ change the release or its snapshot.
   approved `EthicsReview` of the study and closed on the record.
 - `StudyStimulus`: what a reader of one scenario may be given: a sampled text, the scenario's
   control text, or nothing (the no-text arm).
-- `StudyQuota`: readers wanted and places taken per reading position. A place is taken by a
-  conditional UPDATE that only succeeds below the target, and a check constraint keeps it
-  there, so concurrent participants never push a position over its target.
+- `StudyQuota`: readers wanted and places taken per reading position, counted apart for people
+  (`assigned`) and for the simulated crowd (`simulated_assigned`), so a demo's simulated
+  readers never use up people's places. A place is taken by a conditional UPDATE that only
+  succeeds below the target, and check constraints keep both counts there, so concurrent
+  participants never push a position over its target.
 - `StudyParticipant`: one person's session: a random key in a signed cookie, the profile
   answers that place them, the recruitment platform's ids as keyed hashes only, completion and
   the reasons their answers are excluded from figures (kept and counted all the same).
@@ -157,7 +159,8 @@ class StudyQuota(models.Model):
     study = models.ForeignKey(ReadingStudy, on_delete=models.CASCADE, related_name="quotas")
     position = models.CharField(max_length=10)
     target = models.PositiveIntegerField()
-    assigned = models.PositiveIntegerField(default=0)
+    assigned = models.PositiveIntegerField(default=0)  # people's places taken
+    simulated_assigned = models.PositiveIntegerField(default=0)  # the simulated crowd's
 
     class Meta:
         ordering = ["study", "position"]
@@ -165,7 +168,15 @@ class StudyQuota(models.Model):
             models.UniqueConstraint(fields=["study", "position"], name="study_quota_unique"),
             models.CheckConstraint(condition=models.Q(assigned__lte=models.F("target")),
                                    name="study_quota_within_target"),
+            models.CheckConstraint(
+                condition=models.Q(simulated_assigned__lte=models.F("target")),
+                name="study_quota_simulated_within_target"),
         ]
+
+    @staticmethod
+    def places_field(simulated: bool) -> str:
+        """The count of places taken by participants of this kind."""
+        return "simulated_assigned" if simulated else "assigned"
 
     def __str__(self) -> str:
         return f"{self.position}: {self.assigned}/{self.target}"

@@ -8,8 +8,10 @@ import re
 from collections.abc import Callable
 
 import pytest
+from django.test import Client
 
-from audits_app.arena.models import ArenaPair
+from audits_app.arena import selectors
+from audits_app.arena.models import ArenaPair, ArenaVoter
 from audits_app.arena.selectors import arena_counts
 from audits_app.arena.services import (
     ArenaError,
@@ -330,3 +332,55 @@ def test_held_texts_made_public_by_another_release_are_never_shown_and_the_publi
         shown.add(showing.pair_id)
     assert shown == set(pairs.values_list("pk", flat=True)) - with_copy
     assert findable_elsewhere(load_snapshot(half.publication), Holder.ARENA) == expected
+
+
+def _all_copies_of(source: Release) -> Callable[[Release], None]:
+    """A `before_publish` for a second release of the same writers that shows every text
+    `source` holds for the arena word for word."""
+    def change(release: Release) -> None:
+        held = held_cells(load_snapshot(source.publication), Holder.ARENA)
+        theirs = {(g.scenario_version.scenario.slug, g.model_id, g.task, g.condition,
+                   g.variant): g.text
+                  for g in Generation.objects.filter(release=source).select_related(
+                      "scenario_version__scenario")}
+        for generation in Generation.objects.filter(release=release).select_related(
+                "scenario_version__scenario"):
+            slug = generation.scenario_version.scenario.slug
+            if (slug, generation.task, generation.condition, generation.variant) in held:
+                Generation.objects.filter(pk=generation.pk).update(text=theirs[(
+                    slug, generation.model_id, generation.task, generation.condition,
+                    generation.variant)])
+
+    return change
+
+
+@pytest.mark.django_db
+def test_an_arena_whose_every_pair_was_made_public_elsewhere_invites_nobody(
+        half, client, publisher, monkeypatch):
+    """Another release showing every held text leaves no pair to show: the arena's page says
+    there is nothing to vote on (no consent, no Start), consenting anyway makes no voter, and
+    the manage page says no pairs remain and why."""
+    monkeypatch.setattr(selectors, "SHOWN_REFRESH_SECONDS", 0.0)  # no wait for the refresh
+    approve(half, publisher)
+    arena_open(release=half, user=publisher, reason="Approved; pilot week.")
+    pairs = ArenaPair.objects.filter(release=half).count()
+    page = client.get(f"/arena/{CODE}/").content.decode()
+    assert ">Start</button>" in page and "nothing to vote on" not in page
+    early = Client()  # consented before, has seen no pair yet
+    early.post(f"/arena/{CODE}/consent/", {"agree": "on"})
+    published_arena_release("copy.0", held_share=0.0, before_publish=_all_copies_of(half))
+    page = client.get(f"/arena/{CODE}/").content.decode()
+    assert "nothing to vote on" in page and ">Start</button>" not in page
+    assert 'name="agree"' not in page and "<strong>open</strong>" not in page
+    refused = client.post(f"/arena/{CODE}/consent/", {"agree": "on"})
+    assert refused.status_code == 400 and "nothing to vote on" in refused.content.decode()
+    assert ArenaVoter.objects.count() == 1  # the early one's only
+    told = early.get(f"/arena/{CODE}/pair/").content.decode()
+    assert "There is nothing to vote on now" in told and "You have seen every pair" not in told
+    assert showing_create(release=half, voter=voter_create(), background=False) is None
+    client.force_login(publisher)
+    manage = client.get(f"/arena/{CODE}/manage/").content.decode()
+    left_out = arena_counts(half)["left_out"]
+    assert pairs > 0 and left_out > 0
+    assert f"No pairs remain to vote on: all {pairs} pairs hold a text" in manage
+    assert f"({left_out} held texts left out of pairs" in manage

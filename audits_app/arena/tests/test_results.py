@@ -252,3 +252,28 @@ def test_the_results_page_leads_with_the_ranking_and_shows_what_each_rank_rests_
     shown = [row for key in ("human", "simulated") for row in rankings[key]["rows"]]
     assert ("above " in table) == any(row["above"] for row in shown)
     assert "above fixture/" not in table, "models are named as on the release's pages"
+
+
+def test_the_csv_says_which_votes_came_from_simulated_voters(client, voted):
+    rows = list(csv.DictReader(io.StringIO(client.get("/arena/arena.0/results.csv")
+                                           .content.decode())))
+    assert {(row["table"].startswith("human"), row["voters"], row["votes_simulated"])
+            for row in rows} == {(True, "people", "0"), (False, "simulated public", "0")}
+    voter = arena_services.voter_create()  # a demo voter: simulated, never a person
+    for _ in range(3):
+        showing = arena_services.showing_create(release=voted, voter=voter, background=False)
+        arena_services.vote_record(showing=showing, voter=voter,
+                                   favourable=showing.attention or "left", simulated=True,
+                                   now=showing.shown_at + timedelta(seconds=60))
+    result = results_refresh(release=voted)
+    simulated = result.data["votes"]["simulated"]
+    assert simulated > 0
+    answer = client.get("/api/v1/releases/arena.0/arena/").json()
+    assert answer["results"]["votes"]["simulated"] == simulated
+    rows = list(csv.DictReader(io.StringIO(client.get("/arena/arena.0/results.csv")
+                                           .content.decode())))
+    human = [row for row in rows if row["table"] == "human"]
+    assert human and {(row["voters"], row["votes_simulated"]) for row in human} == {
+        ("people and simulated voters", str(simulated))}
+    assert {row["voters"] for row in rows if row["table"] == "simulated"} == {
+        "simulated public"}

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from datetime import timedelta
+
+from django.utils import timezone
 
 from audits_app.models import (
     Exclusion,
@@ -20,6 +23,10 @@ from audits_app.models import (
     StudyReading,
     StudyStimulus,
 )
+
+# A session unfinished this long after placement gives its place back to the quota, so that
+# people who leave halfway do not keep others out; the session is kept and counted.
+PLACE_HELD = timedelta(hours=2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,15 +54,17 @@ def participant_step(participant: StudyParticipant) -> Step:
         return Step("expired")
     readings = list(participant.readings.select_related(
         "stimulus__generation", "scenario_version").order_by("order"))
-    total = 1 + 3 * len(readings)  # profile, then baseline, text, answers per scenario
-    for index, reading in enumerate(readings):
-        first = 2 + 3 * index
-        if reading.baseline is None:
-            return Step("baseline", reading, first, total)
-        if reading.stimulus.kind != StudyStimulus.Kind.NONE and reading.read_at is None:
-            return Step("read", reading, first + 1, total)
-        if reading.answered_at is None:
-            return Step("answers", reading, first + 2, total)
+    # The steps this reader goes through: the profile, then per scenario the baseline, the
+    # text (none in the no-text arm) and the answers.
+    path = [(kind, reading) for reading in readings
+            for kind in ("baseline", "read", "answers")
+            if kind != "read" or reading.stimulus.kind != StudyStimulus.Kind.NONE]
+    total = 1 + len(path)
+    for number, (kind, reading) in enumerate(path, start=2):
+        if kind == "baseline" and reading.baseline is None \
+                or kind == "read" and reading.read_at is None \
+                or kind == "answers" and reading.answered_at is None:
+            return Step(kind, reading, number, total)
     return Step("done")
 
 
@@ -66,6 +75,20 @@ def participant_exclusions(participant: StudyParticipant) -> list[str]:
             and Exclusion.DUPLICATE not in reasons:
         reasons.append(Exclusion.INCOMPLETE)
     return reasons
+
+
+def positions_full(study: ReadingStudy) -> tuple[int, int]:
+    """(positions whose places for people are all taken, positions): a person's position is
+    known only from their profile answers, so the study's page can say before consent that
+    every place is taken, or that some readers may find theirs full. A place held past
+    `PLACE_HELD` counts as free: the next placement there gives it back."""
+    stale = Counter(StudyParticipant.objects.filter(
+        study=study, simulated=False, turned_away=False, completed_at__isnull=True,
+        place_released_at__isnull=True, placed_at__lt=timezone.now() - PLACE_HELD)
+        .values_list("position", flat=True))
+    quotas = list(StudyQuota.objects.filter(study=study))
+    full = sum(quota.assigned - stale[quota.position] >= quota.target for quota in quotas)
+    return full, len(quotas)
 
 
 def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
@@ -91,7 +114,8 @@ def study_progress(study: ReadingStudy, *, simulated: bool) -> dict:
             _tally(arms.setdefault(arm, Counter()), participant, excluded)
     return {
         "positions": [{"position": position, "target": quotas[position].target,
-                       "assigned": quotas[position].assigned, **counts}
+                       "assigned": getattr(quotas[position],
+                                           StudyQuota.places_field(simulated)), **counts}
                       for position, counts in sorted(positions.items()) if position in quotas],
         "arms": [{"arm": arm, **counts} for arm, counts in sorted(arms.items())],
         "participants": len(participants),

@@ -10,7 +10,7 @@ import dataclasses
 import random
 import secrets
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import numpy as np
 from django.core.cache import cache
@@ -21,6 +21,7 @@ from django.utils import timezone
 from audits_app.arena.selectors import arena_texts
 from audits_app.arena.services import ArenaError, can_manage
 from audits_app.calibration.studies import identity
+from audits_app.calibration.studies.selectors import PLACE_HELD
 from audits_app.models import (
     EthicsReview,
     Exclusion,
@@ -45,9 +46,6 @@ from scenarios_app.models import Scenario
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 ATTENTION_ANSWER = 2  # the attention check asks for this answer (words.PAGE "attention")
-# A session unfinished this long after placement gives its place back to the quota, so that
-# people who leave halfway do not keep others out; the session is kept and counted.
-PLACE_HELD = timedelta(hours=2)
 
 
 class StudyError(ArenaError):
@@ -324,7 +322,9 @@ def participant_place(*, participant: StudyParticipant, traits: Traits,
                       rng: random.Random | None = None) -> bool:
     """Place the participant in a reading position and assign one stimulus per scenario at
     random among those its readers have been given least. False when the position's quota is
-    full (the participant is kept, `turned_away`).
+    full (the participant is kept, `turned_away`). People and the simulated crowd take places
+    from counts of their own (`StudyQuota.places_field`): simulated readers never fill a
+    position for people.
 
     The place is taken by a conditional UPDATE that succeeds only below the target: on
     PostgreSQL the row stays locked until commit, so participants of one position are placed
@@ -343,10 +343,11 @@ def participant_place(*, participant: StudyParticipant, traits: Traits,
                 place_released_at__isnull=True).exists():
             participant.refresh_from_db()
             return True
-        _places_release(study, position)
+        _places_release(study, position, participant.simulated)
+        places = StudyQuota.places_field(participant.simulated)
         taken = StudyQuota.objects.filter(study=study, position=position,
-                                          assigned__lt=F("target")).update(
-            assigned=F("assigned") + 1)
+                                          **{f"{places}__lt": F("target")}).update(
+            **{places: F(places) + 1})
         StudyParticipant.objects.filter(pk=participant.pk).update(
             profile=traits.model_dump(), position=position, turned_away=not taken,
             placed_at=timezone.now() if taken else None)
@@ -356,16 +357,19 @@ def participant_place(*, participant: StudyParticipant, traits: Traits,
     return bool(taken)
 
 
-def _places_release(study: ReadingStudy, position: str) -> None:
-    """Give back the places of sessions in this position left unfinished for `PLACE_HELD`.
-    Each is released by a conditional UPDATE, so two placements never release one twice."""
+def _places_release(study: ReadingStudy, position: str, simulated: bool) -> None:
+    """Give back the places of sessions of this kind in this position left unfinished for
+    `PLACE_HELD`. Each is released by a conditional UPDATE, so two placements never release
+    one twice."""
     stale = StudyParticipant.objects.filter(
-        study=study, position=position, turned_away=False, completed_at__isnull=True,
-        place_released_at__isnull=True, placed_at__lt=timezone.now() - PLACE_HELD)
+        study=study, position=position, simulated=simulated, turned_away=False,
+        completed_at__isnull=True, place_released_at__isnull=True,
+        placed_at__lt=timezone.now() - PLACE_HELD)
     released = stale.update(place_released_at=timezone.now())
     if released:
+        places = StudyQuota.places_field(simulated)
         StudyQuota.objects.filter(study=study, position=position).update(
-            assigned=F("assigned") - released)
+            **{places: F(places) - released})
 
 
 def _readings_create(participant: StudyParticipant, position: str, rng: random.Random) -> None:
@@ -450,6 +454,7 @@ def _complete(participant: StudyParticipant, now: datetime) -> None:
         completed_at=now, completion_code=code, exclusions=exclusions,
         place_released_at=now if gives_back else F("place_released_at"))
     if completed and gives_back:
+        places = StudyQuota.places_field(participant.simulated)
         StudyQuota.objects.filter(study=participant.study_id,
                                   position=participant.position).update(
-            assigned=F("assigned") - 1)
+            **{places: F(places) - 1})

@@ -61,7 +61,8 @@ def simulated_crowd(study: ReadingStudy, count: int, *, seed: int | None = None,
     walked = []
     for index in range(start, start + count):
         # A crowd recruited to the quotas: a position with room, while any has room.
-        room = set(StudyQuota.objects.filter(study=study, assigned__lt=F("target"))
+        room = set(StudyQuota.objects.filter(study=study,
+                                             simulated_assigned__lt=F("target"))
                    .values_list("position", flat=True))
         open_positions = [p for p in positions if p.id in room] or positions
         position = open_positions[int(rng.integers(len(open_positions)))]

@@ -79,9 +79,11 @@ def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
         ids = identity.platform_ids(request.GET)
     except identity.PlatformIdError as problem:
         return _page(request, study, "detail.html", status=400, problem=str(problem))
+    full, positions = selectors.positions_full(study)
     return _page(request, study, "detail.html", ids=ids, staff=is_staff(request.user),
                  form=ConsentForm(language=study.language), participant=_participant(
-                     request, study))
+                     request, study), all_full=positions > 0 and full == positions,
+                 some_full=0 < full < positions)
 
 
 @post_only(get_goes_to="studies:detail")

@@ -88,6 +88,11 @@ PAGE: dict[str, dict[str, str]] = {
         "attention": "To show that you read the questions, please choose 2 here.",
         "full": "Thank you. This study has enough readers like you already.",
         "full_done": "There is nothing more to do.",
+        "all_full": ("Every place in this study is taken at the moment: there is nothing to "
+                     "take part in. Thank you for your interest."),
+        "some_full": ("Places are full for some kinds of reader already: after a few "
+                      "questions about you, you may be told that the study has enough "
+                      "readers like you."),
         "full_return": ("You came from a recruitment platform: please return this study "
                         "there (on Prolific, “Return submission”), so that your place goes "
                         "to someone else. You will not be penalised for it."),
@@ -137,6 +142,11 @@ PAGE: dict[str, dict[str, str]] = {
         "attention": "Kies hier 2, zodat we zien dat u de vragen leest.",
         "full": "Dank u wel. Dit onderzoek heeft al genoeg lezers zoals u.",
         "full_done": "U hoeft niets meer te doen.",
+        "all_full": ("Alle plaatsen in dit onderzoek zijn op dit moment bezet: er valt niets "
+                     "aan mee te doen. Dank u wel voor uw belangstelling."),
+        "some_full": ("Voor sommige soorten lezers zijn de plaatsen al vol: na een paar vragen "
+                      "over uzelf kunt u te horen krijgen dat het onderzoek al genoeg lezers "
+                      "zoals u heeft."),
         "full_return": ("U kwam via een wervingsplatform: geef dit onderzoek daar terug (op "
                         "Prolific: „Return submission”), zodat uw plaats naar iemand anders "
                         "gaat. Dat heeft geen nadelige gevolgen voor u."),

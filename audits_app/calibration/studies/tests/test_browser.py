@@ -25,6 +25,10 @@ from audits_app.tests.test_browser_answer import axe_violations
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
 NO_SIDEWAYS_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
+# Each 1-7 scale's radios, by their tops: one distinct top per scale when it fits one row.
+SCALE_ROWS = """() => [...document.querySelectorAll('fieldset.scale')].map(scale => new Set(
+    [...scale.querySelectorAll('input[type=radio]')].map(
+        r => Math.round(r.getBoundingClientRect().top))).size)"""
 
 
 @pytest.fixture
@@ -60,7 +64,7 @@ def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
     if not shutil.which(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    widths, steps = [], []
+    widths, steps, scale_rows = [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 390, "height": 844},
@@ -82,6 +86,7 @@ def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
                 break
             steps.append(page.locator("h1").inner_text())
             widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+            scale_rows += page.evaluate(SCALE_ROWS)
             page.screenshot(path=str(SHOTS / f"study-{number:02d}-390.png"), full_page=True)
             choose_first_of_each_group(page)
             page.locator("button[type=submit]").click()
@@ -95,6 +100,7 @@ def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
     assert refused and stayed
     assert steps[0] == "About you" and "Please read this text about" in " ".join(steps)
     assert all(widths), widths
+    assert scale_rows and set(scale_rows) == {1}, "a 1-7 scale wraps at 390 px"
     participant = StudyParticipant.objects.get()
     assert code == participant.completion_code and link.endswith(f"cc={code}")
     assert participant.readings.filter(answered_at__isnull=False).count() == 2

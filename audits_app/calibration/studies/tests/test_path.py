@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from django.db.models import F
 from django.test import Client
 
 from audits_app.calibration.studies import selectors, services
@@ -307,3 +308,79 @@ def test_a_place_given_back_after_a_while_is_not_given_back_again_on_completion(
     slow.refresh_from_db()
     assert slow.completed_at is not None and Exclusion.TOO_FAST in slow.exclusions
     assert StudyQuota.objects.get(study=open_study, position="P06").assigned == 1
+
+
+def test_simulated_readers_do_not_use_up_peoples_places(open_study):
+    traits = Traits(**P06)
+    for _ in range(2):  # the simulated crowd fills P06's two places for simulated readers
+        bot = services.participant_consent(study=open_study, ids={}, simulated=True)
+        assert services.participant_place(participant=bot, traits=traits)
+    extra = services.participant_consent(study=open_study, ids={}, simulated=True)
+    assert not services.participant_place(participant=extra, traits=traits)
+    assert person(open_study, seed=1).completed and person(open_study, seed=2).completed
+    assert not person(open_study, seed=3).completed  # people's two places are taken now
+    quota = StudyQuota.objects.get(study=open_study, position="P06")
+    assert (quota.assigned, quota.simulated_assigned) == (2, 2)
+    rows = {simulated: next(row for row in selectors.study_progress(
+        open_study, simulated=simulated)["positions"] if row["position"] == "P06")
+        for simulated in (False, True)}
+    assert rows[False]["assigned"] == 2 and rows[True]["assigned"] == 2
+
+
+def test_the_studys_page_says_before_consent_when_every_place_is_taken(open_study, client):
+    StudyQuota.objects.filter(study=open_study).update(simulated_assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert 'name="agree"' in page and "Every place" not in page  # simulated: nobody's place
+    assert "Places are full for some" not in page
+    StudyQuota.objects.filter(study=open_study, position="P06").update(assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/").content.decode()
+    assert 'name="agree"' in page and "Places are full for some kinds of reader" in page
+    StudyQuota.objects.filter(study=open_study).update(assigned=F("target"))
+    page = client.get(f"/studies/{open_study.pk}/?PROLIFIC_PID=abc").content.decode()
+    assert "Every place in this study is taken" in page and 'name="agree"' not in page
+    assert "Return submission" in page
+
+
+def test_the_step_counter_counts_the_steps_this_reader_goes_through(open_study):
+    participant = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    arms = {reading.stimulus.kind for reading in participant.readings.all()}
+    if "none" not in arms:  # give the first scenario the no-text arm
+        first = participant.readings.order_by("order").first()
+        none = open_study.stimuli.get(scenario_version=first.scenario_version_id, kind="none")
+        StudyReading.objects.filter(pk=first.pk).update(stimulus=none)
+    readings = list(participant.readings.order_by("order"))
+    expected_total = 1 + sum(2 if r.stimulus.kind == "none" else 3 for r in readings)
+    seen = []
+    while (step := selectors.participant_step(participant)).kind != "done":
+        seen.append((step.number, step.total))
+        reading = step.reading
+        if step.kind == "baseline":
+            services.reading_baseline(reading=reading, attitude=[4, 4, 4])
+        elif step.kind == "read":
+            services.reading_show(reading=reading)
+            services.reading_read(reading=reading)
+        else:
+            services.reading_answer(reading=reading, attitude=[4, 4, 4],
+                                    knowledge=[None] * 4, attention=2)
+        participant.refresh_from_db()
+    assert seen == [(number, expected_total) for number in range(2, expected_total + 1)]
+
+
+def test_the_migration_moves_places_the_simulated_crowd_holds_out_of_peoples_count(open_study):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "audits_app.migrations.0018_study_quota_simulated_places")
+    traits = Traits(**P06)
+    bot = services.participant_consent(study=open_study, ids={}, simulated=True)
+    assert services.participant_place(participant=bot, traits=traits)
+    assert person(open_study, seed=1).completed
+    # As a database from before the split counted them: both places as people's.
+    StudyQuota.objects.filter(study=open_study, position="P06").update(
+        assigned=2, simulated_assigned=0)
+    migration.simulated_places_apart(apps, None)
+    quota = StudyQuota.objects.get(study=open_study, position="P06")
+    assert (quota.assigned, quota.simulated_assigned) == (1, 1)
