@@ -36,6 +36,7 @@ TEXTS_PER_PAGE = 50
 CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
+@query_params.reads()
 def release_list(request: HttpRequest) -> HttpResponse:
     """The front page: what BaitBench measures, the newest release's answer (its overview
     table and chart), then every published release."""
@@ -80,6 +81,7 @@ def _newest_answer(row: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@query_params.reads()
 def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     publication = public.publication_get(code)
     if publication is None:
@@ -176,6 +178,7 @@ def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
     return release_page(request, public.draft_view(release))
 
 
+@query_params.reads()
 def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     published_at = published.publication.published_at
@@ -187,6 +190,7 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@query_params.reads()
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     rows, columns = public.leaderboard_rows(published.snapshot), public.LEADERBOARD_COLUMNS
@@ -202,6 +206,7 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@query_params.reads()
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
@@ -225,6 +230,8 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     return render(request, "audits_app/scenario_detail.html", context)
 
 
+
+@query_params.reads(*public.TEXT_FILTERS, "order", "page")
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
     """A release's texts, filtered, sorted and paged; a filter, order or page it does not have
     is a 400 naming it and what it accepts (`audits_app.query_params`)."""
@@ -272,6 +279,7 @@ def _text_columns(filters, order: str) -> list[dict[str, Any]]:
     return columns
 
 
+@query_params.reads()
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     """A text with everything measured about it, and the same item by every other model."""
     published = public.release_view_get(code, request.user)
