@@ -23,6 +23,7 @@ from audits_app.leaderboard.chart import chart_points, release_chart_svg, releas
 from audits_app.leaderboard.measures import FIELD_LABELS, MAIN
 from audits_app.pages import viewer as public
 from audits_app.pages.method import checks_context
+from audits_app.publication.held_cells import Holder, held_cells, withheld_holders
 from audits_app.publication.snapshot_model import (
     ReferenceRow,
     ReleaseSnapshot,
@@ -226,9 +227,30 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
                                  names),
         "model_means": _model_means(texts, names),
         "text_count": len(texts),
+        "no_texts_because": "" if texts else _why_no_texts(published, slug),
     }
     return render(request, "audits_app/scenario_detail.html", context)
 
+
+HELD_FOR = {Holder.ARENA: "the release's arena, until the arena closes",
+            Holder.READING_STUDIES: "the release's reading studies, until they are revealed"}
+
+
+def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
+    """Why this viewer sees no text of a scenario the page shows: its texts are held for the
+    arena or reading studies (`publication.held_cells`), or held out of the public pages, or
+    the release has none. Nothing about the texts themselves (not their writers)."""
+    snapshot = published.snapshot
+    revealed = public.revealed_holders(published.release.pk)
+    holders = [holder for holder in withheld_holders(snapshot, revealed)
+               if any(cell[0] == slug for cell in held_cells(snapshot, holder))]
+    if holders:
+        return ("Its texts are held for " + " and for ".join(HELD_FOR[h] for h in holders)
+                + ": no page lists them before then.")
+    if published.draft is None and any(
+            text.scenario == slug for text in public.load_snapshot(published.publication).texts):
+        return "Its texts are held out of the public pages."
+    return "This release has no texts of this scenario."
 
 
 @query_params.reads(*public.TEXT_FILTERS, "order", "page")
