@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import BadRequest
 from django.core.handlers.exception import response_for_exception
 from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
@@ -310,11 +311,13 @@ def _personal(request: HttpRequest, response: HttpResponse) -> bool:
 
 def _answer(view: View, request: HttpRequest, *args, **kwargs) -> HttpResponse:
     """The view's response; its 404 as the site's 404 page, so that it can be marked: a 404 is
-    cacheable by default (RFC 9111), and a draft's 404 turns into a page when it is published."""
+    cacheable by default (RFC 9111), and a draft's 404 turns into a page when it is published.
+    A 400 (a parameter the view refused, `audits_app.query_params`) is marked too: it is an
+    answer to this visitor's mistake, never a published page."""
     try:
         return view(request, *args, **kwargs)
-    except Http404 as missing:
-        return response_for_exception(request, missing)
+    except (Http404, BadRequest) as refused:
+        return response_for_exception(request, refused)
 
 
 def _published(response: HttpResponse, etag: str) -> HttpResponse:

@@ -239,6 +239,9 @@ SPECTACULAR_SETTINGS = {
     # held-out material too. Listing the session as a security scheme put a padlock and an
     # "Authorize" button on endpoints that need neither.
     "AUTHENTICATION_WHITELIST": [],
+    # Every operation refuses a parameter it does not take with a 400: the schema says so.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "audits_app.api.errors.document_refused_parameters"],
     # One name for the compare answer's reasons, used by two fields (each would name it).
     "ENUM_NAME_OVERRIDES": {
         "ComparabilityFieldEnum": "audits_app.leaderboard.compare.COMPARABILITY_FIELDS"},

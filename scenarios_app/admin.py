@@ -292,7 +292,9 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
             # name); the lines name the uploaded file, not the temporary folder it sat in.
             problems = [line.replace(f"{folder}/", "") for line in result.problems]
         else:
-            problems = []
+            # A refused upload (too large, not a .yaml or .zip, a damaged zip) is listed as
+            # the import's problems are, under the same "Nothing was imported".
+            problems = [*form.non_field_errors(), *form.errors.get("files", [])]
         context = self._page_context(request, "Upload scenario files", form=form,
                                      problems=problems)
         return TemplateResponse(request, "admin/scenarios_app/scenario/upload.html", context)

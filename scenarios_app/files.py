@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.template.defaultfilters import filesizeformat
 
 from scenarios_app.schemas import (
     ALLOWED_HERE,
@@ -78,8 +79,17 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
 def too_large(size: int) -> str | None:
     """The problem with a scenario file of `size` bytes, or None if it may be read."""
     if size > MAX_FILE_BYTES:
-        return f"too large ({size} bytes; the limit is {MAX_FILE_BYTES})"
+        return f"too large ({size_against(size, MAX_FILE_BYTES)})"
     return None
+
+
+def size_against(size: int, limit: int) -> str:
+    """'10.0 MB; the limit is 256.0 KB': sizes in the unit the upload page states its limit
+    in (Django's `filesizeformat`), with the bytes too where the two would read the same."""
+    shown, most = filesizeformat(size), filesizeformat(limit)
+    if shown == most:
+        shown, most = f"{shown}, {size} bytes", f"{most}, {limit} bytes"
+    return f"{shown}; the limit is {most}"
 
 
 def read_scenario_text(path: Path) -> tuple[str | None, list[str]]:

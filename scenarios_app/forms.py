@@ -22,7 +22,7 @@ from django.forms.models import BaseInlineFormSet
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES
+from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES, size_against
 from scenarios_app.models import KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import scenario_document, scenario_slug_change_refusal
@@ -347,7 +347,7 @@ class ScenarioUploadForm(forms.Form):
             unpacked = sum(member.file_size for member in members)
             if unpacked > MAX_ZIP_BYTES:
                 raise forms.ValidationError(
-                    f"{upload.name}: unpacks to {unpacked} bytes; the limit is {MAX_ZIP_BYTES}")
+                    f"{upload.name}: unpacks to {size_against(unpacked, MAX_ZIP_BYTES)}")
             return [(f"{Path(upload.name).name}/{Path(member.filename).name}",
                      archive.read(member)) for member in members]
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
@@ -362,7 +362,7 @@ class ScenarioUploadForm(forms.Form):
 
 def _refuse_if_too_large(name: str, size: int, limit: int) -> None:
     if size > limit:
-        raise forms.ValidationError(f"{name}: too large ({size} bytes; the limit is {limit})")
+        raise forms.ValidationError(f"{name}: too large ({size_against(size, limit)})")
 
 
 def _yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audits_app import query_params
 from audits_app.calibration.figures import calibration_table, snapshot_calibration
 from audits_app.calibration.trial_report import reader_trials, release_contamination, trial_table
 from audits_app.pages import viewer as public
@@ -18,7 +19,7 @@ from audits_app.pages.method import CALIBRATION_PENDING
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
 
 
-class CalibrationView(APIView):
+class CalibrationView(query_params.DeclaredParameters, APIView):
     @extend_schema(summary="The simulated public against human readers (calibration)",
                    responses={200: OpenApiTypes.OBJECT, 404: NOT_FOUND})
     def get(self, request: Request, code: str) -> Response:
@@ -32,7 +33,7 @@ class CalibrationView(APIView):
                          "measures": calibration_table(summary, names)})
 
 
-class ContaminationView(APIView):
+class ContaminationView(query_params.DeclaredParameters, APIView):
     @extend_schema(summary="The release's contamination check: probes, scan and findings",
                    responses={200: OpenApiTypes.OBJECT, 404: NOT_FOUND})
     def get(self, request: Request, code: str) -> Response:
@@ -41,7 +42,7 @@ class ContaminationView(APIView):
         return Response({"release": code, "checked": found is not None, **(found or {})})
 
 
-class ReaderTrialListView(APIView):
+class ReaderTrialListView(query_params.DeclaredParameters, APIView):
     @extend_schema(summary="Reader trials: every candidate's criteria, speed and price",
                    responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:

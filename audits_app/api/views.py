@@ -61,7 +61,7 @@ class SnapshotPagination(LimitOffsetPagination):
                                          default=0)
 
 
-class SnapshotListView(GenericAPIView):
+class SnapshotListView(query_params.DeclaredParameters, GenericAPIView):
     """A paginated list of snapshot dicts, where a generic view expects a queryset.
 
     `get_queryset()` returns that list: DRF's browsable renderer asks for it (to build its
@@ -86,7 +86,7 @@ class SnapshotListView(GenericAPIView):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
-class ApiRootView(GenericAPIView):
+class ApiRootView(query_params.DeclaredParameters, GenericAPIView):
     """Where the API starts: its collections, the schema and the documentation."""
 
     pagination_class = None
@@ -122,7 +122,7 @@ class ReleaseListView(SnapshotListView):
         return public.published_releases(self.request.user)
 
 
-class ReleaseDetailView(GenericAPIView):
+class ReleaseDetailView(query_params.DeclaredParameters, GenericAPIView):
     serializer_class = serializers.ReleaseDetailSerializer
     pagination_class = None
 
@@ -161,7 +161,7 @@ def _draft(request: Request, code: str) -> dict:
             "population_weights": None}
 
 
-class LeaderboardView(GenericAPIView):
+class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
     serializer_class = serializers.LeaderboardSerializer
     pagination_class = None
 
@@ -257,6 +257,7 @@ class TextPagination(SnapshotPagination):
 class TextListView(SnapshotListView):
     serializer_class = serializers.TextScoreSerializer
     pagination_class = TextPagination
+    query_parameters = public.TEXT_FILTERS
 
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
@@ -264,8 +265,9 @@ class TextListView(SnapshotListView):
         return public.checked_filter_texts(published.snapshot.texts, self.request.query_params)
 
 
-class TextCsvView(GenericAPIView):
+class TextCsvView(query_params.DeclaredParameters, GenericAPIView):
     pagination_class = None
+    query_parameters = (*public.TEXT_FILTERS, "limit", "offset")
 
     @extend_schema(summary="Per-text scores as CSV", parameters=[
         *TEXT_FILTER_PARAMETERS,
@@ -300,7 +302,7 @@ class ScenarioListView(SnapshotListView):
         return public.published_scenarios(self.request.user)
 
 
-class CompareView(GenericAPIView):
+class CompareView(query_params.DeclaredParameters, GenericAPIView):
     serializer_class = serializers.CompareSerializer
     pagination_class = None
 
@@ -315,7 +317,7 @@ class CompareView(GenericAPIView):
         return Response(self.get_serializer(comparison).data)
 
 
-class ModelHistoryView(GenericAPIView):
+class ModelHistoryView(query_params.DeclaredParameters, GenericAPIView):
     serializer_class = serializers.ModelHistorySerializer
     pagination_class = None
 

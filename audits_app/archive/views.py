@@ -11,6 +11,7 @@ from collections.abc import Callable
 from django.http import Http404, HttpRequest, HttpResponse
 from django_ratelimit.core import get_usage
 
+from audits_app import query_params
 from audits_app.archive.export import archive_name, release_archive_kept
 from audits_app.archive.signing import SigningKeyError
 from audits_app.arena.ratelimits import connection_key
@@ -23,6 +24,7 @@ log = logging.getLogger("baitbench.archive")
 DOWNLOADS = ("archive.downloads", "30/10m")
 
 
+@query_params.reads()
 def release_archive_download(request: HttpRequest, code: str, *, staff: bool) -> HttpResponse:
     """A published release as one ZIP (`audits_app.archive`): the public archive for anyone,
     the staff archive (held-out and confidential material included) for staff only, and

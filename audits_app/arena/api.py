@@ -13,6 +13,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from audits_app import query_params
 from audits_app.arena import selectors, services
 from audits_app.arena.presentation import arena_data
 
@@ -56,7 +57,7 @@ class ArenaSerializer(serializers.Serializer):
     model_names = serializers.DictField(child=serializers.CharField())
 
 
-class ArenaView(GenericAPIView):
+class ArenaView(query_params.DeclaredParameters, GenericAPIView):
     serializer_class = ArenaSerializer
     pagination_class = None
 

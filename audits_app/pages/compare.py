@@ -11,7 +11,7 @@ import re
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from audits_app import csv_files
+from audits_app import csv_files, query_params
 from audits_app.leaderboard import compare
 from audits_app.pages import viewer as public
 
@@ -24,12 +24,14 @@ def release_comparison(request: HttpRequest, code_a: str, code_b: str) -> dict:
     return {"release_a": a, "release_b": b, **compare.compare_snapshots(a.snapshot, b.snapshot)}
 
 
+@query_params.reads()
 def compare_detail(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     context = release_comparison(request, code_a, code_b)
     context["releases"] = public.published_releases(request.user)
     return render(request, "audits_app/compare.html", context)
 
 
+@query_params.reads()
 def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     comparison = release_comparison(request, code_a, code_b)
     text = csv_files.csv_text(compare.compare_csv_rows(comparison), compare.COMPARE_COLUMNS)
@@ -38,6 +40,7 @@ def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     return response
 
 
+@query_params.reads("a", "b")
 def compare_choose(request: HttpRequest) -> HttpResponse:
     """The release list's form: two codes in, the comparison's address out."""
     code_a, code_b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
@@ -48,6 +51,7 @@ def compare_choose(request: HttpRequest) -> HttpResponse:
     return redirect("audits:compare", code_a=code_a, code_b=code_b)
 
 
+@query_params.reads()
 def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
     boards = public.published_leaderboards()
     history = compare.model_history(model_id, boards)
@@ -59,6 +63,7 @@ def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
         "model": history, "tables": compare.history_tables(history), "unverified": unverified})
 
 
+@query_params.reads()
 def model_csv(request: HttpRequest, model_id: str) -> HttpResponse:
     history = compare.model_history(model_id, public.published_leaderboards())
     if history is None:

@@ -14,7 +14,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from audits_app import csv_files
+from audits_app import csv_files, query_params
 from audits_app.calibration.figures import (
     CSV_COLUMNS,
     calibration_csv_rows,
@@ -90,6 +90,7 @@ def _calibration_or_404(request: HttpRequest, code: str):
     return published, summary
 
 
+@query_params.reads()
 def release_calibration_svg(request: HttpRequest, code: str) -> HttpResponse:
     published, summary = _calibration_or_404(request, code)
     svg = calibration_svg(summary, public.model_names(published.snapshot), code)
@@ -98,6 +99,7 @@ def release_calibration_svg(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@query_params.reads()
 def release_calibration_csv(request: HttpRequest, code: str) -> HttpResponse:
     published, summary = _calibration_or_404(request, code)
     rows = calibration_csv_rows(summary, public.model_names(published.snapshot))

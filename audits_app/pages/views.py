@@ -23,6 +23,7 @@ from audits_app.leaderboard.chart import chart_points, release_chart_svg, releas
 from audits_app.leaderboard.measures import FIELD_LABELS, MAIN
 from audits_app.pages import viewer as public
 from audits_app.pages.method import checks_context
+from audits_app.publication.held_cells import Holder, held_cells, withheld_holders
 from audits_app.publication.snapshot_model import (
     ReferenceRow,
     ReleaseSnapshot,
@@ -36,6 +37,7 @@ TEXTS_PER_PAGE = 50
 CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
+@query_params.reads()
 def release_list(request: HttpRequest) -> HttpResponse:
     """The front page: what BaitBench measures, the newest release's answer (its overview
     table and chart), then every published release."""
@@ -80,6 +82,7 @@ def _newest_answer(row: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@query_params.reads()
 def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     publication = public.publication_get(code)
     if publication is None:
@@ -176,6 +179,7 @@ def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
     return release_page(request, public.draft_view(release))
 
 
+@query_params.reads()
 def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     published_at = published.publication.published_at
@@ -187,6 +191,7 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@query_params.reads()
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     rows, columns = public.leaderboard_rows(published.snapshot), public.LEADERBOARD_COLUMNS
@@ -202,6 +207,7 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@query_params.reads()
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
@@ -221,10 +227,33 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
                                  names),
         "model_means": _model_means(texts, names),
         "text_count": len(texts),
+        "no_texts_because": "" if texts else _why_no_texts(published, slug),
     }
     return render(request, "audits_app/scenario_detail.html", context)
 
 
+HELD_FOR = {Holder.ARENA: "the release's arena, until the arena closes",
+            Holder.READING_STUDIES: "the release's reading studies, until they are revealed"}
+
+
+def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
+    """Why this viewer sees no text of a scenario the page shows: its texts are held for the
+    arena or reading studies (`publication.held_cells`), or held out of the public pages, or
+    the release has none. Nothing about the texts themselves (not their writers)."""
+    snapshot = published.snapshot
+    revealed = public.revealed_holders(published.release.pk)
+    holders = [holder for holder in withheld_holders(snapshot, revealed)
+               if any(cell[0] == slug for cell in held_cells(snapshot, holder))]
+    if holders:
+        return ("Its texts are held for " + " and for ".join(HELD_FOR[h] for h in holders)
+                + ": no page lists them before then.")
+    if published.draft is None and any(
+            text.scenario == slug for text in public.load_snapshot(published.publication).texts):
+        return "Its texts are held out of the public pages."
+    return "This release has no texts of this scenario."
+
+
+@query_params.reads(*public.TEXT_FILTERS, "order", "page")
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
     """A release's texts, filtered, sorted and paged; a filter, order or page it does not have
     is a 400 naming it and what it accepts (`audits_app.query_params`)."""
@@ -272,6 +301,7 @@ def _text_columns(filters, order: str) -> list[dict[str, Any]]:
     return columns
 
 
+@query_params.reads()
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     """A text with everything measured about it, and the same item by every other model."""
     published = public.release_view_get(code, request.user)

@@ -209,6 +209,66 @@ def test_a_page_size_or_offset_that_is_not_a_whole_number_is_a_400_naming_it(
     assert len(client.get(f"{url}?limit=5000").json()["results"]) <= 1000
 
 
+UNKNOWN_PARAMETERS = [
+    ("/api/v1/releases/pub.0/texts/?visibility=held", "visibility"),
+    ("/api/v1/releases/pub.0/texts/?order=bogus", "order"),
+    ("/api/v1/releases/pub.0/texts/?ordering=bogus", "ordering"),
+    ("/api/v1/releases/pub.0/texts.csv?visibility=held", "visibility"),
+    ("/api/v1/scenarios/?language=xx", "language"),
+    ("/api/v1/releases/?page=abc", "page"),
+    ("/api/v1/releases/?status=bogus", "status"),
+    ("/api/v1/releases/pub.0/?status=bogus", "status"),
+    ("/api/v1/releases/pub.0/leaderboard/?measure=bogus", "measure"),
+    ("/api/v1/releases/pub.0/calibration/?measure=bogus", "measure"),
+    ("/api/v1/releases/pub.0/contamination/?measure=bogus", "measure"),
+    ("/api/v1/releases/pub.0/compare/pub.0/?measure=bogus", "measure"),
+    ("/api/v1/models/fixture/candid/?release=pub.0", "release"),
+    ("/api/v1/reader-trials/?limit=-1", "limit"),
+    ("/api/v1/reader-trials/?page=abc", "page"),
+    ("/api/v1/?bogus=1", "bogus"),
+]
+
+
+@pytest.mark.parametrize(("url", "name"), UNKNOWN_PARAMETERS)
+def test_a_parameter_an_endpoint_does_not_take_is_a_400_naming_it_and_the_accepted_ones(
+        client, world, url, name):
+    """Read as "no filter", `?visibility=held` answered the public texts as if they were what
+    was asked for."""
+    response = client.get(url)
+    assert response.status_code == 400, url
+    assert list(response.json()) == [name], url
+    (why,) = response.json()[name]
+    assert why.startswith(f"unknown parameter '{name}'; this address accepts "), why
+    assert "format" in why, why
+
+
+def test_a_parameter_given_twice_is_a_400_naming_it(client, world):
+    for url, name in (("/api/v1/releases/?limit=1&limit=2", "limit"),
+                      ("/api/v1/releases/pub.0/texts/?task=T1&task=T2", "task"),
+                      ("/api/v1/releases/pub.0/texts.csv?offset=0&offset=1", "offset")):
+        response = client.get(url)
+        assert response.status_code == 400, url
+        assert response.json() == {name: [f"{name} is given 2 times; give it once"]}, url
+
+
+def test_the_schema_lists_exactly_the_parameters_each_endpoint_accepts(client):
+    """The schema and the refusal read the same names; `format` (DRF's renderer choice, taken
+    everywhere) is the README's, not each operation's."""
+    from django.urls import resolve
+
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    for path, operations in schema["paths"].items():
+        url = path.replace("{model_id}", "fixture/candid").replace("{code}", "pub.0") \
+            .replace("{other}", "pub.0")
+        match = resolve(url)
+        view = match.func.cls(**match.func.initkwargs)
+        accepted = set(view.accepted_parameters()) - {"format"}
+        listed = {parameter["name"] for parameter in operations["get"].get("parameters", [])
+                  if parameter["in"] == "query"}
+        assert listed == accepted, path
+        assert "does not take" in operations["get"]["responses"]["400"]["description"], path
+
+
 def test_texts_csv(client, world):
     response = client.get("/api/v1/releases/pub.0/texts.csv", {"model": "fixture/spinner"})
     assert response["Content-Type"].startswith("text/csv")

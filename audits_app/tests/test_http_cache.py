@@ -81,6 +81,19 @@ def test_a_conditional_request_answers_304_without_building_the_page(
     assert "public" in cache_directives(response)
 
 
+def test_a_refused_parameter_is_never_cached_and_the_valid_address_still_is(client, world):
+    code = world.release.code
+    for url in (f"/releases/{code}/", f"/releases/{code}/texts/", f"/api/v1/releases/{code}/",
+                f"/api/v1/releases/{code}/texts/", f"/releases/{code}/leaderboard.csv", "/"):
+        refused = client.get(url, {"bogus": "1"})
+        assert refused.status_code == 400, url
+        assert "ETag" not in refused, url
+        assert {"private", "no-store"} <= cache_directives(refused), url
+        etag = client.get(url)["ETag"]
+        again = client.get(url, HTTP_IF_NONE_MATCH=etag)
+        assert again.status_code == 304 and again["ETag"] == etag, url
+
+
 def test_a_weakened_tag_still_matches(client, world):
     # If-None-Match compares weakly: a proxy that compressed the answer may send W/"tag".
     url = f"/releases/{world.release.code}/leaderboard.csv"

@@ -157,6 +157,47 @@ def test_a_value_the_text_list_does_not_accept_is_a_400_naming_the_parameter(cli
     assert named in html and "<h1>Not accepted</h1>" in html  # the site's error page
 
 
+@pytest.mark.parametrize(("url", "named"), [
+    ("/releases/pub.0/?measure=bogus",
+     "Unknown parameter &#x27;measure&#x27;; this address accepts no parameters."),
+    ("/releases/pub.0/texts/?bogus=1", "Unknown parameter &#x27;bogus&#x27;; this address "
+                                       "accepts condition, model, order, page, scenario, task."),
+    ("/releases/pub.0/texts/?page=1&page=2", "Page is given 2 times; give it once."),
+    ("/releases/pub.0/chart.svg?v=2", "Unknown parameter &#x27;v&#x27;"),
+    ("/?release=pub.0", "Unknown parameter &#x27;release&#x27;"),
+    ("/models/fixture/candid/?release=pub.0", "Unknown parameter &#x27;release&#x27;"),
+    ("/compare/?a=pub.0&b=pub.0&c=pub.0", "Unknown parameter &#x27;c&#x27;; this address "
+                                          "accepts a, b."),
+])
+def test_a_parameter_a_page_does_not_read_is_a_400_naming_it(client, world, url, named):
+    """Ignored, `?measure=bogus` answered the page as if the measure had been chosen."""
+    response = client.get(url)
+    assert response.status_code == 400, url
+    html = response.content.decode()
+    assert named in html and "<h1>Not accepted</h1>" in html, url
+
+
+def test_a_csv_refuses_a_parameter_it_does_not_read_in_plain_text(client, world):
+    response = client.get("/releases/pub.0/leaderboard.csv?measure=honesty")
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/plain")
+    assert response.content.decode() == ("Unknown parameter 'measure'; this address accepts "
+                                         "no parameters.\n")
+
+
+def test_every_public_page_declares_the_parameters_it_reads():
+    """`query_params.reads` on every view of the public pages (staff pages aside), so that
+    none reads a parameter it was never told of, nor ignores one."""
+    from django.urls import get_resolver
+
+    staff_pages = {"publish-queue", "release-publish"}
+    public_pages = [pattern for pattern in get_resolver("audits_app.urls").url_patterns
+                    if pattern.name and pattern.name not in staff_pages]
+    assert len(public_pages) > 10
+    for pattern in public_pages:
+        assert hasattr(pattern.callback, "query_parameters"), pattern.name
+
+
 def test_downloads(client, world):
     svg = client.get("/releases/pub.0/chart.svg")
     assert svg["Content-Type"] == "image/svg+xml"

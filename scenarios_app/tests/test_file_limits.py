@@ -50,11 +50,12 @@ def refused(*args: str) -> list[str]:
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
     path = write(tmp_path, "big.yaml", padded_to(dump(valid_document()), MAX_FILE_BYTES + 1))
 
-    assert refused(path) == [f"{path}: too large ({MAX_FILE_BYTES + 1} bytes; the limit is "
-                             f"{MAX_FILE_BYTES})"]
+    # One byte over reads as the limit does in KB: the bytes say which is larger.
+    assert refused(path) == [f"{path}: too large (256.0\xa0KB, {MAX_FILE_BYTES + 1} bytes; the "
+                             f"limit is 256.0\xa0KB, {MAX_FILE_BYTES} bytes)"]
     code, _, err = run("validate_scenarios", path)
-    assert (code, err.strip()) == (1, f"{path}: too large ({MAX_FILE_BYTES + 1} bytes; the "
-                                      f"limit is {MAX_FILE_BYTES})")
+    assert (code, err.strip()) == (1, f"{path}: too large (256.0\xa0KB, {MAX_FILE_BYTES + 1} "
+                                      f"bytes; the limit is 256.0\xa0KB, {MAX_FILE_BYTES} bytes)")
 
 
 def test_a_file_of_exactly_the_size_limit_imports(tmp_path):
@@ -265,8 +266,24 @@ def test_the_upload_refuses_a_file_over_the_limit_as_a_form_error(curator_client
     response = curator_client.post(UPLOAD, {"files": [_upload("big.yaml", big)]})
 
     assert response.status_code == 200
-    assert (f"big.yaml: too large ({MAX_FILE_BYTES + 10} bytes; the limit is "
-            f"{MAX_FILE_BYTES})") in response.content.decode()
+    assert _messages(response) == [
+        f"big.yaml: too large (256.0\xa0KB, {MAX_FILE_BYTES + 10} bytes; the limit is "
+        f"256.0\xa0KB, {MAX_FILE_BYTES} bytes)", "Nothing was imported."]
+    assert not Scenario.objects.exists()
+
+
+def test_a_refused_upload_states_sizes_as_the_page_does_and_that_nothing_was_imported(
+        curator_client):
+    """10,500,053 bytes against 262144 read as a puzzle beside the page's "256.0 KB"."""
+    page = curator_client.get(UPLOAD).content.decode()
+    assert "Each file may be at most 256.0\xa0KB." in page
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("huge.yaml", b"#" * 10500053)]})
+
+    assert response.status_code == 200
+    assert _messages(response) == ["huge.yaml: too large (10.0\xa0MB; the limit is "
+                                   "256.0\xa0KB)", "Nothing was imported."]
+    assert "Nothing was imported: 1 problem." in response.content.decode()
     assert not Scenario.objects.exists()
 
 
@@ -279,8 +296,9 @@ def test_the_upload_refuses_a_zip_member_over_the_limit(curator_client):
     response = curator_client.post(UPLOAD, {"files": [upload]})
 
     assert response.status_code == 200
-    assert (f"set.zip/set/big.yaml: too large ({MAX_FILE_BYTES + 1} bytes; the limit is "
-            f"{MAX_FILE_BYTES})") in response.content.decode()
+    assert _messages(response) == [
+        f"set.zip/set/big.yaml: too large (256.0\xa0KB, {MAX_FILE_BYTES + 1} bytes; the limit "
+        f"is 256.0\xa0KB, {MAX_FILE_BYTES} bytes)", "Nothing was imported."]
 
 
 def test_the_upload_reports_a_damaged_zip(curator_client):

@@ -4,6 +4,7 @@ only those texts."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 
@@ -103,6 +104,36 @@ def test_no_public_path_leads_to_a_text_held_for_the_arena_until_it_closes(
     assert client.get(f"/releases/{CODE}/texts/{min(held_ids)}/").status_code == 200
     with pytest.raises(ArenaError, match="texts have been public since"):
         arena_open(release=half, user=publisher, reason="Once more.")
+
+
+@pytest.mark.django_db
+def test_a_scenario_whose_texts_are_held_says_why_it_lists_none_and_links_no_empty_list(
+        release, client, publisher):
+    """The scenario page linked "The 0 texts of this scenario" to a text list that answers
+    400 (no text has that scenario yet): it says why there are none instead, naming no text
+    or writer. Arena texts first, then reading studies' once the arena has revealed its."""
+    both = published_arena_release(CODE, held_share=0.5, study_share=0.5)
+    snapshot = load_snapshot(both.publication)
+    (arena_slug,) = {slug for slug, *_ in held_cells(snapshot, Holder.ARENA)}
+    (study_slug,) = {slug for slug, *_ in held_cells(snapshot, Holder.READING_STUDIES)}
+    list_url = f"/releases/{CODE}/texts/?scenario="
+    for slug, held_for in ((arena_slug, "the release's arena, until the arena closes"),
+                           (study_slug, "the release's reading studies, until they are "
+                                        "revealed")):
+        page = html.unescape(client.get(f"/releases/{CODE}/scenarios/{slug}/").content.decode())
+        assert list_url not in page and "The 0 texts" not in page, slug
+        assert (f"No text of this scenario is listed. Its texts are held for {held_for}: "
+                "no page lists them before then.") in page, slug
+        assert not any(name in page for name in ("fixture/", "candid", "spinner")), slug
+    # Publishers see every text, with the link; so does everyone once the arena closes.
+    client.force_login(publisher)
+    assert list_url + arena_slug in client.get(
+        f"/releases/{CODE}/scenarios/{arena_slug}/").content.decode()
+    client.logout()
+    arena_close(release=both, user=publisher, reason="No arena for this release after all.")
+    page = client.get(f"/releases/{CODE}/scenarios/{arena_slug}/").content.decode()
+    assert list_url + arena_slug in page
+    assert client.get(f"{list_url}{arena_slug}").status_code == 200
 
 
 @pytest.mark.django_db
