@@ -150,9 +150,12 @@ class ReleaseDetailView(query_params.DeclaredParameters, GenericAPIView):
 
 
 def _draft(request: Request, code: str) -> dict:
-    """An unpublished release, for staff only; anyone else gets a 404."""
+    """An unpublished release's description (its writers are in its config), for those who
+    may see its draft pages (`may_see_draft`: staff, but not an auditor without another role,
+    nor anyone with a spot-check of it still to do); anyone else gets a 404, as on the pages.
+    Its figures and texts are answered once published, never as a draft."""
     release = Release.objects.filter(code=code).first() if public.is_staff(request.user) else None
-    if release is None:
+    if release is None or not public.may_see_draft(request.user, release):
         raise Http404("No published release with this code.")
     return {"code": release.code, "title": release.title, "language": release.language,
             "published": False, "published_at": None, "config_hash": release.config_hash,

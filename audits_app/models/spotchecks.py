@@ -43,6 +43,9 @@ class SpotCheckBatch(PublishedGuard):
     double_code_share = models.FloatField(
         default=0.0, help_text="Share of items checked independently by two auditors."
     )
+    left_out_public = models.PositiveIntegerField(
+        default=0, help_text="Unsampled texts left out of the draw because their words are "
+                             "public in another release (they cannot be checked blind).")
     created_at = models.DateTimeField(auto_now_add=True)
     # PROTECT: evidence keeps who made it (SET_NULL would rewrite a published release's rows).
     created_by = models.ForeignKey(

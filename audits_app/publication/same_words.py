@@ -123,6 +123,26 @@ class WordsIndex:
         return bool(shared) and max(shared.values()) >= NEAR_COPY_SHARE * len(runs)
 
 
+def public_elsewhere_ids(release, generation_ids: Iterable[int]) -> set[int]:
+    """Ids of the texts whose words, or nearly their words, anyone can read now in another
+    published release, with their writer named (`public_elsewhere`): the same deterministic
+    writers run again on the same scenarios write the same texts. Such a text cannot be
+    checked blind: a spot-check batch never samples it (`spotcheck_batch_create`'s
+    `leave_out`), and a pending check of one is withdrawn when opened (`review`).
+
+    What that does to the figures: the spot-check sample, and every agreement rate estimated
+    from it, are over the texts that could be checked blind, not over all the release's scored
+    texts. Texts copied from another release are left out whatever the jury said of them; the
+    batch says how many (`SpotCheckBatch.left_out_public`), so a reader can judge how much of
+    the release the figures cover."""
+    rows = list(Generation.objects.filter(pk__in=list(generation_ids)).values_list(
+        "pk", "scenario_version__scenario__slug", "text"))
+    if not rows:
+        return set()
+    elsewhere = public_elsewhere(release.code, frozenset(slug for _, slug, _ in rows))
+    return {pk for pk, slug, text in rows if elsewhere.finds(slug, text)}
+
+
 def findable_elsewhere(snapshot: ReleaseSnapshot, holder: Holder,
                        bodies: dict[int, str] | None = None) -> set[int]:
     """Ids of the texts in `holder`'s cells whose words equal those of a text of the release

@@ -21,6 +21,7 @@ from audits_app import csv_files
 from audits_app.calibration.readers_import import human_readers_import
 from audits_app.calibration.selectors import calibration_summary
 from audits_app.models import SpotCheck, SpotCheckBatch
+from audits_app.publication import same_words
 from audits_app.review.forms import (
     TECHNIQUES,
     BatchForm,
@@ -135,6 +136,12 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if check.release.is_published and not check.is_done:
         # Published first: the check can no longer be recorded, so the blind form is not shown.
         return render(request, "review/check_closed.html", {"check": check},
+                      status=409 if request.method == "POST" else 200)
+    if not check.is_done and same_words.public_elsewhere_ids(check.release,
+                                                            [check.generation_id]):
+        # Its words became public elsewhere, with the writer, after it was drawn (a release
+        # published since): it can no longer be checked blind, so neither text nor form shows.
+        return render(request, "review/check_withdrawn.html", {"check": check},
                       status=409 if request.method == "POST" else 200)
     text = selectors.jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     claims = text.claims if text else []
@@ -283,6 +290,7 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
                 disagreement_weight=data["disagreement_weight"],
                 double_code_share=data["double_code_share"], auditors=list(data["auditors"]),
                 name=data["name"], user=request.user,
+                leave_out=same_words.public_elsewhere_ids,
             )
         except services.BatchError as problem:
             form.add_error(None, str(problem))

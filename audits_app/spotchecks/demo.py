@@ -14,7 +14,11 @@ from django.contrib.auth.models import Group
 
 from audits_app.models import SpotCheck
 from audits_app.spotchecks.selectors import jury_texts
-from audits_app.spotchecks.services import spotcheck_batch_create, spotcheck_record
+from audits_app.spotchecks.services import (
+    LeaveOut,
+    spotcheck_batch_create,
+    spotcheck_record,
+)
 from audits_app.statistics.agreement import LABELS
 from runs_app.models import Release
 
@@ -33,13 +37,16 @@ def demo_auditors() -> list:
     return users
 
 
-def demo_spotchecks(*, release: Release, size: int = 24, disagree_share: float = 0.12) -> int:
-    """Create (once) and code a seeded batch; returns the number of verdicts recorded."""
+def demo_spotchecks(*, release: Release, size: int = 24, disagree_share: float = 0.12,
+                    leave_out: LeaveOut | None = None) -> int:
+    """Create (once) and code a seeded batch, leaving out the texts `leave_out` names (as
+    `spotcheck_batch_create`); returns the number of verdicts recorded."""
     if release.spotcheck_batches.exists():
         return 0
     auditors = demo_auditors()
     batch = spotcheck_batch_create(release=release, size=size, double_code_share=0.25,
-                                   auditors=auditors, name="demo batch (simulated auditors)")
+                                   auditors=auditors, name="demo batch (simulated auditors)",
+                                   leave_out=leave_out)
     texts = jury_texts(release)
     rng = np.random.default_rng(batch.seed)
     by_user = {user.pk: user for user in auditors}

@@ -5,7 +5,7 @@ after the reveal. Reads: `audits_app.spotchecks.selectors`; the out-of-band audi
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from django.core.exceptions import PermissionDenied
@@ -23,19 +23,25 @@ from audits_app.spotchecks.selectors import JuryText, jury_texts
 from baitbench_site.roles import RECORD_PERMISSION
 from runs_app.models import Generation, Release
 
+# Ids of the given texts of a release that may not be sampled: `same_words.public_elsewhere_ids`.
+LeaveOut = Callable[[Release, Sequence[int]], set[int]]
 
-def _population(release: Release) -> list[JuryText]:
+
+def _population(release: Release, leave_out: LeaveOut | None) -> tuple[list[JuryText], int]:
     """Scored texts not yet in any batch of the release, in the order of their cells (model,
     scenario, task, condition, variant): text ids are planned in a random order, so a seeded
-    sample follows the cells, and the same seed draws the same texts in every run."""
+    sample follows the cells, and the same seed draws the same texts in every run. With them,
+    how many `leave_out` left out (texts public elsewhere: `same_words.public_elsewhere_ids`)."""
     sampled = set(SpotCheckItem.objects.filter(batch__release=release)
                   .values_list("generation_id", flat=True))
     texts = jury_texts(release)
     cells = {pk: cell for pk, *cell in Generation.objects.filter(pk__in=list(texts)).values_list(
         "pk", "model__openrouter_id", "scenario_version__scenario__slug", "task", "condition",
         "variant")}
-    return [texts[generation_id] for generation_id in sorted(texts, key=cells.__getitem__)
-            if generation_id not in sampled]
+    unsampled = [pk for pk in texts if pk not in sampled]
+    public = leave_out(release, unsampled) if leave_out is not None else set()
+    return ([texts[generation_id] for generation_id in sorted(unsampled, key=cells.__getitem__)
+             if generation_id not in public], len(public))
 
 
 class BatchError(ValueError):
@@ -46,14 +52,19 @@ class BatchError(ValueError):
 def spotcheck_batch_create(
     *, release: Release, size: int | None = None, share: float | None = None,
     seed: int | None = None, disagreement_weight: float = 2.0, double_code_share: float = 0.0,
-    auditors: Sequence = (), name: str = "", user=None,
+    auditors: Sequence = (), name: str = "", user=None, leave_out: LeaveOut | None = None,
 ) -> SpotCheckBatch:
     """Sample texts stratified by model x condition x jury class, texts on which the jurors
     disagreed drawn with `disagreement_weight` times the weight; seeded (default: the release's
-    bootstrap seed plus the batch count, so a second batch differs from the first)."""
+    bootstrap seed plus the batch count, so a second batch differs from the first).
+
+    The texts `leave_out` names are not drawn, and counted on the batch (`left_out_public`):
+    every page that makes batches passes `same_words.public_elsewhere_ids`, which names the
+    texts anyone can read with their writer in another release. A `share` is of the texts
+    left, and so are the figures estimated from the sample (see that function)."""
     if (size is None) == (share is None):
         raise ValueError("give either size or share")
-    population = _population(release)
+    population, left_out = _population(release, leave_out)
     if share is not None:
         size = round(share * len(population))
     if seed is None:
@@ -68,11 +79,11 @@ def spotcheck_batch_create(
             f"a share of {share} of the {len(population)} unsampled texts is no text: give "
             f"a larger share or a size" if population
             else f"release {release.code} has no scored text left to sample: every scored "
-            f"text is in a batch already")
+            f"text is in a batch already{_left_out_words(left_out)}")
     batch = SpotCheckBatch.objects.create(
         release=release, name=name, seed=seed, size=len(chosen),
         disagreement_weight=disagreement_weight, double_code_share=double_code_share,
-        created_by=user,
+        left_out_public=left_out, created_by=user,
     )
     # The queue's order is random, unseeded: in the sample's order (by generation id) texts
     # of one writer would sit together, and the seed is on the batch for anyone to replay.
@@ -90,6 +101,11 @@ def spotcheck_batch_create(
     if auditors:
         spotcheck_batch_assign(batch=batch, auditors=auditors)
     return batch
+
+
+def _left_out_words(left_out: int) -> str:
+    return (f" or left out, {left_out} of them because their words are public in another "
+            f"release (they cannot be checked blind)" if left_out else "")
 
 
 @transaction.atomic

@@ -7,6 +7,7 @@ import re
 
 import pytest
 import schemathesis
+from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -18,12 +19,15 @@ from schemathesis.checks import (
 )
 
 from audits_app import http_cache
+from audits_app.models import SpotCheck
 from audits_app.pages import viewer as public
 from audits_app.tests.factories import (
     HELD_OUT_MARKER,
     HELD_OUT_SLUG,
     published_release_create,
 )
+from runs_app.models import Generation, LlmModel
+from scenarios_app.models import ScenarioVersion
 
 pytestmark = pytest.mark.django_db
 
@@ -67,6 +71,63 @@ def test_drafts_are_404_for_anonymous_and_visible_to_staff(client, staff_client,
     assert "draft.0" not in client.get("/api/v1/releases/").content.decode()
     detail = staff_client.get("/api/v1/releases/draft.0/").json()
     assert detail["published"] is False
+
+
+def role_client(name: str, roles: tuple[str, ...] = (), **flags) -> tuple[Client, object]:
+    user = User.objects.create_user(name, password="pw", **flags)
+    user.groups.add(*Group.objects.filter(name__in=roles))
+    signed_in = Client()
+    signed_in.force_login(user)
+    return signed_in, user
+
+
+# Who may see a draft's pages, and so its answer: (name, roles, flags, sees it).
+DRAFT_VIEWERS = [
+    ("visitor", (), {}, False),
+    ("staff", (), {"is_staff": True}, True),
+    ("auditor", ("auditor",), {"is_staff": True}, False),
+    ("publisher", ("publisher",), {"is_staff": True}, True),
+    ("operator", ("operator",), {"is_staff": True}, True),
+    ("curator", ("curator",), {"is_staff": True}, True),
+    ("auditor-publisher", ("auditor", "publisher"), {"is_staff": True}, True),
+    ("root", (), {"is_staff": True, "is_superuser": True}, True),
+]
+
+
+@pytest.mark.parametrize(("name", "roles", "flags", "sees"), DRAFT_VIEWERS,
+                         ids=[row[0] for row in DRAFT_VIEWERS])
+def test_a_drafts_answer_opens_to_whoever_opens_its_pages_and_to_nobody_else(
+        world, small_demo_release, name, roles, flags, sees):
+    """The API agrees with the pages (`may_see_draft`): an auditor who checks texts blind
+    never reads a draft's writers in its answer. A draft's figures and texts are answered
+    only once published, for every role."""
+    who, user = role_client(name, roles, **flags)
+    code = small_demo_release.code
+    writer = small_demo_release.parsed_config().writers[0]
+    page = who.get(f"/releases/{code}/").status_code
+    detail = who.get(f"/api/v1/releases/{code}/")
+    assert (page, detail.status_code) == ((200, 200) if sees else (404, 404))
+    if sees:
+        assert detail.json()["published"] is False
+    else:
+        assert writer not in detail.content.decode()
+    for url in [f"/api/v1/releases/{code}/leaderboard/", f"/api/v1/releases/{code}/texts/",
+                f"/api/v1/releases/{code}/texts.csv", f"/api/v1/releases/pub.0/compare/{code}/",
+                f"/api/v1/releases/{code}/compare/pub.0/"]:
+        assert who.get(url).status_code == 404, url
+    assert code not in who.get("/api/v1/releases/").content.decode()
+    history = who.get(f"/api/v1/models/{writer}/")  # pub.0 ranks it; the draft adds nothing
+    assert history.status_code == 200 and code not in history.content.decode()
+    if sees and roles:
+        # Nobody reads the draft of a release in which they have a check still to do.
+        generation = Generation.objects.create(
+            release=small_demo_release, model=LlmModel.objects.get(openrouter_id=writer),
+            scenario_version=ScenarioVersion.objects.filter(
+                scenario__slug="greenvale-listeria").first(),
+            task="T1", condition="C0", status="done", text="A text to check blind.")
+        SpotCheck.objects.create(release=small_demo_release, auditor=user, generation=generation)
+        assert who.get(f"/releases/{code}/").status_code == 404
+        assert who.get(f"/api/v1/releases/{code}/").status_code == 404
 
 
 def test_no_held_out_text_or_confidential_fact_in_anonymous_answers(client, world, draft):

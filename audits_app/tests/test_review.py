@@ -9,11 +9,13 @@ from datetime import date
 import pytest
 
 from audits_app.models import SpotCheck, SpotCheckBatch
+from audits_app.publication.same_words import NEAR_COPY_SHARE, near_copy_share, words_key
 from audits_app.spotchecks.imports import oob_audit_import
 from audits_app.spotchecks.selectors import auditable_texts, jury_texts
 from audits_app.spotchecks.services import spotcheck_batch_create
+from audits_app.tests.factories import publication_create, published_release_create
 from audits_app.tests.test_sampling import build_jury, make_user
-from runs_app.models import ImmutableError, Release, ReleaseStatus
+from runs_app.models import Generation, ImmutableError, Release, ReleaseStatus
 
 
 @pytest.fixture
@@ -444,3 +446,65 @@ def test_the_auditor_reads_the_scenario_as_the_release_pinned_it(client, world):
         assert html.escape(pinned) in answer and "EDITED LATER" not in answer, page
     listed = {text.scenario_title for text in auditable_texts(check.release)}
     assert pinned in listed and "EDITED LATER" not in listed
+
+
+def publish_copies_of(generation_ids: list[int]) -> Release:
+    """Publish another release whose public texts include these texts' words, capitalised
+    and spaced otherwise (the same writers run again): anyone can read them with their writer."""
+    other = published_release_create(code="pub.0", publish=False)
+    public = other.public_text_ids
+    for target, source in zip(public, generation_ids, strict=False):
+        words = Generation.objects.get(pk=source).text
+        Generation.objects.filter(pk=target).update(text=f"  {words.upper()}  ")
+    publication_create(release=other.release, snapshot=other.snapshot)
+    Release.objects.filter(pk=other.release.pk).update(status=ReleaseStatus.PUBLISHED)
+    return other.release
+
+
+def test_a_batch_never_draws_a_text_public_elsewhere_and_says_how_many_it_left_out(
+        client, small_demo_release):
+    generations = build_jury(small_demo_release)
+    copied = [generation.pk for generation in generations[:3]]
+    publish_copies_of(copied)
+    auditor = make_user("ann")
+    client.force_login(auditor)
+    response = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
+                           {"size": str(len(generations)), "disagreement_weight": "2",
+                            "double_code_share": "0", "auditors": [auditor.pk]})
+    batch = SpotCheckBatch.objects.get()
+    drawn = set(batch.items.values_list("generation_id", flat=True))
+    # Left out: the copies, and the texts nearly their words (a writer's text on the same
+    # scenario under the other condition), measured here text by text.
+    public = list(Generation.objects.filter(release__code="pub.0").values_list(
+        "scenario_version__scenario__slug", "text"))
+    expected = {generation.pk for generation in generations if any(
+        words_key(generation.text) == words_key(text) or (
+            slug == generation.scenario_version.scenario.slug
+            and near_copy_share(generation.text, text) >= NEAR_COPY_SHARE)
+        for slug, text in public)}
+    assert set(copied) <= expected < {generation.pk for generation in generations}
+    assert drawn == {generation.pk for generation in generations} - expected
+    assert batch.left_out_public == len(expected)
+    page = client.get(response["Location"]).content.decode()
+    assert f"{len(expected)} unsampled texts left out" in page
+    assert "could not be checked blind" in page
+    # Nothing left to draw: the refusal counts the texts left out too.
+    again = client.post(f"/review/releases/{small_demo_release.code}/batches/new/",
+                        {"size": "1", "disagreement_weight": "2", "double_code_share": "0",
+                         "auditors": [auditor.pk]})
+    refusal = html.unescape(again.content.decode())
+    assert f"{len(expected)} of them because their words are public in another release" in refusal
+
+
+def test_a_pending_check_whose_text_became_public_elsewhere_is_withdrawn_unshown(client, world):
+    check, other = world["checks"][0], world["checks"][1]
+    publish_copies_of([check.generation_id])
+    client.force_login(world["auditor"])
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    assert f"Spot-check {check.pk} is withdrawn" in page
+    assert html.escape(check.generation.text[:40]) not in page and "name=\"claim_" not in page
+    assert client.post(f"/review/checks/{check.pk}/", verdict_post(check)).status_code == 409
+    check.refresh_from_db()
+    assert not check.is_done
+    # The others are shown as before.
+    assert "is withdrawn" not in client.get(f"/review/checks/{other.pk}/").content.decode()
