@@ -67,13 +67,14 @@ def fresh_snapshot_cache():
     from audits_app.arena import selectors as arena_selectors
     from audits_app.pages import viewer as public
     from audits_app.pages import views
-    from audits_app.publication import drafts
+    from audits_app.publication import drafts, same_words
 
     with public._snapshots_lock:
         public._snapshots.clear()
     public.forget_release_list()
     http_cache.forget_rendered()  # kept answers too: their tags hold the same reused ids
     arena_selectors.forget_catalogues()  # the arena's pairs and texts, kept per release id
+    same_words.forget_indexes()  # other releases' texts, kept per publication id and hash
     # A kept world (tests/kept.py) gives every test the same rows, ids and dates: nor may a
     # test find a draft's figures or the front page's answer another test computed.
     with drafts._drafts_lock:

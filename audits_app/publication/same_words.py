@@ -229,6 +229,13 @@ _kept_lock = threading.Lock()
 KEPT_INDEXES = 4
 
 
+def forget_indexes() -> None:
+    """Drop the kept indexes (for tests, whose rolled-back worlds give the same publication
+    ids and hashes to other texts: a published text never changes anywhere else)."""
+    with _kept_lock:
+        _kept.clear()
+
+
 def public_elsewhere(code: str, scenarios: frozenset[str] | None = None) -> WordsIndex:
     """The texts anyone can read now in the published releases other than `code`, indexed
     (run by run only on `scenarios`, those `code`'s held texts are on, when given). Kept per
