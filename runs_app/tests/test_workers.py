@@ -41,6 +41,13 @@ LOST_AT_A_KILL = 2 * (CONCURRENCY + CONCURRENCY)
 # long for its claims to expire, and long enough that a live drain on a loaded machine
 # renews its claims (every third of a lease) before they run out under it.
 SHORT_LEASE = 5
+# A cluster that is going to be killed takes short leases and beats every second; the
+# schedule run after the kill counts its drains dead after six silent beats (`DRAIN_DEAD_AFTER`)
+# and a drain ticket queued before the kill as lost (the dead cluster had fetched its task:
+# `runs_app.selectors.QUEUED_STALE`). By default each takes a minute, which a test need not
+# wait out: what it tests is what the restart calls again, not how long the schedule waits.
+DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE), "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": "1"}
+AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(SHORT_LEASE)}
 
 RELEASE = """
 code: {code}
@@ -139,8 +146,7 @@ def repeated_calls(server: FakeOpenRouter) -> int:
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
     database, server, env = world
     manage("run_release", "kill.0", "--stage", "generate", env=env)
-    # The cluster that will be killed takes short leases, so its claims expire quickly.
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
+    cluster = start("qcluster", env=env | DOOMED)
     try:
         wait_for(lambda: done_count(database, "kill.0") >= 10)
     finally:
@@ -151,7 +157,7 @@ def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing
     time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
+        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: done_count(database, "kill.0") == CELLS)
     finally:
         kill(cluster)
@@ -194,7 +200,7 @@ def test_two_workers_share_one_stage_and_never_call_the_same_cell_twice(world):
 def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight(world):
     database, server, env = world
     manage("run_release", "chain.0", env=env)
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
+    cluster = start("qcluster", env=env | DOOMED)
     try:
         # Killed while the chain is well under way: some texts already past their jury.
         wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 6)
@@ -204,7 +210,7 @@ def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight
     time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
+        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "chain.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -291,11 +297,8 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
         T4_RELEASE.format(code="t4kill.0"))
     turns = "runs_app_crossexamturn"
     manage("run_release", "t4kill.0", env=env)
-    # Short leases, so the dead cluster's claims expire quickly; one drain per worker, so
-    # that it holds no queued drain task either (a task fetched by a cluster that dies
-    # counts as queued until it is a minute old: `runs_app.selectors.QUEUED_STALE`).
-    cluster = start("qcluster", env=env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE),
-                                           "BAITBENCH_DRAINS_PER_RELEASE": "2"})
+    # One drain per worker.
+    cluster = start("qcluster", env=env | DOOMED | {"BAITBENCH_DRAINS_PER_RELEASE": "2"})
     try:
         wait_for(lambda: database.rows(
             f"SELECT COUNT(*) FROM {turns} WHERE number = 3 AND status = 'done'")[0][0] >= 4)
@@ -311,7 +314,7 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
     cluster = start("qcluster", env=env)
     try:
-        run_schedule(env | {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE)})
+        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "t4kill.0") == "scored", timeout=240)
     finally:
         kill(cluster)
