@@ -9,6 +9,7 @@ listed. Deletions run in a savepoint that is rolled back, so one case tries them
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from django_q.models import Schedule
 from baitbench_site.role_matrix import OWN, PAGES, ROLES, UNPUBLISHED, Page, matrix_markdown
 from runs_app.models import LlmModel, Release
 from scenarios_app.models import Condition, Task
-from tests.world import release_rows_create, scenario_version, user_create
+from tests.world import prompt_texts_seed, release_rows_create, scenario_version, user_create
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +46,26 @@ class Target:
         return f"{type(self.obj).__name__} {self.obj.pk} ({state}, owner {self.owner})"
 
 
+@pytest.fixture(scope="module")
+def kept_role_world(request, django_db_setup, django_db_blocker):
+    """The world below, built once for the module's tests (tests/kept.py): a case's
+    deletions and edits are rolled back before the next case."""
+    from django.test import override_settings
+
+    from tests.kept import world_kept
+
+    # Passwords hashed as the suite's tests hash them (conftest.fast_password_hashing).
+    fast = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    yield from world_kept(request, django_db_blocker, fast(world_create))
+
+
 @pytest.fixture
-def world(db, prompt_texts) -> dict[str, list[Target]]:
+def world(kept_role_world, db) -> dict[str, list[Target]]:
+    return copy.deepcopy(kept_role_world)
+
+
+def world_create() -> dict[str, list[Target]]:
+    prompt_texts_seed()
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
     for role in ("curator", "operator", "publisher"):
         user_create(USERNAMES[role], role)
