@@ -133,6 +133,16 @@ def _leader(dot: Dot, box: Box) -> tuple[float, float, float, float]:
     return round(sx, 2), round(sy, 2), round(tx, 2), round(ty, 2)
 
 
+def leader_crosses(leader: tuple[float, float, float, float], dot: Dot) -> bool:
+    """Whether the segment `leader` passes through `dot`'s circle."""
+    x1, y1, x2, y2 = leader
+    dx, dy = x2 - x1, y2 - y1
+    length = dx * dx + dy * dy
+    along = 0.0 if length == 0 else max(0.0, min(1.0, ((dot.x - x1) * dx + (dot.y - y1) * dy)
+                                                 / length))
+    return math.hypot(x1 + along * dx - dot.x, y1 + along * dy - dot.y) < dot.r
+
+
 def _placement(box: Box, font_size: float, leader=None, in_column: bool = False) -> Placement:
     return Placement(x=round(box.left, 2), baseline=round(box.top + _ascent(font_size), 2),
                      box=box, leader=leader, in_column=in_column)
@@ -180,14 +190,18 @@ def _first_free(dot: Dot, width: float, height: float, area: Box, taken: list[Bo
                 covering_none: bool) -> tuple[Box, int] | None:
     """(box, step) of the first candidate (nearest step, then direction order) inside the
     area and clear of every taken box; with `covering_none`, clear of every other dot too,
-    else the candidate that covers the fewest dots."""
+    else the candidate that covers the fewest dots. A leader line that runs through another
+    dot covers it as a box would: it reads as that dot's name."""
     best: tuple[int, Box, int] | None = None
     for step in steps:
         for direction in DIRECTIONS:
             box = _candidate(dot, direction, step * STEP, width, height)
             if not box.within(area) or any(box.overlaps(other) for other in taken):
                 continue
-            covered = sum(1 for other in dots if other is not dot and box.touches_circle(other))
+            leader = _leader(dot, box) if step else None
+            covered = sum(1 for other in dots if other is not dot and (
+                box.touches_circle(other)
+                or (leader is not None and leader_crosses(leader, other))))
             if covered == 0:
                 return box, step
             if not covering_none and (best is None or covered < best[0]):
