@@ -82,9 +82,13 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
     """The results page's tables."""
     snapshot = public.load_snapshot(publication)
     names = public.model_names(snapshot)
+    recognisability = recognisability_data(publication.release_id, names)
     context: dict[str, Any] = {
         "result": result, "names": names, "staff": staff,
-        "recognisability": recognisability_data(publication.release_id, names),
+        "recognisability": recognisability,
+        "recognisability_flat": recognisability is not None and any(
+            row.get("low") is not None and row.get("low") == row.get("high")
+            for row in [recognisability, *recognisability.get("per_writer", [])]),
         "reviews": [review_data(review) for review in state.reviews],
         "events": [event_data(event) for event in state.events],
         "ranking_labels": RANKINGS,

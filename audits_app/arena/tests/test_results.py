@@ -277,3 +277,34 @@ def test_the_csv_says_which_votes_came_from_simulated_voters(client, voted):
         ("people and simulated voters", str(simulated))}
     assert {row["voters"] for row in rows if row["table"] == "simulated"} == {
         "simulated public"}
+
+
+def test_a_single_value_interval_of_recognisability_is_explained(client, open_arena,
+                                                                  monkeypatch):
+    """0.8 [0.8, 0.8] happens when every scenario gives the same share; the page says what
+    that means (and does not when every interval has width). The stored run of a published
+    release never changes, so the page is shown other summaries of it."""
+    from audits_app import http_cache
+    from audits_app.arena import presentation
+
+    stored = presentation.recognisability_data
+    note = "An interval of a single value"
+
+    def page_with(flat_row: bool) -> str:
+        def data(release_id, names):
+            summary = stored(release_id, names)
+            summary["low"], summary["high"] = 0.2, 0.6
+            summary["per_writer"] = [
+                {**row, "low": row["accuracy"], "high": row["accuracy"]}
+                if flat_row and index == 0 else {**row, "low": 0.1, "high": 0.9}
+                for index, row in enumerate(summary["per_writer"])]
+            return summary
+
+        monkeypatch.setattr(presentation, "recognisability_data", data)
+        http_cache.forget_rendered()
+        response = client.get("/arena/arena.0/results/")
+        assert response.status_code == 200
+        return response.content.decode()
+
+    assert note not in page_with(flat_row=False)
+    assert note in page_with(flat_row=True)
