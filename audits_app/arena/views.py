@@ -57,7 +57,10 @@ def _token(showing: ArenaShowing, voter: ArenaVoter, arena: ArenaAccess) -> str:
     # own showings in this arena it is (the voter knows that already), never the showing's
     # id: ids run in sequence across all voters and would tell how many pairs were shown,
     # and to whom.
-    ordinal = selectors.showing_ordinal(showing, arena.release.pk)
+    # A showing just saved on PostgreSQL knows its ordinal already (`_showing_insert`).
+    ordinal = getattr(showing, "ordinal", None)
+    if ordinal is None:
+        ordinal = selectors.showing_ordinal(showing, arena.release.pk)
     return signing.dumps(ordinal, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
