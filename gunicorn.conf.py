@@ -9,10 +9,14 @@ import multiprocessing
 import os
 
 bind = os.environ.get("BAITBENCH_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
-# Threads per worker (gunicorn's gthread worker when above 1): a request waiting on the
-# database or the cache lets another run, and connections are kept alive between requests.
-threads = int(os.environ.get("BAITBENCH_WEB_THREADS", 4))
+# One process per core and one more, each with two threads (gunicorn's gthread worker when
+# above 1: a request waiting on the database or the cache lets another run, and connections
+# are kept alive between requests). Requests here take milliseconds of CPU, not waits: on two
+# cores the arena's crowd (bench/arena.py) recorded 209 votes/s at 4.7 ms of CPU a request
+# with 3 x 2, against 185-189 votes/s at 5.2-5.3 ms with gunicorn's 2 x cores + 1 = 5 x 4
+# (more processes and threads than cores only contend for them).
+workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() + 1))
+threads = int(os.environ.get("BAITBENCH_WEB_THREADS", 2))
 # Each worker (thread) keeps its database connection between requests, checked before use
 # (settings.py): a new PostgreSQL connection per request cost more than an arena vote.
 os.environ.setdefault("BAITBENCH_DB_CONN_MAX_AGE", "600")

@@ -1,7 +1,7 @@
 """Many voters at once in the arena, through the real HTTP path under gunicorn.
 
     .venv/bin/python bench/arena.py [--database-url postgres://postgres@127.0.0.1:5432/NAME]
-        [--voters 200] [--votes 10] [--connections 64] [--workers 3] [--threads 4]
+        [--voters 200] [--votes 10] [--connections 64] [--workers N] [--threads N] [--rate 200]
 
 Builds a published release with an approved, open arena in a fresh database (PostgreSQL by
 default: the named database is dropped and created again; a sqlite:/// URL works too), serves
@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import os
 import re
+import runpy
 import secrets
 import signal
 import socket
@@ -119,15 +120,21 @@ def drop_database(database_url: str) -> None:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def site_environment(database_url: str, workdir: str, workers: int, redis_url: str) -> dict:
+def site_environment(database_url: str, workdir: str, workers: int | None,
+                     redis_url: str) -> dict:
     env = {name: value for name, value in os.environ.items() if name != "BAITBENCH_DEV"}
     env.update({
         "DATABASE_URL": database_url, "BAITBENCH_CACHE_URL": redis_url,
         "BAITBENCH_CACHE_PREFIX": f"bb-arena-bench-{uuid.uuid4().hex[:8]}",
         "BAITBENCH_MEDIA_ROOT": f"{workdir}/media", "BAITBENCH_STATIC_ROOT": f"{workdir}/static",
         "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
-        "BAITBENCH_BEHIND_PROXY": "1", "WEB_CONCURRENCY": str(workers),
+        "BAITBENCH_BEHIND_PROXY": "1",
     })
+    # gunicorn.conf.py's own numbers (production's) unless told otherwise.
+    env.pop("WEB_CONCURRENCY", None)
+    env.pop("BAITBENCH_WEB_THREADS", None)
+    if workers is not None:
+        env["WEB_CONCURRENCY"] = str(workers)
     return env
 
 
@@ -334,11 +341,26 @@ async def crowd(base_url: str, voters: int, votes: int, connections: int,
     return tally, seconds
 
 
-def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen, str]:
+def gunicorn_settings(env: dict) -> tuple[int, int]:
+    """The worker processes and threads gunicorn.conf.py gives the server in `env`."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return conf["workers"], conf["threads"]
+
+
+def serve(env: dict, log_path: str, threads: int | None = None) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}", "BAITBENCH_WEB_THREADS": str(threads)}
+    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}"}
+    if threads is not None:
+        env["BAITBENCH_WEB_THREADS"] = str(threads)
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "baitbench_site.wsgi",
                                    "--access-logfile", "/dev/null"], cwd=ROOT, env=env,
@@ -356,13 +378,16 @@ def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen,
     raise RuntimeError("gunicorn did not answer within 30 s")
 
 
-def run(*, database_url: str, voters: int, votes: int, connections: int, workers: int,
-        threads: int = 4, redis_url: str = REDIS, rate: float | None = None) -> dict:
+def run(*, database_url: str, voters: int, votes: int, connections: int,
+        workers: int | None = None, threads: int | None = None, redis_url: str = REDIS,
+        rate: float | None = None) -> dict:
     """The whole benchmark; returns its figures (the suite runs it small)."""
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
         prepare(env)
         server, base_url = serve(env, f"{workdir}/gunicorn.log", threads)
+        workers, threads = gunicorn_settings(
+            env if threads is None else {**env, "BAITBENCH_WEB_THREADS": str(threads)})
         try:
             server_cpu, client_cpu = tree_cpu(server.pid), time.process_time()
             load, wall = os.getloadavg()[0], time.perf_counter()
@@ -377,7 +402,7 @@ def run(*, database_url: str, voters: int, votes: int, connections: int, workers
         stored, twice = count_votes(env)
     return {"tally": tally, "seconds": seconds, "stored": stored, "twice": twice,
             "server_cpu": server_cpu, "client_cpu": client_cpu, "load": load,
-            "wall": wall}
+            "wall": wall, "workers": workers, "threads": threads}
 
 
 def tree_cpu(pid: int) -> float:
@@ -406,9 +431,12 @@ def main() -> None:
     parser.add_argument("--voters", type=int, default=200)
     parser.add_argument("--votes", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4,
-                        help="threads per gunicorn worker (gthread above 1)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="gunicorn worker processes (default: gunicorn.conf.py's, as "
+                             "`make serve` runs)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads per gunicorn worker (gthread above 1; default: "
+                             "gunicorn.conf.py's)")
     parser.add_argument("--rate", type=float, default=None,
                         help="offer this many votes a second (open loop) instead of as many "
                              "as the server answers")
@@ -417,7 +445,7 @@ def main() -> None:
                   votes=arguments.votes, connections=arguments.connections,
                   workers=arguments.workers, threads=arguments.threads, rate=arguments.rate)
     tally = figures["tally"]
-    print(f"arena under gunicorn: {arguments.workers} workers x {arguments.threads} threads, "
+    print(f"arena under gunicorn: {figures['workers']} workers x {figures['threads']} threads, "
           f"{arguments.voters} voters x "
           f"{arguments.votes} votes, {arguments.connections} connections, "
           f"{f'{arguments.rate:g} votes/s offered' if arguments.rate else 'closed loop'}, "
