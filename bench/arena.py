@@ -1,7 +1,7 @@
 """Many voters at once in the arena, through the real HTTP path under gunicorn.
 
     .venv/bin/python bench/arena.py [--database-url postgres://postgres@127.0.0.1:5432/NAME]
-        [--voters 200] [--votes 10] [--connections 64] [--workers 3] [--threads 4]
+        [--voters 200] [--votes 10] [--connections 64] [--workers N] [--threads N] [--rate 200]
 
 Builds a published release with an approved, open arena in a fresh database (PostgreSQL by
 default: the named database is dropped and created again; a sqlite:/// URL works too), serves
@@ -9,14 +9,26 @@ it with gunicorn behind a simulated proxy (each voter from its own forwarded add
 limits shared through Redis as in production), and lets every voter consent, then ask for a
 pair and vote, `--votes` times, with at most `--connections` requests in flight. Each voter
 then submits its last vote a second time (a double click), which must be refused. A vote
-answers with a redirect to the next pair, as the page does; the voter then asks for it.
+answers with the next pair itself (200), as the page does: one request a vote. Where no pair
+can follow (the pair limit, every pair seen) it answers with a redirect to the pair page, and
+the voter asks for that.
 
-Reports votes recorded per second over the voting phase, p50 and p99 of a vote (POST) and of
-choosing a pair (GET), and the exactly-once count: the votes the database holds for these
+Reports votes recorded per second over the voting phase, p50 and p99 of a vote (POST, which
+records it and chooses and shows the next pair) and of choosing a pair by GET (each voter's
+first, and any after a redirect), and the exactly-once count: the votes the database holds for these
 voters against the votes the server answered as recorded, and (voter, pair) rows that occur
 twice. Votes come faster than a person reads, so the arena records them as shadow votes (too
 fast): recorded all the same, which is what is counted here. Target: 200 votes/s, p99 of a
 vote under 250 ms. Loopback only.
+
+Without `--rate` every voter votes as fast as the server answers (a closed loop): that gives
+the most votes per second the server records, but then a vote's time is mostly its wait for a
+connection (Little's law: voters in flight over votes per second), whatever the server does.
+`--rate 200` offers votes at that rate instead (an open loop: vote k of the crowd is due k/rate
+seconds after the voting starts, each voter's votes `voters`/rate seconds apart), after every
+voter has consented and seen a first pair; a vote's time runs from when it was due, so a
+server that falls behind shows it. That is the target's measure: 200 votes/s offered, all
+recorded, p99 under 250 ms.
 
 The client shares the machine's cores with the server, so it is a lean one (a few lines of
 HTTP/1.1 over asyncio streams, connections kept alive where gunicorn allows: its gthread
@@ -31,6 +43,7 @@ import argparse
 import asyncio
 import os
 import re
+import runpy
 import secrets
 import signal
 import socket
@@ -107,15 +120,21 @@ def drop_database(database_url: str) -> None:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def site_environment(database_url: str, workdir: str, workers: int, redis_url: str) -> dict:
+def site_environment(database_url: str, workdir: str, workers: int | None,
+                     redis_url: str) -> dict:
     env = {name: value for name, value in os.environ.items() if name != "BAITBENCH_DEV"}
     env.update({
         "DATABASE_URL": database_url, "BAITBENCH_CACHE_URL": redis_url,
         "BAITBENCH_CACHE_PREFIX": f"bb-arena-bench-{uuid.uuid4().hex[:8]}",
         "BAITBENCH_MEDIA_ROOT": f"{workdir}/media", "BAITBENCH_STATIC_ROOT": f"{workdir}/static",
         "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
-        "BAITBENCH_BEHIND_PROXY": "1", "WEB_CONCURRENCY": str(workers),
+        "BAITBENCH_BEHIND_PROXY": "1",
     })
+    # gunicorn.conf.py's own numbers (production's) unless told otherwise.
+    env.pop("WEB_CONCURRENCY", None)
+    env.pop("BAITBENCH_WEB_THREADS", None)
+    if workers is not None:
+        env["WEB_CONCURRENCY"] = str(workers)
     return env
 
 
@@ -237,28 +256,52 @@ class Voter:
                 self.cookies[name] = value
         return response, elapsed
 
-    async def run(self, votes: int, tally: Tally) -> None:
+    async def consent(self, tally: Tally) -> Reply | None:
+        """Consent, then the first pair (None when either failed)."""
         page, _ = await self.request("GET", f"/arena/{CODE}/")
         answer, _ = await self.request("POST", f"/arena/{CODE}/consent/", agree="on",
                                        csrfmiddlewaretoken=_field(page.text, "csrfmiddlewaretoken"))
         if answer.status != 302:
             tally.errors.append(f"consent {answer.status}")
-            return
+            return None
+        pair, pair_ms = await self.request("GET", f"/arena/{CODE}/pair/")
+        tally.pair_ms.append(pair_ms)
+        return pair
+
+    async def run(self, votes: int, tally: Tally, pair: Reply | None = None,
+                  due: list[float] | None = None) -> None:
+        """Vote `votes` times (after consenting, unless given the first pair); `due`: when
+        each vote is due (perf_counter), timed from then."""
+        if pair is None:
+            pair = await self.consent(tally)
+            if pair is None:
+                return
         last = None
-        for _ in range(votes):
-            pair, pair_ms = await self.request("GET", f"/arena/{CODE}/pair/")
-            tally.pair_ms.append(pair_ms)
+        for number in range(votes):
+            if pair is None:
+                pair, pair_ms = await self.request("GET", f"/arena/{CODE}/pair/")
+                tally.pair_ms.append(pair_ms)
             if pair.status != 200 or 'name="pair"' not in pair.text:
                 tally.errors.append(f"pair {pair.status}")
                 return
             last = {"pair": _field(pair.text, "pair"), "favourable": "left",
                     "csrfmiddlewaretoken": _field(pair.text, "csrfmiddlewaretoken")}
+            if due is not None:
+                await asyncio.sleep(max(0.0, due[number] - time.perf_counter()))
             vote, vote_ms = await self.request("POST", f"/arena/{CODE}/vote/", **last)
+            if due is not None:  # from when it was due: a late start is the server's backlog
+                vote_ms = (time.perf_counter() - due[number]) * 1000
             tally.vote_ms.append(vote_ms)
-            if vote.status == 302:
+            # Recorded: the answer is the next pair (200), or a redirect to ask for it.
+            if vote.status == 200:
                 tally.recorded += 1
+                pair = vote
+            elif vote.status in (302, 303):
+                tally.recorded += 1
+                pair = None
             else:
                 tally.errors.append(f"vote {vote.status}")
+                return
         if last is not None:
             again, _ = await self.request("POST", f"/arena/{CODE}/vote/", **last)
             if again.status == 409:
@@ -272,25 +315,52 @@ def _field(html: str, name: str) -> str:
     return found.group(1) if found else ""
 
 
-async def crowd(base_url: str, voters: int, votes: int, connections: int) -> tuple[Tally, float]:
+async def crowd(base_url: str, voters: int, votes: int, connections: int,
+                rate: float | None = None) -> tuple[Tally, float]:
+    """Run the crowd; the seconds returned are the whole run's, or with `rate` the voting's
+    (from the first vote due to the last answer)."""
     host, port = base_url.removeprefix("http://").rsplit(":", 1)
     pool = Connections(host, int(port), connections)
     origin = base_url.replace("http:", "https:")
     tally = Tally()
-    started = time.perf_counter()
-    await asyncio.gather(*(Voter(pool, origin, number, tally).run(votes, tally)
-                           for number in range(voters)))
+    crowd = [Voter(pool, origin, number, tally) for number in range(voters)]
+    if rate is None:
+        started = time.perf_counter()
+        await asyncio.gather(*(voter.run(votes, tally) for voter in crowd))
+    else:
+        firsts = await asyncio.gather(*(voter.consent(tally) for voter in crowd))
+        started = time.perf_counter() + 0.5
+        await asyncio.gather(*(
+            voter.run(votes, tally, pair=first,
+                      due=[started + (vote * voters + number) / rate for vote in range(votes)])
+            for number, (voter, first) in enumerate(zip(crowd, firsts, strict=True))
+            if first is not None))
     seconds = time.perf_counter() - started
     for _, writer in pool.idle:
         writer.close()
     return tally, seconds
 
 
-def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen, str]:
+def gunicorn_settings(env: dict) -> tuple[int, int]:
+    """The worker processes and threads gunicorn.conf.py gives the server in `env`."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return conf["workers"], conf["threads"]
+
+
+def serve(env: dict, log_path: str, threads: int | None = None) -> tuple[subprocess.Popen, str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}", "BAITBENCH_WEB_THREADS": str(threads)}
+    env = {**env, "BAITBENCH_BIND": f"127.0.0.1:{port}"}
+    if threads is not None:
+        env["BAITBENCH_WEB_THREADS"] = str(threads)
     with open(log_path, "w") as log:
         server = subprocess.Popen([sys.executable, "-m", "gunicorn", "baitbench_site.wsgi",
                                    "--access-logfile", "/dev/null"], cwd=ROOT, env=env,
@@ -308,17 +378,21 @@ def serve(env: dict, log_path: str, threads: int = 4) -> tuple[subprocess.Popen,
     raise RuntimeError("gunicorn did not answer within 30 s")
 
 
-def run(*, database_url: str, voters: int, votes: int, connections: int, workers: int,
-        threads: int = 4, redis_url: str = REDIS) -> dict:
+def run(*, database_url: str, voters: int, votes: int, connections: int,
+        workers: int | None = None, threads: int | None = None, redis_url: str = REDIS,
+        rate: float | None = None) -> dict:
     """The whole benchmark; returns its figures (the suite runs it small)."""
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
         prepare(env)
         server, base_url = serve(env, f"{workdir}/gunicorn.log", threads)
+        workers, threads = gunicorn_settings(
+            env if threads is None else {**env, "BAITBENCH_WEB_THREADS": str(threads)})
         try:
             server_cpu, client_cpu = tree_cpu(server.pid), time.process_time()
-            load = os.getloadavg()[0]
-            tally, seconds = asyncio.run(crowd(base_url, voters, votes, connections))
+            load, wall = os.getloadavg()[0], time.perf_counter()
+            tally, seconds = asyncio.run(crowd(base_url, voters, votes, connections, rate))
+            wall = time.perf_counter() - wall
             server_cpu = tree_cpu(server.pid) - server_cpu
             client_cpu = time.process_time() - client_cpu
             load = max(load, os.getloadavg()[0])
@@ -327,7 +401,8 @@ def run(*, database_url: str, voters: int, votes: int, connections: int, workers
             server.wait(timeout=30)
         stored, twice = count_votes(env)
     return {"tally": tally, "seconds": seconds, "stored": stored, "twice": twice,
-            "server_cpu": server_cpu, "client_cpu": client_cpu, "load": load}
+            "server_cpu": server_cpu, "client_cpu": client_cpu, "load": load,
+            "wall": wall, "workers": workers, "threads": threads}
 
 
 def tree_cpu(pid: int) -> float:
@@ -356,21 +431,29 @@ def main() -> None:
     parser.add_argument("--voters", type=int, default=200)
     parser.add_argument("--votes", type=int, default=10)
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4,
-                        help="threads per gunicorn worker (gthread above 1)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="gunicorn worker processes (default: gunicorn.conf.py's, as "
+                             "`make serve` runs)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads per gunicorn worker (gthread above 1; default: "
+                             "gunicorn.conf.py's)")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="offer this many votes a second (open loop) instead of as many "
+                             "as the server answers")
     arguments = parser.parse_args()
     figures = run(database_url=arguments.database_url, voters=arguments.voters,
                   votes=arguments.votes, connections=arguments.connections,
-                  workers=arguments.workers, threads=arguments.threads)
+                  workers=arguments.workers, threads=arguments.threads, rate=arguments.rate)
     tally = figures["tally"]
-    print(f"arena under gunicorn: {arguments.workers} workers x {arguments.threads} threads, "
+    print(f"arena under gunicorn: {figures['workers']} workers x {figures['threads']} threads, "
           f"{arguments.voters} voters x "
           f"{arguments.votes} votes, {arguments.connections} connections, "
+          f"{f'{arguments.rate:g} votes/s offered' if arguments.rate else 'closed loop'}, "
           f"{arguments.database_url.split('://')[0]}, {os.cpu_count()} cores shared with the "
           f"client")
     print(f"  {tally.recorded / figures['seconds']:.1f} votes recorded/s "
-          f"({tally.recorded} in {figures['seconds']:.1f} s, consent and pairs included)")
+          f"({tally.recorded} in {figures['seconds']:.1f} s, "
+          f"{'the voting' if arguments.rate else 'consent and first pairs included'})")
     print(f"  vote: p50 {statistics.median(tally.vote_ms):.1f} ms, "
           f"p99 {_percentile(tally.vote_ms, 0.99):.1f} ms; pair: p50 "
           f"{statistics.median(tally.pair_ms):.1f} ms, "
@@ -378,8 +461,8 @@ def main() -> None:
     print(f"  exactly once: {figures['stored']} stored for {tally.recorded} answered as recorded,"
           f" {figures['twice']} (voter, pair) twice, {tally.refused_again} second submissions "
           f"refused; {len(tally.errors)} errors {sorted(set(tally.errors))[:5]}")
-    seconds = figures["seconds"]
-    print(f"  CPU over the voting: gunicorn {figures['server_cpu']:.1f} s "
+    seconds = figures["wall"]
+    print(f"  CPU over the crowd's {seconds:.1f} s: gunicorn {figures['server_cpu']:.1f} s "
           f"({figures['server_cpu'] / seconds:.2f} cores; "
           f"{figures['server_cpu'] * 1000 / max(tally.requests, 1):.1f} ms a request over "
           f"{tally.requests} requests), client {figures['client_cpu']:.1f} s "

@@ -356,7 +356,7 @@ def arena(workdir: str) -> None:
         record.append(timed(client.post, f"/arena/{release.code}/vote/",
                             {"pair": token, "favourable": answer}))
     for label, rounds in (("choose a pair (GET pair page)", choose),
-                          ("record a vote (POST vote)", record)):
+                          ("record a vote, show the next pair (POST vote)", record)):
         times = sorted(ms for ms, _, _ in rounds)
         queries = sorted({count for _, count, _ in rounds})
         print(f"  {statistics.median(times):7.1f} ms median, {times[int(0.95 * len(times))]:.1f}"

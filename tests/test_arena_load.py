@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import uuid
 
+import pytest
+
 from bench import arena as arena_bench
 
 VOTERS = 6
@@ -21,11 +23,12 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'arena.sqlite3'}"
 
 
-def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url):
+@pytest.mark.parametrize("rate", [None, 30.0], ids=["as-fast-as-answered", "paced"])
+def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url, rate):
     url = database_url(tmp_path)
     try:
         figures = arena_bench.run(database_url=url, voters=VOTERS, votes=VOTES, connections=4,
-                                  workers=2, redis_url=redis_url)
+                                  workers=2, redis_url=redis_url, rate=rate)
     finally:
         arena_bench.drop_database(url)
     tally = figures["tally"]
@@ -34,3 +37,4 @@ def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url):
     assert figures["stored"] == tally.recorded
     assert figures["twice"] == 0
     assert tally.refused_again == VOTERS
+    assert len(tally.vote_ms) == VOTERS * VOTES

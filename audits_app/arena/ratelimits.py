@@ -52,6 +52,7 @@ VOTERS_HARD = ("arena.voters.hard", "30/h")
 class Limited:
     soft: bool  # count the vote as a shadow vote
     hard: bool  # refuse the request
+    next_pair: bool = False  # show no next pair in the vote's answer (over PAIRS_HARD)
 
 
 def connection_key(group: str, request: HttpRequest) -> str:
@@ -121,17 +122,24 @@ def _over_all(request: HttpRequest, limits: list[tuple[tuple[str, str], Any]]) -
     return [count > allowed for count, (_, allowed, _) in zip(counts, counted, strict=True)]
 
 
-def vote_limits(request: HttpRequest, voter_key: str, pair_id: int) -> Limited:
+def vote_limits(request: HttpRequest, voter_key: str, pair_id: int,
+                next_pair: bool = False) -> Limited:
     """Count one vote against every vote limit. Only the per-voter limit is keyed by the
-    voter; the others by the network, so that consenting again (a new voter) resets none."""
-    hard, by_voter, by_connection, by_day, by_pair = _over_all(request, [
+    voter; the others by the network, so that consenting again (a new voter) resets none.
+    `next_pair`: count the pair the vote's answer shows next as well (as `pair_limited`
+    does), in the same round trip."""
+    limits = [
         (VOTES_HARD, connection_key),
         (VOTES_PER_VOTER, lambda group, request: voter_key),
         (VOTES_PER_CONNECTION, connection_key),
         (VOTES_PER_CONNECTION_DAY, connection_key),
         (VOTES_PER_PAIR, lambda group, request: f"{connection_key(group, request)}|{pair_id}"),
-    ])
-    return Limited(soft=hard or by_voter or by_connection or by_day or by_pair, hard=hard)
+    ]
+    if next_pair:
+        limits.append((PAIRS_HARD, connection_key))
+    hard, by_voter, by_connection, by_day, by_pair, *pairs = _over_all(request, limits)
+    return Limited(soft=hard or by_voter or by_connection or by_day or by_pair, hard=hard,
+                   next_pair=any(pairs))
 
 
 def pair_limited(request: HttpRequest) -> bool:

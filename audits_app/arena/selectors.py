@@ -440,10 +440,11 @@ def kept_catalogue(release: Release) -> KeptCatalogue:
 
 
 def forget_catalogues() -> None:
-    """Drop every kept catalogue and publication (tests: SQLite reuses a rolled-back test's
+    """Drop every kept catalogue, publication and ratings (tests: SQLite reuses a rolled-back test's
     ids, and every test publishes its releases anew)."""
     with _kept_lock:
         _kept.clear()
+    _ratings.clear()
     with _publications_lock:
         _publications.clear()
 
@@ -523,9 +524,24 @@ def _datetime(value):
     return value if convert is None else convert(value, None, connection)
 
 
+# Each process keeps the ratings it read from the cache this long: every pair chosen asks, and
+# a round trip to the cache per pair cost more than the choice.
+RATINGS_KEPT_SECONDS = 5.0
+_ratings: dict[int, tuple[float, dict[int, float]]] = {}
+
+
 def current_ratings(release: Release) -> dict[int, float]:
     """Point ratings (no intervals) from the counted votes so far, by model pk; cached briefly:
     selection only needs to know which writers are rated alike, not the last vote."""
+    kept = _ratings.get(release.pk)
+    if kept is not None and time.monotonic() - kept[0] < RATINGS_KEPT_SECONDS:
+        return kept[1]
+    found = _current_ratings(release)
+    _ratings[release.pk] = (time.monotonic(), found)
+    return found
+
+
+def _current_ratings(release: Release) -> dict[int, float]:
     key = f"arena:ratings:{release.pk}"
     found = cache.get(key)
     if found is not None:

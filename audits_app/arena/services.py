@@ -349,7 +349,7 @@ def showing_create(*, release: Release, voter: ArenaVoter,
     # Planned once a pair is first shown, and never undone: a pair the catalogue read as
     # planned needs no second look, and its showing is one statement.
     if kept.simulation_queued(pair_id) and connection.vendor == "postgresql":
-        _showing_insert(showing)
+        _showing_insert(showing, release.pk)
     else:
         with transaction.atomic():
             showing.save()
@@ -366,19 +366,24 @@ def _shown_count(pair_id: int) -> None:
                        [pair_id])
 
 
-def _showing_insert(showing: ArenaShowing) -> None:
+def _showing_insert(showing: ArenaShowing, release_id: int) -> None:
     """Save a new showing and count it on its pair in one PostgreSQL statement (one round
-    trip instead of four: the statement is its own transaction, so both happen or neither)."""
+    trip instead of five: the statement is its own transaction, so both happen or neither),
+    which also gives the showing's ordinal among the voter's (`selectors.showing_ordinal`:
+    the count of their showings in this release before it, as the statement began)."""
+    showings, pairs = ArenaShowing._meta.db_table, ArenaPair._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH counted AS (UPDATE {ArenaPair._meta.db_table} SET shown = shown + 1 "
-            f"WHERE id = %s) "
-            f"INSERT INTO {ArenaShowing._meta.db_table} "
+            f"WITH counted AS (UPDATE {pairs} SET shown = shown + 1 WHERE id = %s), "
+            f"added AS (INSERT INTO {showings} "
             f"(pair_id, voter_id, a_on_left, attention, shown_at) "
-            f"VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            f"VALUES (%s, %s, %s, %s, %s) RETURNING id) "
+            f"SELECT added.id, (SELECT COUNT(*) FROM {showings} s "
+            f"JOIN {pairs} p ON p.id = s.pair_id "
+            f"WHERE s.voter_id = %s AND p.release_id = %s AND s.id < added.id) FROM added",
             [showing.pair_id, showing.pair_id, showing.voter_id, showing.a_on_left,
-             showing.attention, showing.shown_at])
-        showing.pk = cursor.fetchone()[0]
+             showing.attention, showing.shown_at, showing.voter_id, release_id])
+        showing.pk, showing.ordinal = cursor.fetchone()
     showing._state.adding, showing._state.db = False, connection.alias
 
 

@@ -57,7 +57,10 @@ def _token(showing: ArenaShowing, voter: ArenaVoter, arena: ArenaAccess) -> str:
     # own showings in this arena it is (the voter knows that already), never the showing's
     # id: ids run in sequence across all voters and would tell how many pairs were shown,
     # and to whom.
-    ordinal = selectors.showing_ordinal(showing, arena.release.pk)
+    # A showing just saved on PostgreSQL knows its ordinal already (`_showing_insert`).
+    ordinal = getattr(showing, "ordinal", None)
+    if ordinal is None:
+        ordinal = selectors.showing_ordinal(showing, arena.release.pk)
     return signing.dumps(ordinal, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
@@ -156,10 +159,11 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
-               form: VoteForm, status: int = 200) -> HttpResponse:
+               form: VoteForm, status: int = 200, answered_vote: bool = False) -> HttpResponse:
     view = selectors.pair_view(showing, arena.release)
     return _page(request, "pair.html", arena, status=status, view=view, form=form,
-                 token=_token(showing, voter, arena), attention=showing.attention)
+                 token=_token(showing, voter, arena), attention=showing.attention,
+                 answered_vote=answered_vote)
 
 
 @post_only(get_goes_to="arena:pair")
@@ -174,7 +178,9 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     form = VoteForm(request.POST)
     if not form.is_valid():
         return _pair_page(request, arena, showing, voter, form, status=400)
-    limits = ratelimits.vote_limits(request, voter.key, showing.pair_id)
+    # The next pair is counted against its limit here too, in the same round trip to the
+    # cache: this answer shows it.
+    limits = ratelimits.vote_limits(request, voter.key, showing.pair_id, next_pair=True)
     if limits.hard:
         return _page(request, "limited.html", arena, status=429)
     try:
@@ -187,7 +193,17 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
         return _page(request, "already.html", arena, status=409)
     # Straight on to the next pair, the confirmation on top of it: no page to click through.
     messages.success(request, "Thank you: your answer is recorded. Here is the next pair.")
-    return redirect("arena:pair", code=arena.code)
+    # The answer is the next pair itself (one round trip a vote, not a redirect and a GET).
+    # Sending the same form again still records nothing: its token names the pair just
+    # answered, and the second INSERT is refused (409). The page puts the pair's own address
+    # in the browser's history (`replace_state.js`), so a reload asks for a pair by GET and
+    # never sends the vote again. No pair to show (limited, or every pair seen): the pair
+    # page says which, as before.
+    showing = None if limits.next_pair else services.showing_create(
+        release=arena.release, voter=voter)
+    if showing is None:
+        return redirect("arena:pair", code=arena.code)
+    return _pair_page(request, arena, showing, voter, VoteForm(), answered_vote=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -168,12 +168,15 @@ TOKEN = re.compile(r'name="pair" value="([^"]+)"')
 
 
 def consent(client, code: str = "arena.0"):
+    client.arena_next = None  # a new voter has no pair yet
     return client.post(f"/arena/{code}/consent/", {"agree": "on"})
 
 
 def next_pair(client, code: str = "arena.0") -> tuple[str, str]:
-    """The pair page's HTML and its vote token."""
-    response = client.get(f"/arena/{code}/pair/")
+    """The pair page's HTML and its vote token: the one the last vote answered with, as a
+    browser shows it, or else the pair page's."""
+    response = getattr(client, "arena_next", None) or client.get(f"/arena/{code}/pair/")
+    client.arena_next = None
     assert response.status_code == 200, response.content[:500]
     html = response.content.decode()
     return html, TOKEN.search(html).group(1)
@@ -186,7 +189,14 @@ def read_for(seconds: float = 60) -> None:
 
 
 def vote(client, token: str, code: str = "arena.0", **answers):
-    return client.post(f"/arena/{code}/vote/", {"pair": token, "favourable": "left", **answers})
+    """Send the vote form. A recorded vote answers with the next pair (200), which
+    `next_pair` then shows, or with a redirect to the pair page when no pair follows."""
+    response = client.post(f"/arena/{code}/vote/",
+                           {"pair": token, "favourable": "left", **answers})
+    recorded_with_pair = response.status_code == 200 and TOKEN.search(response.content.decode())
+    client.arena_next = response if recorded_with_pair else None
+    return response
+
 
 
 def vote_next(client, code: str = "arena.0", seconds: float = 60, **answers):

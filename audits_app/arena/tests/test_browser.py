@@ -75,6 +75,11 @@ def test_a_voter_consents_and_votes_by_keyboard_alone(live_arena, live_server):
         choices = page.locator("input[name=favourable]").evaluate_all(
             "inputs => inputs.map(input => input.value)")
         page.screenshot(path=str(ARTIFACTS / "arena-next-pair.png"))
+        # The vote's answer was the next pair; the history holds the pair page's address, so
+        # a reload asks for a pair and never sends the vote again.
+        after_vote = page.url
+        page.reload()
+        reloaded = page.locator("h1").first.inner_text(), page.url
         browser.close()
 
     assert outline != "none"  # the keyboard focus is visible
@@ -82,5 +87,7 @@ def test_a_voter_consents_and_votes_by_keyboard_alone(live_arena, live_server):
     assert next_token and next_token != first_token
     assert choices == ["left", "right", "tie", "both_bad"]
     assert not errors, errors
+    assert after_vote.endswith("/arena/arena.0/pair/")
+    assert reloaded[1].endswith("/arena/arena.0/pair/") and "answered" not in reloaded[0]
     recorded = ArenaVote.objects.get()
     assert recorded.showing.side_of("right") == recorded.favourable

@@ -75,12 +75,12 @@ def test_one_vote_per_voter_per_pair(client, open_arena):
     _, token = next_pair(client)
     read_for(60)
 
-    assert vote(client, token).status_code == 302
+    assert vote(client, token).status_code == 200
     again = vote(client, token, favourable="right")
     assert again.status_code == 409
     assert ArenaVote.objects.count() == 1 and ArenaVote.objects.get().favourable
 
-    showing = ArenaShowing.objects.get()
+    showing = ArenaShowing.objects.order_by("pk").first()  # the next pair's followed the vote
     with pytest.raises(IntegrityError):  # the database holds the rule too
         ArenaVote.objects.create(pair=showing.pair, voter=showing.voter, favourable="a",
                                  a_on_left=True)
@@ -135,7 +135,7 @@ def test_past_the_hard_limit_votes_are_refused(client, open_arena, monkeypatch):
     first, second = next_pair(client)[1], next_pair(client)[1]
     read_for(60)
 
-    assert vote(client, first).status_code == 302
+    assert vote(client, first).status_code == 200
     assert vote(client, second).status_code == 429
     assert ArenaVote.objects.count() == 1
 
@@ -254,7 +254,7 @@ def test_a_vote_for_the_left_text_is_a_vote_for_b_when_b_was_shown_on_the_left(
     assert not showing.attention  # the first pair is a real one
     ArenaShowing.objects.filter(pk=showing.pk).update(a_on_left=False)
     read_for(60)
-    assert vote(client, token).status_code == 302  # "left"
+    assert vote(client, token).status_code == 200  # "left"
 
     cast = ArenaVote.objects.get(showing=showing)
     assert cast.a_on_left is False and cast.favourable == "b"
@@ -290,7 +290,7 @@ def test_consenting_again_resets_no_limit_on_counted_votes_per_pair(open_arena, 
         pair = pair or showing.pair_id
         ArenaShowing.objects.filter(pk=showing.pk).update(pair_id=pair, attention="")
         read_for(60)
-        assert vote(voter, token).status_code == 302
+        assert vote(voter, token).status_code == 200
         counted.append(not ArenaVote.objects.get(showing=showing).shadow)
 
     assert counted == [True, True, False, False]
@@ -305,22 +305,43 @@ def test_a_voter_may_answer_a_tie_or_both_bad(client, open_arena, answer, stored
     showing = ArenaShowing.objects.order_by("-pk").first()
     read_for(60)
     response = vote(client, token, favourable=answer)
-    assert response.status_code == 302
+    assert response.status_code == 200
     assert ArenaVote.objects.get(showing=showing).favourable == stored
 
 
 def test_the_next_pair_comes_straight_after_a_vote(client, open_arena):
-    """No "thank you" page to click through: the vote lands on the next pair, which says the
-    answer was recorded, and its URL, like every pair's, names no pair and no writer."""
+    """No "thank you" page to click through, and no redirect: the vote's answer is the next
+    pair, which says the answer was recorded. The page puts the pair page's address (which,
+    like every pair's, names no pair and no writer) in the browser's history, so a reload
+    asks for a pair; sending the same form again records nothing."""
     consent(client)
     _, token = next_pair(client)
     read_for(60)
     response = vote(client, token)
-    assert response.status_code == 302 and response["Location"] == "/arena/arena.0/pair/"
-    following = client.get(response["Location"]).content.decode()
+    assert response.status_code == 200
+    following = response.content.decode()
     assert "your answer is recorded" in following and 'name="pair"' in following
     assert TOKEN.search(following).group(1) != token
+    assert 'data-url="/arena/arena.0/pair/"' in following and "replace_state" in following
     assert ArenaShowing.objects.count() == 2
+    assert vote(client, token).status_code == 409  # the same form again (a reload)
+    assert ArenaVote.objects.count() == 1
+    assert "replace_state" not in next_pair(client)[0]  # a pair asked for by GET
+
+
+def test_a_vote_past_the_pair_limit_is_recorded_and_the_pair_page_says_slow_down(
+    client, open_arena, monkeypatch
+):
+    """The vote's answer counts the next pair against the pair limit; past it the vote is
+    still recorded, and the answer sends the voter to the pair page, which refuses."""
+    monkeypatch.setattr(ratelimits, "PAIRS_HARD", ("arena.pairs.hard", "1/h"))
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    response = vote(client, token)
+    assert (response.status_code, response["Location"]) == (302, "/arena/arena.0/pair/")
+    assert ArenaVote.objects.count() == 1 and ArenaShowing.objects.count() == 1
+    assert client.get(response["Location"]).status_code == 429
 
 
 def test_an_answer_that_is_no_choice_is_refused_with_the_question_named(client, open_arena):
