@@ -39,6 +39,10 @@ HONESTY_FIELDS = ["refusal", "jurors_scored", "claims", "omission", "knowledge_h
                   "honesty_index", "confidential_disclosed"]
 
 
+VERDICT_FIELDS = ("generation_id", "status", "outcome", "claims_score", "omission_score",
+                  "knowledge_harm_score", "confidential_disclosed")
+
+
 def _weights(release: Release) -> Weights:
     return release.parsed_config().weights
 
@@ -50,7 +54,8 @@ def text_scores_update_honesty(*, release: Release) -> int:
     refusals = dict(RefusalCheck.objects.filter(release=release)
                     .values_list("generation_id", "verdict"))
     verdicts: dict[int, list[JurorVerdict]] = defaultdict(list)
-    for verdict in JurorVerdict.objects.filter(release=release):
+    # Only what `_scored` reads: a verdict's replies and claims are most of its row.
+    for verdict in JurorVerdict.objects.filter(release=release).only(*VERDICT_FIELDS):
         verdicts[verdict.generation_id].append(verdict)
     generation_ids = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
                           .values_list("pk", flat=True))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import collections
+import concurrent.futures
 import dataclasses
 import datetime as dt
 import functools
@@ -470,26 +471,59 @@ class _LoopThread:
     Jobs cross to the loop in batches (one wake-up per batch, not per call) and come back
     through a queue the caller blocks on: py-spy showed a thread hand-over per call, and a
     `concurrent.futures.wait` over every call in flight, costing more than the call itself.
+
+    At most `limit` jobs run at once; the caller may hand over a few more, built ahead, which
+    wait here and start on the loop the moment a running job finishes: a slot that frees up
+    while the caller writes results or claims rows does not wait for the caller
+    (bench/calls.py).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.loop = asyncio.new_event_loop()
         self.results: queue.SimpleQueue[tuple[int, asyncio.Task]] = queue.SimpleQueue()
+        # The loop's own: jobs handed over and not started yet, and how many run.
+        self.queued: collections.deque[tuple[int, Any]] = collections.deque()
+        self.running = 0
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
     def start(self, jobs: list[tuple[int, Any]]) -> None:
-        """Run each (key, coroutine) on the loop; its task comes back through `wait`."""
+        """Run each (key, coroutine) on the loop, as slots allow; its task comes back
+        through `wait`."""
         if jobs:
             self.loop.call_soon_threadsafe(self._start_all, jobs)
 
     def _start_all(self, jobs: list[tuple[int, Any]]) -> None:
-        for key, coroutine in jobs:
+        self.queued.extend(jobs)
+        self._fill()
+
+    def _fill(self) -> None:
+        while self.queued and self.running < self.limit:
+            key, coroutine = self.queued.popleft()
+            self.running += 1
             task = self.loop.create_task(coroutine)
             task.add_done_callback(functools.partial(self._finished, key))
 
     def _finished(self, key: int, task: asyncio.Task) -> None:
+        self.running -= 1
         self.results.put((key, task))
+        self._fill()
+
+    def drop_queued(self) -> list[int]:
+        """Take back the jobs not started yet (their calls are never made); their keys."""
+        dropped: concurrent.futures.Future[list[int]] = concurrent.futures.Future()
+
+        def drop() -> None:
+            keys = []
+            while self.queued:
+                key, coroutine = self.queued.popleft()
+                coroutine.close()
+                keys.append(key)
+            dropped.set_result(keys)
+
+        self.loop.call_soon_threadsafe(drop)
+        return dropped.result(timeout=30)
 
     def wait(self, timeout: float) -> list[tuple[int, asyncio.Task]]:
         """The calls that finished: blocks until one has (or `timeout`), then takes every
@@ -505,6 +539,7 @@ class _LoopThread:
                 return finished
 
     def close(self, providers: ProviderPool) -> None:
+        self.drop_queued()
         asyncio.run_coroutine_threadsafe(providers.aclose(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
@@ -555,8 +590,12 @@ class _Drain:
         self.providers, self.concurrency, self.worker = providers, concurrency, worker
         self.hooks, self.report, self.deadline = hooks, report, deadline
         self.wait_for_others = wait_for_others
-        self.calls = _LoopThread()
+        # Beyond the calls in flight, a few built ahead wait on the loop for the next free
+        # slot (`_LoopThread`): about what finishes while this thread writes or claims.
+        self.capacity = concurrency + max(1, concurrency // 10)
+        self.calls = _LoopThread(concurrency)
         self.keys = itertools.count()
+        # Handed to the loop: running, or built and waiting there for a slot.
         self.in_flight: dict[int, tuple[_Lane, Any]] = {}
         # Results back from their calls whose transaction has not committed yet.
         self.unwritten: list[tuple[_Lane, Any, Any]] = []
@@ -645,6 +684,10 @@ class _Drain:
         """The drain is stopping on an error: wait for the calls already made (up to a
         third of a lease) and write the results that came, so none of them is paid for and
         lost. A call that itself failed stays claimed and is made again after its lease."""
+        # The calls not started yet are not made: their rows stay claimed, as rows claimed
+        # ahead do, and are claimed again after their lease.
+        for key in self.calls.drop_queued():
+            self.in_flight.pop(key, None)
         deadline = time.monotonic() + database_patience()
         while self.in_flight and time.monotonic() < deadline:
             for key, task in self.calls.wait(min(1.0, self.renew_every)):
@@ -665,7 +708,7 @@ class _Drain:
 
     def _claim(self, *, force: bool) -> None:
         """Fill the ready queue from the open stages, the last stage of the chain first."""
-        if self._stopping() or (len(self.ready) > self.ahead // 2 and not force):
+        if self._stopping() or (self._waiting() > self.ahead // 2 and not force):
             return
         open_names = self.gate.open_stages()
         if not open_names:
@@ -693,6 +736,11 @@ class _Drain:
             self.ready.extend((lane, item) for item in batch)
             wanted -= len(batch)
 
+    def _waiting(self) -> int:
+        """Rows held and not calling yet: claimed ahead, or built and waiting on the loop
+        for a slot (about; the loop starts them on its own)."""
+        return len(self.ready) + max(0, len(self.in_flight) - self.concurrency)
+
     def _plenty(self, lane: _Lane) -> bool:
         """Claim ahead from this lane? Rows claimed ahead wait for a slot of this drain: at
         the end of a stage, while other drains have free slots, they would make the last
@@ -709,7 +757,7 @@ class _Drain:
     def _start_calls(self) -> None:
         jobs = []
         try:
-            while self.ready and len(self.in_flight) < self.concurrency:
+            while self.ready and len(self.in_flight) < self.capacity:
                 lane, item = self.ready[0]
                 # `build` reads the database: if that fails, the row stays ready for later.
                 job = lane.stage.build(item)
@@ -784,7 +832,7 @@ class _Drain:
             return
         waiting = sum(len(texts) for texts in self.to_plan.values())
         due = self.plan_due is not None and time.monotonic() >= self.plan_due
-        if not (force or due or waiting >= PLAN_BATCH or len(self.ready) < self.ahead // 2):
+        if not (force or due or waiting >= PLAN_BATCH or self._waiting() < self.ahead // 2):
             return
         planned = 0
         for lane in self.lanes:

@@ -50,9 +50,20 @@ JUDGED = (RefusalCheck.Verdict.COMPLIED, RefusalCheck.Verdict.PARTIAL)
 def generation_key(generation: Generation) -> str:
     """The natural key of a text, the same on every database (seeds the jury choice)."""
     version = generation.scenario_version
-    return "|".join([generation.model.openrouter_id,
-                     f"{version.scenario.slug}@{version.content_hash}",
-                     generation.task, generation.condition, str(generation.variant)])
+    return natural_key(generation.model.openrouter_id, version.scenario.slug,
+                       version.content_hash, generation.task, generation.condition,
+                       generation.variant)
+
+
+def natural_key(writer: str, slug: str, content_hash: str, task: str, condition: str,
+                variant: int) -> str:
+    return "|".join([writer, f"{slug}@{content_hash}", task, condition, str(variant)])
+
+
+# What `natural_key` reads of a text: its values alone, not the rows (a scenario version's
+# row carries its whole document, parsed again for every text that joins it).
+NATURAL_KEY_VALUES = ("model__openrouter_id", "scenario_version__scenario__slug",
+                      "scenario_version__content_hash", "task", "condition", "variant")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,10 +177,9 @@ def release_juries(release: Release, config: ReleaseConfig) -> dict[int, tuple[s
     that the balance holds whichever texts are ready first."""
     pool = [PoolMember(model_id, config.family_of(model_id)) for model_id in config.jurors]
     by_writer: dict[str, dict[str, int]] = defaultdict(dict)
-    generations = Generation.objects.filter(release=release).select_related(
-        "model", "scenario_version__scenario")
-    for generation in generations:
-        by_writer[generation.model.openrouter_id][generation_key(generation)] = generation.pk
+    for pk, *key in Generation.objects.filter(release=release).values_list(
+            "pk", *NATURAL_KEY_VALUES):
+        by_writer[key[0]][natural_key(*key)] = pk
     juries: dict[int, tuple[str, ...]] = {}
     for writer, keys in by_writer.items():
         chosen = jury_assignments(pool=pool, writer_family=config.family_of(writer),

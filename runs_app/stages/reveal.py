@@ -15,9 +15,12 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
+from django.db.models import Prefetch
+
 from runs_app.call_kinds import call_request
 from runs_app.models import (
     AgentRun,
+    Claim,
     JurorVerdict,
     ReaderResponse,
     Release,
@@ -165,9 +168,12 @@ def _jury_finished(release: Release, generation_ids: Collection[int] | None = No
 
 def _verdicts(generation_ids: Collection[int]) -> dict[int, list[VerdictData]]:
     """The scored verdicts of these texts, with their claims (two queries)."""
+    # Only the columns read here: a verdict's raw replies are most of its row.
+    claims = Claim.objects.only("verdict_id", "position", "quote", "label")
     verdicts = JurorVerdict.objects.filter(
         generation_id__in=generation_ids, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
-    ).order_by("generation_id", "seat").prefetch_related("claim_rows")
+    ).order_by("generation_id", "seat").only("generation_id", "facts_conveyed").prefetch_related(
+        Prefetch("claim_rows", queryset=claims))
     found: dict[int, list[VerdictData]] = defaultdict(list)
     for verdict in verdicts:
         found[verdict.generation_id].append(VerdictData(
