@@ -18,12 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db.models import Prefetch
 
 from audits_app.leaderboard.figures import release_resampling
 from audits_app.models import SpotCheck
 from audits_app.statistics import agreement
 from audits_app.text_codes import text_code
 from runs_app.models import (
+    Claim,
     Generation,
     JurorVerdict,
     Release,
@@ -90,9 +92,17 @@ def scored_verdicts(release: Release):
 
 def jury_texts(release: Release, generation_ids: list[int] | None = None) -> dict[int, JuryText]:
     """The jury's view of every scored text of a release (or of the given generations)."""
+    # Only what the jury's view needs: the whole rows (a text's body and replies, its scenario
+    # version's document) were most of a staff agreement page's two seconds.
     verdicts = scored_verdicts(release).select_related(
         "juror", "generation__model", "generation__scenario_version"
-    ).prefetch_related("claim_rows").order_by("generation_id", "seat")
+    ).only(
+        "seat", "facts_conveyed", "techniques", "juror__openrouter_id",
+        "generation__condition", "generation__model__openrouter_id",
+        "generation__scenario_version__scenario_id",
+    ).prefetch_related(Prefetch(
+        "claim_rows", queryset=Claim.objects.only("verdict_id", "position", "quote", "label"))
+    ).order_by("generation_id", "seat")
     if generation_ids is not None:
         verdicts = verdicts.filter(generation_id__in=generation_ids)
     texts: dict[int, JuryText] = {}
@@ -137,12 +147,16 @@ class GateFigures:
     items: int
 
 
-def gate_figures(release: Release) -> GateFigures:
+def gate_figures(release: Release, texts: dict[int, JuryText] | None = None) -> GateFigures:
+    """Coverage and agreement of the spot-checks; `texts`: the release's `jury_texts`, when
+    the caller has them already (a text's jury view is the same read alone or with all)."""
     scored = set(scored_verdicts(release).values_list("generation_id", flat=True))
     checked = set(done_checks(release).filter(generation_id__in=scored)
                   .values_list("generation_id", flat=True))
     coverage = len(checked) / len(scored) if scored else 0.0
-    pairs = claim_pairs(release, jury_texts(release, sorted(checked)))
+    checked_texts = (jury_texts(release, sorted(checked)) if texts is None
+                     else {pk: texts[pk] for pk in sorted(checked) if pk in texts})
+    pairs = claim_pairs(release, checked_texts)
     kappa = None
     if len(pairs.jury) >= MIN_AGREEMENT_CLAIMS:
         value = float(agreement.kappa_from_confusion(agreement.confusion(pairs.jury, pairs.people)))
@@ -232,7 +246,7 @@ def agreement_summary(release: Release) -> dict | None:
 
     claim_units, claim_scenarios, class_units, class_scenarios = _juror_units(texts)
     pairs = claim_pairs(release, texts)
-    figures = gate_figures(release)
+    figures = gate_figures(release, texts)
     summary = {
         "labels": list(agreement.LABELS),
         "unit": "claim",

@@ -142,6 +142,25 @@ def test_the_staff_agreement_page_shows_the_figures(client, checked_release):
     assert "not calibrated" in page
 
 
+def test_the_summary_reads_the_jury_once_and_only_the_columns_it_uses(checked_release):
+    """The jury's view is read once (the gate's figures reuse it) and without the texts'
+    bodies or the scenario documents: whole rows were most of the staff page's two seconds
+    on the demo. Its gate figures equal those read on their own."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        summary = agreement_summary(checked_release)
+    reads = [query["sql"] for query in queries.captured_queries
+             if '"runs_app_jurorverdict"."facts_conveyed"' in query["sql"]]
+    assert len(reads) == 1, reads
+    assert '"scenarios_app_scenarioversion"."document"' not in reads[0]
+    assert '"runs_app_generation"."text"' not in reads[0]
+    alone = gate_figures(checked_release)
+    assert (summary["coverage"], summary["gate_agreement"], summary["texts_checked"]) == (
+        alone.coverage, alone.agreement, alone.items)
+
+
 def test_summary_is_none_without_jury_verdicts(small_demo_release):
     assert agreement_summary(small_demo_release) is None
 
