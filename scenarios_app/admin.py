@@ -30,7 +30,7 @@ from baitbench_site.admin_refusals import (
     RefusalsAsMessages,
     related_refusal,
 )
-from scenarios_app.files import dump_scenario
+from scenarios_app.files import dump_scenario, summarise
 from scenarios_app.forms import (
     BriefTextForm,
     KnowledgeQuestionForm,
@@ -296,7 +296,7 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
             # the import's problems are, under the same "Nothing was imported".
             problems = [*form.non_field_errors(), *form.errors.get("files", [])]
         context = self._page_context(request, "Upload scenario files", form=form,
-                                     problems=problems)
+                                     problems=summarise(problems), problem_count=len(problems))
         return TemplateResponse(request, "admin/scenarios_app/scenario/upload.html", context)
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

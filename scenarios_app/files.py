@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,11 @@ SUFFIXES = (".yaml", ".yml")
 # scenario, while a file that size already makes a writer prompt of some 64,000 tokens, more
 # than any task needs. It also bounds what validating one file costs (bench/scenario_files.py).
 MAX_FILE_BYTES = 256 * 1024
+# A zip as uploaded, and everything it unpacks to: 32 scenario files at their size limit.
+MAX_ZIP_BYTES = 32 * MAX_FILE_BYTES
+# Problem lines listed for one import or validation; the rest are counted, not listed (a zip
+# of 3,000 bad files would otherwise list 3,000 lines).
+MAX_LISTED_PROBLEMS = 50
 # A scenario file nests four levels (knowledge_questions[0].options[1]). Deeper has no use,
 # and the pure-Python YAML composer recurses once per level: a deep file would otherwise end in
 # a RecursionError rather than a problem line.
@@ -59,7 +66,8 @@ class LoadReport:
 
 
 def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
-    """Files as given, folders as their *.yaml files (sorted); missing paths are problems."""
+    """Files as given (a .zip among them is read as a zip of scenario files), folders as their
+    *.yaml files (sorted); missing paths are problems."""
     files: list[Path] = []
     problems: list[str] = []
     for raw in paths:
@@ -110,6 +118,8 @@ def read_scenario_text(path: Path) -> tuple[str | None, list[str]]:
 
 
 def decode_scenario_bytes(content: bytes, source: str) -> tuple[str | None, list[str]]:
+    if not content:
+        return None, [f"{source}: the file is empty"]
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -249,6 +259,48 @@ def _location_of(node: yaml.Node, index: int,
     return None
 
 
+def yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
+    return [
+        member for member in archive.infolist()
+        if not member.is_dir() and member.filename.endswith(SUFFIXES)
+        and not member.filename.startswith("__MACOSX/")
+    ]
+
+
+def read_zip(name: str, handle: Any, size: int) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(member name, content) of each scenario file in the zip `handle`, or the problem that
+    refuses the whole zip. Sizes are checked before anything is unpacked (members by their
+    declared sizes, which `zipfile` never reads beyond); a damaged zip is a problem line, not
+    an exception. The upload form and the commands both read zips here."""
+    if size > MAX_ZIP_BYTES:
+        return [], [f"{name}: too large ({size_against(size, MAX_ZIP_BYTES)})"]
+    try:
+        archive = zipfile.ZipFile(handle)
+        members = yaml_members(archive)
+        if not members:
+            return [], [f"{name}: holds no .yaml files"]
+        for member in members:
+            if problem := too_large(member.file_size):
+                return [], [f"{name}/{member.filename}: {problem}"]
+        unpacked = sum(member.file_size for member in members)
+        if unpacked > MAX_ZIP_BYTES:
+            return [], [f"{name}: unpacks to {size_against(unpacked, MAX_ZIP_BYTES)}"]
+        return [(member.filename, archive.read(member)) for member in members], []
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError) as error:
+        reason = "empty file" if size == 0 else str(error) or type(error).__name__
+        return [], [f"{name}: a damaged zip (unreadable or truncated: {reason})"]
+
+
+def summarise(problems: list[str], listed: int = MAX_LISTED_PROBLEMS) -> list[str]:
+    """The first `listed` problem lines, then one line counting the rest and their files."""
+    if len(problems) <= listed:
+        return problems
+    rest = problems[listed:]
+    files = {line.split(": ", 1)[0] for line in rest}
+    return [*problems[:listed], f"… and {len(rest)} more problem{'s' if len(rest) != 1 else ''} "
+            f"in {len(files)} file{'s' if len(files) != 1 else ''}"]
+
+
 def load_scenario_files(paths: list[str]) -> LoadReport:
     """Load and validate every file; collect every problem rather than stop at the first.
 
@@ -256,21 +308,37 @@ def load_scenario_files(paths: list[str]) -> LoadReport:
     files, problems = expand_paths(paths)
     loaded: list[LoadedFile] = []
     for path in files:
-        source = str(path)
-        text, read_problems = read_scenario_text(path)
-        if text is None or read_problems:
-            problems += read_problems
+        if path.suffix == ".zip":
+            try:
+                with path.open("rb") as handle:
+                    members, zip_problems = read_zip(str(path), handle, path.stat().st_size)
+            except OSError as error:
+                members, zip_problems = [], [f"{path}: cannot read the file: "
+                                                f"{error.strerror or error}"]
+            problems += zip_problems
+            for member, content in members:
+                source = f"{path}/{member}"
+                problems += _load_text(*decode_scenario_bytes(content, source), source, loaded)
             continue
-        data, yaml_problems = parse_yaml(text, source)
-        if yaml_problems:
-            problems += yaml_problems
-            continue
-        scenario, schema_problems = validate_scenario_document(data)
-        problems += [problem.line(source) for problem in schema_problems]
-        if scenario is not None:
-            loaded.append(LoadedFile(source, scenario))
+        problems += _load_text(*read_scenario_text(path), str(path), loaded)
     problems += duplicate_problems(loaded)
     return LoadReport(loaded, problems)
+
+
+def _load_text(text: str | None, read_problems: list[str], source: str,
+               loaded: list[LoadedFile]) -> list[str]:
+    """The problems of one file's text; a valid scenario is appended to `loaded`."""
+    if text is None or read_problems:
+        return read_problems
+    data, yaml_problems = parse_yaml(text, source)
+    if yaml_problems:
+        return yaml_problems
+    if data is None:
+        return [f"{source}: the file is empty (blank lines and comments only)"]
+    scenario, schema_problems = validate_scenario_document(data)
+    if scenario is not None:
+        loaded.append(LoadedFile(source, scenario))
+    return [problem.line(source) for problem in schema_problems]
 
 
 def duplicate_problems(loaded: list[LoadedFile]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
-from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES
+from scenarios_app.files import MAX_FILE_BYTES, MAX_LISTED_PROBLEMS, SUFFIXES
 from scenarios_app.schemas import ALLOWED_HERE, FORMAT, ScenarioFile
 
 REFERENCE_PATH = Path("scenarios") / "FORMAT.md"
@@ -39,7 +39,8 @@ def scenario_file_reference() -> str:
         f"{ALLOWED_HERE}, and leading and trailing spaces are dropped. Unknown fields are "
         f"problems. Each problem is reported as one line naming the file and the field "
         f"(`scenarios/x.yaml: knowledge_questions[2].correct: index 5 is outside the 4 "
-        f"options`), all of them at once. Whole examples: the shipped files in `scenarios/` "
+        f"options`), all of them at once (the first {MAX_LISTED_PROBLEMS} are listed, the "
+        f"rest counted). Whole examples: the shipped files in `scenarios/` "
         f"(`manage.py validate_scenarios FILE` checks one).",
         "",
     ]

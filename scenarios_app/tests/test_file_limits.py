@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import subprocess
 import sys
 import zipfile
@@ -369,3 +370,79 @@ def test_importing_without_a_database_says_so_without_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == ("nothing imported: database error: unable to open "
                                            "database file")
+
+
+# --- bad files: named, and the same from the upload and the commands -------------------------
+
+def _zip(members: dict[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def test_an_empty_file_is_refused_naming_it_in_the_upload_and_the_commands(curator_client,
+                                                                          tmp_path):
+    """Django's own "The submitted file is empty." named no file."""
+    response = curator_client.post(UPLOAD, {"files": [_upload("empty.yaml", b"")]})
+    assert _messages(response) == ["empty.yaml: the file is empty", "Nothing was imported."]
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("set.zip", _zip({"e.yaml": ""}))]})
+    assert _messages(response) == ["set.zip/e.yaml: the file is empty", "Nothing was imported."]
+
+    path = write(tmp_path, "empty.yaml", "")
+    assert refused(path) == [f"{path}: the file is empty"]
+    code, _, err = run("validate_scenarios", path)
+    assert (code, err.strip()) == (1, f"{path}: the file is empty")
+    comments = write(tmp_path, "comments.yaml", "# nothing yet\n\n")
+    assert refused(comments) == [f"{comments}: the file is empty (blank lines and comments only)"]
+    assert not Scenario.objects.exists()
+
+
+def _truncated_zip() -> bytes:
+    return _zip({"greenvale.yaml": dump(valid_document())})[:-30]
+
+
+@pytest.mark.parametrize("content", [random.Random(0).randbytes(500), b"", _truncated_zip()],
+                         ids=["random-bytes", "empty", "truncated"])
+def test_an_unreadable_zip_is_called_damaged_naming_it(curator_client, tmp_path, content):
+    """It used to read "x.zip is neither a .yaml file nor a .zip"."""
+    response = curator_client.post(UPLOAD, {"files": [_upload("x.zip", content)]})
+    [problem, nothing] = _messages(response)
+    assert problem.startswith("x.zip: a damaged zip (unreadable or truncated: ")
+    assert nothing == "Nothing was imported."
+
+    path = tmp_path / "x.zip"
+    path.write_bytes(content)
+    [line] = refused(str(path))
+    assert line.startswith(f"{path}: a damaged zip (unreadable or truncated: ")
+    code, _, err = run("validate_scenarios", str(path))
+    assert (code, err.splitlines()) == (1, [line])
+    assert not Scenario.objects.exists()
+
+
+def test_a_zip_of_3000_bad_files_lists_50_problems_and_counts_the_rest(curator_client,
+                                                                     tmp_path):
+    content = _zip({f"s{number:04}.yaml": "a: [\n" for number in range(3000)})
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("many.zip", content)]})
+
+    problems = response.context["problems"]
+    assert len(problems) == 51
+    assert problems[0] == ("many.zip/s0000.yaml: malformed YAML at line 2, column 1: did not "
+                           "find expected node content")
+    assert problems[-1] == "… and 2950 more problems in 2950 files"
+    assert "Nothing was imported: 3000 problems." in response.content.decode()
+    assert not Scenario.objects.exists()
+
+    path = tmp_path / "many.zip"
+    path.write_bytes(content)
+    lines = refused(str(path))
+    assert len(lines) == 51
+    assert lines[0].startswith(f"{path}/s0000.yaml: malformed YAML at line 2, column 1")
+    assert lines[-1] == "… and 2950 more problems in 2950 files"
+    code, _, err = run("import_scenarios", str(path))
+    assert err.splitlines()[-1] == "nothing imported: 3000 problem(s)"
+    code, _, err = run("validate_scenarios", str(path))
+    assert (code, err.splitlines()) == (1, lines)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
+from scenarios_app.files import summarise
 from scenarios_app.services import scenarios_import
 
 
@@ -10,7 +11,8 @@ class Command(BaseCommand):
     help = "Import scenario files or folders, all or nothing (one line per problem on failure)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("paths", nargs="+", help="scenario files or folders of *.yaml files")
+        parser.add_argument("paths", nargs="+",
+                            help="scenario files, zips of them, or folders of *.yaml files")
         parser.add_argument(
             "--confirm-canary-change", action="store_true",
             help="allow a file to replace the canary of a scenario already in the database",
@@ -34,7 +36,7 @@ class Command(BaseCommand):
                               "(validate_scenarios checks files without a database)")
             raise SystemExit(1) from None
         if not result.ok:
-            for line in result.problems:
+            for line in summarise(result.problems):
                 self.stderr.write(line)
             self.stderr.write(f"nothing imported: {len(result.problems)} problem(s)")
             raise SystemExit(1)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from scenarios_app.files import expand_paths
+from scenarios_app.files import expand_paths, summarise
 from scenarios_app.services import scenarios_validate
 
 
@@ -11,12 +11,13 @@ class Command(BaseCommand):
             "problem). `import_scenarios --dry-run` also checks them against the database.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("paths", nargs="+", help="scenario files or folders of *.yaml files")
+        parser.add_argument("paths", nargs="+",
+                            help="scenario files, zips of them, or folders of *.yaml files")
 
     def handle(self, *args, paths: list[str], **options) -> None:
         problems = scenarios_validate(paths=paths)
         if problems:
-            for line in problems:
+            for line in summarise(problems):
                 self.stderr.write(line)
             raise SystemExit(1)
         count = len(expand_paths(paths)[0])
