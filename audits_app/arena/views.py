@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from audits_app import query_params
 from audits_app.arena import ratelimits, selectors, services
 from audits_app.arena.csv_export import results_csv
 from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
@@ -88,6 +89,7 @@ def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int =
 
 
 @require_GET
+@query_params.reads()
 def arena_index(request: HttpRequest) -> HttpResponse:
     """Arenas that are public (and, for staff, every published release's arena)."""
     staff = public.is_staff(request.user)
@@ -102,6 +104,7 @@ def arena_index(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
     """What the arena is, what is stored, and the consent form (or a link to go on)."""
     arena = _arena(request, code)
@@ -145,6 +148,7 @@ def _voting(request: HttpRequest, code: str,
 
 
 @require_GET
+@query_params.reads()
 def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=200)
     if isinstance(found, HttpResponse):
@@ -212,6 +216,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_results(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     result = services.results_current(release=arena.release)
@@ -220,6 +225,7 @@ def arena_results(request: HttpRequest, code: str) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_results_csv(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     result = services.results_current(release=arena.release)
