@@ -78,6 +78,13 @@ def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaSho
     return showing
 
 
+def _limited(request: HttpRequest, arena: ArenaAccess, limit: tuple[str, str]) -> HttpResponse:
+    """The 429 of a hard limit, with Retry-After: the seconds until its window ends."""
+    response = _page(request, "limited.html", arena, status=429)
+    response["Retry-After"] = str(ratelimits.retry_after(request, limit))
+    return response
+
+
 def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
           **context) -> HttpResponse:
     return render(request, f"arena/{template}", {"arena": arena, **context}, status=status)
@@ -127,7 +134,7 @@ def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
     voter = _voter(request)
     if voter is None:
         if ratelimits.voter_limited(request):
-            return _page(request, "limited.html", arena, status=429)
+            return _limited(request, arena, ratelimits.VOTERS_HARD)
         voter = services.voter_create()
     response = redirect("arena:pair", code=arena.code)
     response.set_signed_cookie(COOKIE, voter.key, salt=COOKIE_SALT, max_age=COOKIE_MAX_AGE,
@@ -155,7 +162,7 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
         return found
     arena, voter = found
     if ratelimits.pair_limited(request):
-        return _page(request, "limited.html", arena, status=429)
+        return _limited(request, arena, ratelimits.PAIRS_HARD)
     showing = services.showing_create(release=arena.release, voter=voter)
     if showing is None:  # every pair seen, or none left to see: the done page says which
         return _page(request, "done.html", arena, nothing_left=_nothing_left(arena))
@@ -186,7 +193,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     # cache: this answer shows it.
     limits = ratelimits.vote_limits(request, voter.key, showing.pair_id, next_pair=True)
     if limits.hard:
-        return _page(request, "limited.html", arena, status=429)
+        return _limited(request, arena, ratelimits.VOTES_HARD)
     try:
         services.vote_record(
             showing=showing, voter=voter, favourable=form.cleaned_data["favourable"],
