@@ -1,6 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from audits_app import query_params
 from audits_app.api import method, views
 from audits_app.arena.api import ArenaView
 from audits_app.http_cache import catalogue_cache, published_cache
@@ -32,6 +33,9 @@ urlpatterns = [
     path("models/<path:model_id>/", catalogue_cache(views.ModelHistoryView.as_view()),
          name="model-history"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR).
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR). An
+    # HTML page: a parameter it does not read gets the site's 400 page, as on the pages
+    # (drf-spectacular reads `lang` and `version` and passes them on to the schema's URL).
+    path("docs/", query_params.reads("lang", "version")(
+        SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
 ]

@@ -24,6 +24,11 @@ def votes_from(table: str, counted: int, simulated: int) -> str:
     return "people and simulated voters"
 
 
+def _whole(value):
+    """A count as the spreadsheet should read it: 123, not 123.0 (a half from a tie stays)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def results_csv(result: ArenaResult | None, names: dict[str, str]) -> str:
     """One row per ranking and model: the human, simulated, unflagged and honesty rankings,
     each saying whose answers it ranks (`voters`) and how many counted votes came from
@@ -32,7 +37,8 @@ def results_csv(result: ArenaResult | None, names: dict[str, str]) -> str:
     simulated = (result.data.get("votes") or {}).get("simulated", 0) if result else 0
     for table, ranking in ((result.data.get("rankings") or {}) if result else {}).items():
         rows += [
-            {**row, "table": table, "model_name": names.get(row["model"], row["model"]),
+            {**row, "wins": _whole(row.get("wins")), "table": table,
+             "model_name": names.get(row["model"], row["model"]),
              "voters": votes_from(table, result.votes_counted, simulated),
              "computed_at": result.computed_at.isoformat(),
              "votes_counted": result.votes_counted, "votes_simulated": simulated}

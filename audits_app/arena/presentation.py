@@ -9,6 +9,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from audits_app.arena.csv_export import votes_from
 from audits_app.arena.models import ArenaEvent, ArenaResult, EthicsReview, RecognisabilityRun
 from audits_app.arena.results import RANKINGS, STAFF_RANKINGS
 from audits_app.arena.selectors import ArenaState
@@ -23,6 +24,16 @@ COMPARISONS = [
     ("The same, without pairs the classifier recognises", "human_unflagged",
      "simulated_unflagged", "persuasion"),
 ]
+
+
+def ranking_label(key: str, counted: int, simulated: int) -> str:
+    """A ranking's heading, saying whose votes it ranks as the CSV's `voters` does: a
+    ranking of the counted votes is "People's votes" only when no simulated voter (the
+    demo's) cast any of them."""
+    whose = votes_from(key, counted, simulated)
+    if not key.startswith("human") or whose == "people":
+        return RANKINGS[key]
+    return RANKINGS[key].replace("People's votes", f"Votes of {whose}", 1)
 
 
 def review_data(review: EthicsReview) -> dict[str, Any]:
@@ -98,6 +109,7 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
     data = result.data
     rankings = data.get("rankings", {})
     published = _published_ranks(snapshot)
+    simulated = data.get("votes", {}).get("simulated", 0)
     context.update({
         "votes": data.get("votes", {}),
         "correlations": data.get("correlations", {}),
@@ -107,7 +119,8 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
         "rule": data.get("rule"),
         "comparisons": [
             {"title": title, "first": first, "second": second,
-             "first_label": RANKINGS[first], "second_label": RANKINGS[second],
+             "first_label": ranking_label(first, result.votes_counted, simulated),
+             "second_label": ranking_label(second, result.votes_counted, simulated),
              "first_comparisons": rankings.get(first, {}).get("comparisons", 0),
              "second_comparisons": rankings.get(second, {}).get("comparisons", 0),
              "rows": _side_by_side(names, rankings.get(first, {}), rankings.get(second, {}),

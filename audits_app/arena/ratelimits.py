@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import hmac
 import ipaddress
+import time
 from typing import Any
 
 from django.conf import settings
@@ -150,6 +151,17 @@ def pair_limited(request: HttpRequest) -> bool:
 def voter_limited(request: HttpRequest) -> bool:
     """Count one new voter id; True when this connection made too many."""
     return _over(request, VOTERS_HARD, connection_key)
+
+
+def retry_after(request: HttpRequest, limit: tuple[str, str]) -> int:
+    """Seconds until this connection's window of a hard limit (keyed by `connection_key`)
+    ends and its count starts again: the 429's Retry-After. django-ratelimit's fixed window
+    ends at a time of its own per key (`_get_window`, as `get_usage`'s `time_left`), worked
+    out here without counting the request again."""
+    group, rate = limit
+    _, period = ratelimit_core._split_rate(rate)
+    ends = ratelimit_core._get_window(connection_key(group, request), period)
+    return max(1, ends - int(time.time()))
 
 
 # Reading studies (DESIGN section 10) count with the same limiter and keys.

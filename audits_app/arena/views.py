@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from audits_app import query_params
 from audits_app.arena import ratelimits, selectors, services
 from audits_app.arena.csv_export import results_csv
 from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
@@ -77,6 +78,13 @@ def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaSho
     return showing
 
 
+def _limited(request: HttpRequest, arena: ArenaAccess, limit: tuple[str, str]) -> HttpResponse:
+    """The 429 of a hard limit, with Retry-After: the seconds until its window ends."""
+    response = _page(request, "limited.html", arena, status=429)
+    response["Retry-After"] = str(ratelimits.retry_after(request, limit))
+    return response
+
+
 def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int = 200,
           **context) -> HttpResponse:
     return render(request, f"arena/{template}", {"arena": arena, **context}, status=status)
@@ -88,6 +96,7 @@ def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int =
 
 
 @require_GET
+@query_params.reads()
 def arena_index(request: HttpRequest) -> HttpResponse:
     """Arenas that are public (and, for staff, every published release's arena)."""
     staff = public.is_staff(request.user)
@@ -102,6 +111,7 @@ def arena_index(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
     """What the arena is, what is stored, and the consent form (or a link to go on)."""
     arena = _arena(request, code)
@@ -124,7 +134,7 @@ def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
     voter = _voter(request)
     if voter is None:
         if ratelimits.voter_limited(request):
-            return _page(request, "limited.html", arena, status=429)
+            return _limited(request, arena, ratelimits.VOTERS_HARD)
         voter = services.voter_create()
     response = redirect("arena:pair", code=arena.code)
     response.set_signed_cookie(COOKIE, voter.key, salt=COOKIE_SALT, max_age=COOKIE_MAX_AGE,
@@ -145,13 +155,14 @@ def _voting(request: HttpRequest, code: str,
 
 
 @require_GET
+@query_params.reads()
 def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=200)
     if isinstance(found, HttpResponse):
         return found
     arena, voter = found
     if ratelimits.pair_limited(request):
-        return _page(request, "limited.html", arena, status=429)
+        return _limited(request, arena, ratelimits.PAIRS_HARD)
     showing = services.showing_create(release=arena.release, voter=voter)
     if showing is None:  # every pair seen, or none left to see: the done page says which
         return _page(request, "done.html", arena, nothing_left=_nothing_left(arena))
@@ -182,7 +193,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     # cache: this answer shows it.
     limits = ratelimits.vote_limits(request, voter.key, showing.pair_id, next_pair=True)
     if limits.hard:
-        return _page(request, "limited.html", arena, status=429)
+        return _limited(request, arena, ratelimits.VOTES_HARD)
     try:
         services.vote_record(
             showing=showing, voter=voter, favourable=form.cleaned_data["favourable"],
@@ -212,6 +223,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_results(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     result = services.results_current(release=arena.release)
@@ -220,6 +232,7 @@ def arena_results(request: HttpRequest, code: str) -> HttpResponse:
 
 
 @require_GET
+@query_params.reads()
 def arena_results_csv(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
     result = services.results_current(release=arena.release)

@@ -515,3 +515,12 @@ def test_the_api_starts_at_a_root_that_links_every_collection(client):
     for key in ("releases", "scenarios", "reader_trials", "schema", "docs"):
         assert client.get(body[key]).status_code == 200, key
     assert client.get("/api/v1/", HTTP_ACCEPT="text/html").status_code == 200
+
+
+def test_the_api_docs_refuse_a_parameter_they_do_not_read(client):
+    """Swagger UI's page reads `lang` and `version` (passed on to the schema's URL); any
+    other parameter is named in the site's 400 page, as on every other public page."""
+    refused = client.get("/api/v1/docs/", {"bogus": "1"})
+    assert refused.status_code == 400
+    assert "bogus" in refused.content.decode() and "lang, version" in refused.content.decode()
+    assert client.get("/api/v1/docs/", {"version": "1"}).status_code == 200

@@ -4,7 +4,9 @@ recognisable pairs, on a page, in the API and as CSV, each with its date and vot
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from datetime import timedelta
 
 import numpy as np
@@ -309,3 +311,65 @@ def test_a_single_value_interval_of_recognisability_is_explained(client, open_ar
 
     assert note not in page_with(flat_row=False)
     assert note in page_with(flat_row=True)
+
+
+def test_the_csv_writes_whole_wins_as_whole_numbers_and_keeps_halves(voted):
+    """A tie counts half a win for each text, so wins are stored as floats: 12.0 read as a
+    measurement in a spreadsheet. Whole counts are written as integers; 2.5 stays 2.5."""
+    stored = results_refresh(release=voted)
+    rows = list(csv.DictReader(io.StringIO(results_csv(stored, {}))))
+    assert rows and all(row["wins"].isdigit() for row in rows), [row["wins"] for row in rows]
+    assert {float(row["wins"]) for row in rows} != {0.0}
+    human = stored.data["rankings"]["human"]
+    halves = ArenaResult(
+        release=stored.release, computed_at=stored.computed_at, votes_counted=3,
+        data={"rankings": {"human": {**human, "rows": [
+            {**human["rows"][0], "wins": 2.5}, {**human["rows"][1], "wins": 3.0},
+            {**human["rows"][2], "wins": 0.0}]}}})
+    assert [row["wins"] for row in csv.DictReader(io.StringIO(results_csv(halves, {})))] == [
+        "2.5", "3", "0"]
+
+
+def simulated_votes(release, count: int = 3) -> None:
+    """Votes by a demo voter: simulated, never a person."""
+    voter = arena_services.voter_create()
+    for _ in range(count):
+        showing = arena_services.showing_create(release=release, voter=voter, background=False)
+        arena_services.vote_record(showing=showing, voter=voter,
+                                   favourable=showing.attention or "left", simulated=True,
+                                   now=showing.shown_at + timedelta(seconds=60))
+
+
+def ranking_headings(client) -> list[str]:
+    from audits_app import http_cache
+
+    http_cache.forget_rendered()
+    page = client.get("/arena/arena.0/results/").content.decode()
+    headings = [html.unescape(heading) for heading in re.findall(
+        r'<th colspan="4">([^<]+) \(\d+ comparisons\)</th>', page)]
+    assert len(headings) == 4 and all(heading.startswith("The simulated public")
+                                      for heading in headings[1::2]), headings
+    return headings
+
+
+def test_the_ranking_of_counted_votes_says_when_they_are_simulated(client, open_arena):
+    """In the demo every counted vote is a simulated voter's: the column was still headed
+    "People's votes". It says whose votes they are, as the CSV's `voters` does."""
+    simulated_votes(open_arena, count=6)
+    result = results_refresh(release=open_arena)
+    assert result.data["votes"]["simulated"] == result.votes_counted > 0
+    headings = ranking_headings(client)
+    assert headings[::2] == [
+        "Votes of simulated voters (not people)",
+        "Votes of simulated voters (not people), without pairs the classifier recognises"]
+    assert not any("People" in heading for heading in headings)
+
+
+def test_the_ranking_of_counted_votes_says_when_some_are_simulated(client, voted):
+    assert ranking_headings(client)[::2] == [
+        "People's votes", "People's votes, without pairs the classifier recognises"]
+    simulated_votes(voted)
+    results_refresh(release=voted)
+    assert ranking_headings(client)[::2] == [
+        "Votes of people and simulated voters",
+        "Votes of people and simulated voters, without pairs the classifier recognises"]

@@ -378,3 +378,32 @@ def test_a_form_address_still_refuses_a_post_without_a_csrf_token(open_arena):
     other_method = Client().put("/arena/arena.0/vote/")
     assert other_method.status_code == 405 and other_method["Allow"] == "POST"
     assert "only receives a form sent from another page" in other_method.content.decode()
+
+
+@pytest.mark.parametrize("limit", ["VOTERS_HARD", "PAIRS_HARD", "VOTES_HARD"])
+def test_every_arena_429_says_in_how_many_seconds_to_come_back(client, open_arena, monkeypatch,
+                                                               limit):
+    """Retry-After: the seconds until this connection's window of the limit ends, as
+    django-ratelimit itself counts it (`time_left`, read without counting)."""
+    from django.test import RequestFactory
+    from django_ratelimit.core import get_usage
+
+    group, _ = getattr(ratelimits, limit)
+    monkeypatch.setattr(ratelimits, limit, (group, "1/h"))
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    if limit == "VOTERS_HARD":
+        client.cookies.clear()
+        refused = consent(client)
+    elif limit == "PAIRS_HARD":
+        refused = client.get("/arena/arena.0/pair/")
+    else:
+        answered = vote(client, token)
+        assert answered.status_code == 200  # recorded; its answer is the next pair
+        refused = vote(client, TOKEN.search(answered.content.decode()).group(1))
+    assert refused.status_code == 429
+    usage = get_usage(RequestFactory().get("/"), group=group, key=ratelimits.connection_key,
+                      rate="1/h", increment=False)
+    assert 0 < int(refused["Retry-After"]) <= 3600
+    assert int(refused["Retry-After"]) in (usage["time_left"], usage["time_left"] + 1)
