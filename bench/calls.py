@@ -11,11 +11,13 @@ retried is separate.
 Part 2 runs each stage on a throwaway SQLite database against the fake OpenRouter server in a
 child process (`runs_app.testing.fake_openrouter`, valid replies for every role) with a fixed
 latency, through the real OpenRouter provider, one stage at a time, and prints calls/s per stage
-and the ratio to the ideal (concurrency / latency). Two clients without the database are
-measured against the same server first: the plainest (one httpx.AsyncClient; its connection
-pool checks every connection per request, so it pays more CPU per call the more connections it
-has) and the provider the stages use. Every line gives the client's CPU per call (this
-process) and the server's (its child process), to tell which side is short of CPU.
+and the ratio to the ideal (concurrency / latency), and to the plainest client run right after
+the stage on the same number of calls (its last round as full or as partial as the stage's). Two
+clients without the database are measured against the same server first: the plainest (one
+httpx.AsyncClient; its connection pool checks every connection per request, so it pays more CPU
+per call the more connections it has) and the provider the stages use. Every line gives the
+client's CPU per call (this process) and the server's (its child process), to tell which side is
+short of CPU.
 """
 
 from __future__ import annotations
@@ -194,13 +196,21 @@ def run_throughput(args: argparse.Namespace) -> None:
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             calls = server.count() - before
             served = server.cpu_seconds() - served
+            peak = server.max_in_flight
             rate = calls / elapsed if elapsed else 0.0
+            server.reset()
+            # The bare client again on the same number of calls, at once: a stage whose calls
+            # fill their last round of `concurrency` only partly (768 calls at 50 in flight are
+            # 15.36 rounds) is compared with a client that has the same last round.
+            same = bare_client_rate(server.base_url.rstrip("/") + "/", args.concurrency,
+                                    calls) if calls else 0.0
+            server.reset()
             print(f"  {name:9s} {report.finished:5d} rows {calls:5d} calls {elapsed:6.2f} s "
                   f"{rate:7.1f} calls/s  {rate / ideal:5.2f} of ideal, {rate / bare:4.2f} of bare, "
-                  f"{rate / own:4.2f} of provider; {1000 * cpu / max(calls, 1):5.2f} ms CPU per "
-                  f"call, server {1000 * served / max(calls, 1):4.2f} ms "
-                  f"(peak in flight {server.max_in_flight})")
-            server.reset()
+                  f"{rate / same if same else 0.0:4.2f} of bare on {calls} calls "
+                  f"({same:.1f} calls/s), {rate / own:4.2f} of provider; "
+                  f"{1000 * cpu / max(calls, 1):5.2f} ms CPU per call, server "
+                  f"{1000 * served / max(calls, 1):4.2f} ms (peak in flight {peak})")
     start = time.perf_counter()
     written = text_scores_update_panel(release=release)
     print(f"public scores: {written} texts in {time.perf_counter() - start:.2f} s")
