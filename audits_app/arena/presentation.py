@@ -130,8 +130,11 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
         "honesty": {"comparisons": rankings.get("human_honesty", {}).get("comparisons", 0),
                     "rows": _side_by_side(names, rankings.get("human_honesty", {}), {},
                                           published.get("honesty", {}))},
+        # Whose counted votes the plot and the head-to-head table show (the CSV's `voters`).
+        "voters": votes_from("human", result.votes_counted, simulated),
         "interval_plot": interval_plot(
-            _side_by_side(names, rankings.get("human", {}), {}, {}), level=data.get("level")),
+            _side_by_side(names, rankings.get("human", {}), {}, {}), level=data.get("level"),
+            voters=votes_from("human", result.votes_counted, simulated)),
         "win_matrix": win_matrix_table(data.get("win_matrix"), names,
                                        [row["model"] for row in rankings.get("human", {}).get(
                                            "rows", [])]),
@@ -175,10 +178,12 @@ def _with_names(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 PLOT_WIDTH, PLOT_LABELS, PLOT_ROW, PLOT_TOP = 640, 200, 26, 34
 
 
-def interval_plot(rows: list[dict[str, Any]], *, level: float | None) -> SafeString | None:
-    """People's Bradley–Terry ratings as an SVG dot-and-whisker plot, one line per model in
-    the ranking's order, drawn on the server (the page needs no script). It scales with its
-    box through its viewBox, so a phone shows it whole. None without a rated model."""
+def interval_plot(rows: list[dict[str, Any]], *, level: float | None,
+                  voters: str = "people") -> SafeString | None:
+    """The Bradley–Terry ratings from the counted votes (of `voters`, as the CSV says whose
+    they are) as an SVG dot-and-whisker plot, one line per model in the ranking's order,
+    drawn on the server (the page needs no script). It scales with its box through its
+    viewBox, so a phone shows it whole. None without a rated model."""
     rated = [row for row in rows if row["first"].get("rating") is not None]
     if not rated:
         return None
@@ -216,11 +221,12 @@ def interval_plot(rows: list[dict[str, Any]], *, level: float | None) -> SafeStr
     return format_html(
         '<svg class="arena-intervals" viewBox="0 0 {0} {1}" role="img" '
         'aria-labelledby="interval-plot-title" xmlns="http://www.w3.org/2000/svg">'
-        '<title id="interval-plot-title">People\'s ratings with {2} intervals</title>'
+        '<title id="interval-plot-title">{10} with {2} intervals</title>'
         '<line x1="{3}" x2="{3}" y1="{4}" y2="{5}" class="zero"/>{6}{7}'
         '<text x="{8}" y="{9}" class="axis">Rating (0 = the average model)</text></svg>',
         PLOT_WIDTH, height + 14, shown, x(0.0), PLOT_TOP - 8, height - 26, grid, lines,
-        PLOT_LABELS, height + 10)
+        PLOT_LABELS, height + 10,
+        "People's ratings" if voters == "people" else f"Ratings from the votes of {voters}")
 
 
 def _given(value: float | None, default: float) -> float:
