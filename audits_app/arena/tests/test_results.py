@@ -364,7 +364,7 @@ def test_the_ranking_of_counted_votes_says_when_they_are_simulated(client, open_
         "Votes of simulated voters (not people), without pairs the classifier recognises"]
     assert not any("People" in heading for heading in headings)
     page = html.unescape(client.get("/arena/arena.0/results/").content.decode())
-    plot = page[page.index('id="interval-plot"'):page.index('id="win-matrix"')]
+    plot = page[page.index('id="interval-plot"'):page.index("Which text seems more honest")]
     assert "Ratings from the votes of simulated voters (not people) and their intervals" in plot
     assert "Ratings from the votes of simulated voters (not people) with" in plot  # its title
     assert "People's" not in plot and "people's" not in plot
