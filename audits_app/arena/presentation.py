@@ -110,6 +110,8 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
     rankings = data.get("rankings", {})
     published = _published_ranks(snapshot)
     simulated = data.get("votes", {}).get("simulated", 0)
+    # Whose counted votes the plot and the head-to-head table show (the CSV's `voters`).
+    voters = votes_from("human", result.votes_counted, simulated)
     context.update({
         "votes": data.get("votes", {}),
         "correlations": data.get("correlations", {}),
@@ -130,11 +132,10 @@ def results_context(publication: Publication, state: ArenaState, result: ArenaRe
         "honesty": {"comparisons": rankings.get("human_honesty", {}).get("comparisons", 0),
                     "rows": _side_by_side(names, rankings.get("human_honesty", {}), {},
                                           published.get("honesty", {}))},
-        # Whose counted votes the plot and the head-to-head table show (the CSV's `voters`).
-        "voters": votes_from("human", result.votes_counted, simulated),
+        "voters": voters,
         "interval_plot": interval_plot(
             _side_by_side(names, rankings.get("human", {}), {}, {}), level=data.get("level"),
-            voters=votes_from("human", result.votes_counted, simulated)),
+            voters=voters),
         "win_matrix": win_matrix_table(data.get("win_matrix"), names,
                                        [row["model"] for row in rankings.get("human", {}).get(
                                            "rows", [])]),
