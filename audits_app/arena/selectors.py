@@ -477,6 +477,51 @@ def voter_by_key(key: str) -> ArenaVoter | None:
                                             flags=_json(row[1]))
 
 
+@dataclasses.dataclass(frozen=True)
+class VoterShowings:
+    """A voter and the pairs of one release they were shown, oldest first (`voter_showings`):
+    what a voter's request needs of them, read at once."""
+
+    voter: ArenaVoter
+    rows: list[tuple]  # (id, pair_id, a_on_left, attention, shown_at), by id
+
+    @property
+    def seen(self) -> list[int]:
+        """The pairs of the release this voter was shown (`shown_pair_ids`)."""
+        return [row[1] for row in self.rows]
+
+    def at(self, ordinal: int) -> ArenaShowing | None:
+        """The voter's showing with this ordinal (`showing_at`)."""
+        if not 0 <= ordinal < len(self.rows):
+            return None
+        pk, pair_id, a_on_left, attention, shown_at = self.rows[ordinal]
+        showing = _loaded(ArenaShowing, id=pk, pair_id=pair_id, voter_id=self.voter.pk,
+                          a_on_left=bool(a_on_left), attention=attention,
+                          shown_at=_datetime(shown_at))
+        showing.voter = self.voter
+        return showing
+
+
+def voter_showings(key: str, release_id: int) -> VoterShowings | None:
+    """The voter with this key and their showings in the release, in one query: a vote needs
+    the voter, the showing it answers (`showing_at`) and the pairs already shown
+    (`shown_pair_ids`) for the next one. None when no voter has the key."""
+    showings, pairs = ArenaShowing._meta.db_table, ArenaPair._meta.db_table
+    with connection.cursor() as cursor:
+        # The flags as text: one row per showing repeats them, decoded once below.
+        cursor.execute(
+            f"SELECT v.id, CAST(v.flags AS TEXT), s.id, s.pair_id, s.a_on_left, s.attention, "
+            f"s.shown_at FROM {ArenaVoter._meta.db_table} v LEFT JOIN ("
+            f"SELECT s.id, s.voter_id, s.pair_id, s.a_on_left, s.attention, s.shown_at "
+            f"FROM {showings} s JOIN {pairs} p ON p.id = s.pair_id WHERE p.release_id = %s"
+            f") s ON s.voter_id = v.id WHERE v.key = %s ORDER BY s.id", [release_id, key])
+        found = cursor.fetchall()
+    if not found:
+        return None
+    voter = _loaded(ArenaVoter, id=found[0][0], key=key, flags=_json(found[0][1]))
+    return VoterShowings(voter, [row[2:] for row in found if row[2] is not None])
+
+
 def _loaded(model, **values):
     """A model instance from a row read by hand (only the fields named are loaded): as the
     ORM's own reading makes it, without its query machinery."""

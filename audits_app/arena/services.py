@@ -327,14 +327,16 @@ def voter_create() -> ArenaVoter:
 
 def showing_create(*, release: Release, voter: ArenaVoter,
                    rng: np.random.Generator | None = None,
-                   background: bool = True) -> ArenaShowing | None:
+                   background: bool = True, seen: list[int] | None = None) -> ArenaShowing | None:
     """Choose the voter's next pair (balanced, informative; never one they were shown, nor
     one holding a text another release has made public since the catalogue was built) and
     record that it is shown. None when the voter has seen every pair. `background=False`
-    leaves the simulated public's answers for the caller to drain (the demo does)."""
+    leaves the simulated public's answers for the caller to drain (the demo does). `seen`:
+    the pairs of the release the voter was shown, when the caller has just read them."""
     rng = rng or np.random.default_rng()
     kept = kept_catalogue(release)
-    seen = shown_pair_ids(release, voter.pk)
+    if seen is None:
+        seen = shown_pair_ids(release, voter.pk)
     ratings = current_ratings(release)
     strengths = np.array([ratings.get(int(model), np.nan) for model in kept.models])
     pair_id = pairing.choose_pair(kept.catalogue, exclude=[*seen, *kept.copied], rng=rng,
@@ -511,12 +513,14 @@ def _flag_voter(voter: ArenaVoter, reason: str, now: datetime) -> None:
         voter.flags = [*voter.flags, reason]
         voter.flagged_at = now
         voter.save(update_fields=["flags", "flagged_at"])
-    votes = list(ArenaVote.objects.filter(voter=voter).only("shadow", "shadow_reasons"))
-    for vote in votes:
-        vote.shadow = True
-        if reason not in vote.shadow_reasons:
-            vote.shadow_reasons = [*vote.shadow_reasons, reason]
-    ArenaVote.objects.bulk_update(votes, ["shadow", "shadow_reasons"])
+    # One UPDATE per distinct list of reasons (a voter's votes share a few), not a CASE per
+    # vote as bulk_update writes it.
+    alike: dict[tuple[str, ...], list[int]] = {}
+    for pk, reasons in ArenaVote.objects.filter(voter=voter).values_list("pk", "shadow_reasons"):
+        alike.setdefault(tuple(reasons), []).append(pk)
+    for reasons, pks in alike.items():
+        ArenaVote.objects.filter(pk__in=pks).update(
+            shadow=True, shadow_reasons=list(reasons) if reason in reasons else [*reasons, reason])
 
 
 # ---------------------------------------------------------------------------------------------

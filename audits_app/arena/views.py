@@ -27,7 +27,7 @@ from audits_app.arena.csv_export import results_csv
 from audits_app.arena.forms import ConsentForm, ReasonForm, VoteForm
 from audits_app.arena.models import ArenaShowing, ArenaVoter, EthicsReview
 from audits_app.arena.presentation import results_context
-from audits_app.arena.selectors import ArenaAccess
+from audits_app.arena.selectors import ArenaAccess, VoterShowings
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
 from baitbench_site.post_only import post_only
@@ -65,17 +65,15 @@ def _token(showing: ArenaShowing, voter: ArenaVoter, arena: ArenaAccess) -> str:
     return signing.dumps(ordinal, salt=f"{TOKEN_SALT}:{voter.key}")
 
 
-def _showing_from(token: str, voter: ArenaVoter, arena: ArenaAccess) -> ArenaShowing | None:
+def _showing_from(token: str, known: VoterShowings) -> ArenaShowing | None:
     try:
-        ordinal = signing.loads(token, salt=f"{TOKEN_SALT}:{voter.key}", max_age=TOKEN_MAX_AGE)
+        ordinal = signing.loads(token, salt=f"{TOKEN_SALT}:{known.voter.key}",
+                                max_age=TOKEN_MAX_AGE)
     except signing.BadSignature:
         return None
     if not isinstance(ordinal, int) or ordinal < 0:
         return None
-    showing = selectors.showing_at(voter.pk, arena.release.pk, ordinal)
-    if showing is not None:
-        showing.voter = voter
-    return showing
+    return known.at(ordinal)
 
 
 def _limited(request: HttpRequest, arena: ArenaAccess, limit: tuple[str, str]) -> HttpResponse:
@@ -143,15 +141,17 @@ def arena_consent(request: HttpRequest, code: str) -> HttpResponse:
 
 
 def _voting(request: HttpRequest, code: str,
-            closed_status: int) -> tuple[ArenaAccess, ArenaVoter] | HttpResponse:
-    """The arena and the voter, or the page to answer instead: consent first; closed."""
+            closed_status: int) -> tuple[ArenaAccess, VoterShowings] | HttpResponse:
+    """The arena, and the voter with the pairs they were shown in it (one query), or the page
+    to answer instead: consent first; closed."""
     arena = _arena(request, code)
-    voter = _voter(request)
-    if voter is None:
+    key = request.get_signed_cookie(COOKIE, default=None, salt=COOKIE_SALT)
+    known = selectors.voter_showings(key, arena.release.pk) if key else None
+    if known is None:
         return redirect("arena:detail", code=arena.code)
     if not arena.voting:
         return _page(request, "closed.html", arena, status=closed_status)
-    return arena, voter
+    return arena, known
 
 
 @require_GET
@@ -160,13 +160,31 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=200)
     if isinstance(found, HttpResponse):
         return found
-    arena, voter = found
+    arena, known = found
+    voter = known.voter
     if ratelimits.pair_limited(request):
         return _limited(request, arena, ratelimits.PAIRS_HARD)
-    showing = services.showing_create(release=arena.release, voter=voter)
+    showing = services.showing_create(release=arena.release, voter=voter, seen=known.seen)
     if showing is None:  # every pair seen, or none left to see: the done page says which
         return _page(request, "done.html", arena, nothing_left=_nothing_left(arena))
-    return _pair_page(request, arena, showing, voter, VoteForm())
+    return _pair_page(request, arena, showing, voter, _blank())
+
+
+_blank_form: VoteForm | None = None
+
+
+def _blank() -> VoteForm:
+    """An unbound vote form, made once per process: every pair page shows one, and making a
+    form (copying its fields) cost more than showing it. Everything a page reads of it is
+    worked out here, so pages only read it, whichever thread shows it."""
+    global _blank_form
+    if _blank_form is None:
+        form = VoteForm()
+        form.errors  # noqa: B018 (no errors: an unbound form)
+        for name in form.fields:
+            form[name].initial  # noqa: B018
+        _blank_form = form
+    return _blank_form
 
 
 def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
@@ -182,8 +200,9 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=403)
     if isinstance(found, HttpResponse):
         return found
-    arena, voter = found
-    showing = _showing_from(request.POST.get("pair", ""), voter, arena)
+    arena, known = found
+    voter = known.voter
+    showing = _showing_from(request.POST.get("pair", ""), known)
     if showing is None:
         return _page(request, "expired.html", arena, status=400)
     form = VoteForm(request.POST)
@@ -210,11 +229,12 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     # in the browser's history (`replace_state.js`), so a reload asks for a pair by GET and
     # never sends the vote again. No pair to show (limited, or every pair seen): the pair
     # page says which, as before.
+    # The pairs shown were read with the voter, before this vote: a vote shows no pair.
     showing = None if limits.next_pair else services.showing_create(
-        release=arena.release, voter=voter)
+        release=arena.release, voter=voter, seen=known.seen)
     if showing is None:
         return redirect("arena:pair", code=arena.code)
-    return _pair_page(request, arena, showing, voter, VoteForm(), answered_vote=True)
+    return _pair_page(request, arena, showing, voter, _blank(), answered_vote=True)
 
 
 # ---------------------------------------------------------------------------------------------
