@@ -221,20 +221,29 @@ def _publication(code: str) -> Publication | None:
     return found
 
 
+def _voting_state_sql(release_id: int) -> tuple[str, list]:
+    """The columns of `_voting_state`'s one row: the latest event's action, whether the arena
+    ever opened, whether it has pairs."""
+    event, pair = ArenaEvent._meta.db_table, ArenaPair._meta.db_table
+    return (f"(SELECT action FROM {event} WHERE release_id = %s "
+            f"ORDER BY at DESC, id DESC LIMIT 1) AS latest, "
+            f"EXISTS (SELECT 1 FROM {event} WHERE release_id = %s AND action = %s) AS opened, "
+            f"EXISTS (SELECT 1 FROM {pair} WHERE release_id = %s) AS prepared",
+            [release_id, release_id, ArenaEvent.Action.OPEN.value, release_id])
+
+
+def _state_from(release_id: int, latest, opened, prepared) -> ArenaState:
+    return ArenaState(release_id, prepared=bool(prepared), latest_action=latest,
+                      opened=bool(opened))
+
+
 def _voting_state(release_id: int) -> ArenaState:
     """What voting needs of the arena's state, read in one small query on every request (never
     kept: opening and closing must count at once, in every process)."""
-    event, pair = ArenaEvent._meta.db_table, ArenaPair._meta.db_table
+    columns, params = _voting_state_sql(release_id)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT (SELECT action FROM {event} WHERE release_id = %s "
-            f"ORDER BY at DESC, id DESC LIMIT 1), "
-            f"EXISTS (SELECT 1 FROM {event} WHERE release_id = %s AND action = %s), "
-            f"EXISTS (SELECT 1 FROM {pair} WHERE release_id = %s)",
-            [release_id, release_id, ArenaEvent.Action.OPEN.value, release_id])
-        latest, opened, prepared = cursor.fetchone()
-    return ArenaState(release_id, prepared=bool(prepared), latest_action=latest,
-                      opened=bool(opened))
+        cursor.execute(f"SELECT {columns}", params)
+        return _state_from(release_id, *cursor.fetchone())
 
 
 def arena_access(code: str, user) -> ArenaAccess | None:
@@ -247,6 +256,33 @@ def arena_access(code: str, user) -> ArenaAccess | None:
     state = _voting_state(publication.release_id)
     staff = is_staff(user)
     return ArenaAccess(publication, state, staff) if staff or state.is_public else None
+
+
+def arena_voting_access(code: str, user,
+                        key: str | None) -> tuple[ArenaAccess | None, VoterShowings | None]:
+    """`arena_access`, and the voter with this key with their showings in the arena
+    (None without a key or a voter), in one query: a vote needs the voter, the showing it
+    answers (`showing_at`) and the pairs already shown (`shown_pair_ids`) for the next one."""
+    publication = _publication(code)
+    if publication is None:
+        return None, None
+    release_id = publication.release_id
+    if key is None:
+        state, known = _voting_state(release_id), None
+    else:
+        columns, params = _voting_state_sql(release_id)
+        voter_columns, voter_from, voter_params = _voter_showings_sql(release_id, key)
+        with connection.cursor() as cursor:
+            # The state's one row, beside the voter's (if any) and their showings (if any).
+            cursor.execute(f"SELECT state.*, {voter_columns} FROM (SELECT {columns}) state "
+                           f"{voter_from} ORDER BY s.id", [*params, *voter_params])
+            found = cursor.fetchall()
+        state = _state_from(release_id, *found[0][:3])
+        known = _voter_showings(key, [row[3:] for row in found if row[3] is not None])
+    staff = is_staff(user)
+    if not (staff or state.is_public):
+        return None, None
+    return ArenaAccess(publication, state, staff), known
 
 
 def arena_codes() -> dict[str, bool]:
@@ -479,8 +515,8 @@ def voter_by_key(key: str) -> ArenaVoter | None:
 
 @dataclasses.dataclass(frozen=True)
 class VoterShowings:
-    """A voter and the pairs of one release they were shown, oldest first (`voter_showings`):
-    what a voter's request needs of them, read at once."""
+    """A voter and the pairs of one release they were shown, oldest first
+    (`arena_voting_access`): what a voter's request needs of them, read at once."""
 
     voter: ArenaVoter
     rows: list[tuple]  # (id, pair_id, a_on_left, attention, shown_at), by id
@@ -502,24 +538,22 @@ class VoterShowings:
         return showing
 
 
-def voter_showings(key: str, release_id: int) -> VoterShowings | None:
-    """The voter with this key and their showings in the release, in one query: a vote needs
-    the voter, the showing it answers (`showing_at`) and the pairs already shown
-    (`shown_pair_ids`) for the next one. None when no voter has the key."""
+def _voter_showings_sql(release_id: int, key: str) -> tuple[str, str, list]:
+    """The voter's columns, and the joins that find them and their showings in the release."""
     showings, pairs = ArenaShowing._meta.db_table, ArenaPair._meta.db_table
-    with connection.cursor() as cursor:
-        # The flags as text: one row per showing repeats them, decoded once below.
-        cursor.execute(
-            f"SELECT v.id, CAST(v.flags AS TEXT), s.id, s.pair_id, s.a_on_left, s.attention, "
-            f"s.shown_at FROM {ArenaVoter._meta.db_table} v LEFT JOIN ("
+    # The flags as text: one row per showing repeats them, decoded once (`_voter_showings`).
+    return ("v.id, CAST(v.flags AS TEXT), s.id, s.pair_id, s.a_on_left, s.attention, s.shown_at",
+            f"LEFT JOIN {ArenaVoter._meta.db_table} v ON v.key = %s LEFT JOIN ("
             f"SELECT s.id, s.voter_id, s.pair_id, s.a_on_left, s.attention, s.shown_at "
             f"FROM {showings} s JOIN {pairs} p ON p.id = s.pair_id WHERE p.release_id = %s"
-            f") s ON s.voter_id = v.id WHERE v.key = %s ORDER BY s.id", [release_id, key])
-        found = cursor.fetchall()
-    if not found:
+            f") s ON s.voter_id = v.id", [key, release_id])
+
+
+def _voter_showings(key: str, rows: list[tuple]) -> VoterShowings | None:
+    if not rows:
         return None
-    voter = _loaded(ArenaVoter, id=found[0][0], key=key, flags=_json(found[0][1]))
-    return VoterShowings(voter, [row[2:] for row in found if row[2] is not None])
+    voter = _loaded(ArenaVoter, id=rows[0][0], key=key, flags=_json(rows[0][1]))
+    return VoterShowings(voter, [row[2:] for row in rows if row[2] is not None])
 
 
 def _loaded(model, **values):

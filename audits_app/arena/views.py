@@ -144,9 +144,10 @@ def _voting(request: HttpRequest, code: str,
             closed_status: int) -> tuple[ArenaAccess, VoterShowings] | HttpResponse:
     """The arena, and the voter with the pairs they were shown in it (one query), or the page
     to answer instead: consent first; closed."""
-    arena = _arena(request, code)
     key = request.get_signed_cookie(COOKIE, default=None, salt=COOKIE_SALT)
-    known = selectors.voter_showings(key, arena.release.pk) if key else None
+    arena, known = selectors.arena_voting_access(code, request.user, key or None)
+    if arena is None:
+        raise Http404("No arena for this release.")
     if known is None:
         return redirect("arena:detail", code=arena.code)
     if not arena.voting:
