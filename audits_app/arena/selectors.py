@@ -262,7 +262,8 @@ def arena_voting_access(code: str, user,
                         key: str | None) -> tuple[ArenaAccess | None, VoterShowings | None]:
     """`arena_access`, and the voter with this key with their showings in the arena
     (None without a key or a voter), in one query: a vote needs the voter, the showing it
-    answers (`showing_at`) and the pairs already shown (`shown_pair_ids`) for the next one."""
+    answers (by its ordinal, `showing_ordinal`) and the pairs already shown
+    (`shown_pair_ids`) for the next one."""
     publication = _publication(code)
     if publication is None:
         return None, None
@@ -527,7 +528,7 @@ class VoterShowings:
         return [row[1] for row in self.rows]
 
     def at(self, ordinal: int) -> ArenaShowing | None:
-        """The voter's showing with this ordinal (`showing_at`)."""
+        """The voter's showing in this release with this ordinal (`showing_ordinal`)."""
         if not 0 <= ordinal < len(self.rows):
             return None
         pk, pair_id, a_on_left, attention, shown_at = self.rows[ordinal]
@@ -576,24 +577,6 @@ def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
             f"WHERE s.voter_id = %s AND p.release_id = %s AND s.id < %s",
             [showing.voter_id, release_id, showing.pk])
         return cursor.fetchone()[0]
-
-
-def showing_at(voter_id: int, release_id: int, ordinal: int) -> ArenaShowing | None:
-    """The voter's showing in this release with this ordinal (`showing_ordinal`)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.id, s.pair_id, s.a_on_left, s.attention, s.shown_at "
-            f"FROM {ArenaShowing._meta.db_table} s "
-            f"JOIN {ArenaPair._meta.db_table} p ON p.id = s.pair_id "
-            f"WHERE s.voter_id = %s AND p.release_id = %s ORDER BY s.id LIMIT 1 OFFSET %s",
-            [voter_id, release_id, ordinal])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    pk, pair_id, a_on_left, attention, shown_at = row
-    return _loaded(ArenaShowing, id=pk, pair_id=pair_id, voter_id=voter_id,
-                   a_on_left=bool(a_on_left), attention=attention,
-                   shown_at=_datetime(shown_at))
 
 
 def _datetime(value):
