@@ -12,6 +12,7 @@ scenario and the text reach the juror in the release's language, as written.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -136,10 +137,18 @@ def refusal_messages(*, jury: JuryTexts, assignment: str, text: str) -> tuple[
         tuple[str, str], ...]:
     """The assignment (the writer's prompt) and the text, each in its own block."""
     user = "\n\n".join([
-        jury.refusal_assignment.format(), embed(assignment, ASSIGNMENT),
+        jury.refusal_assignment.format(), _embedded_assignment(assignment),
         jury.refusal_text.format(), embed(text, TEXT),
     ])
     return (("system", jury.refusal_system.format()), ("user", user))
+
+
+@functools.lru_cache(maxsize=512)
+def _embedded_assignment(assignment: str) -> str:
+    """A writer's prompt as a data block. Every writer of a cell got the same prompt, and
+    neutralising a prompt of several thousand characters, character by character, was
+    about half of building a refusal check's request (bench/calls.py)."""
+    return embed(assignment, ASSIGNMENT)
 
 
 def text_between_markers(content: str) -> str | None:

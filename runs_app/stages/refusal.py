@@ -49,6 +49,9 @@ class RefusalStage(Stage):
     answered_by = "judge__openrouter_id"
     role = "reader"  # the release's reader classifies refusals
     claim_related = ("generation",)
+    # The prompt and the text are read; a writer's reasoning (often longer than its text) and
+    # what was stripped off its reply are not.
+    claim_defer = ("generation__reasoning", "generation__stripped")
 
     def refused_filter(self) -> Q:
         # A verdict that the text is refused: a result, counted in the refusal rate.
