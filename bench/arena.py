@@ -316,14 +316,15 @@ def _field(html: str, name: str) -> str:
 
 
 async def crowd(base_url: str, voters: int, votes: int, connections: int,
-                rate: float | None = None) -> tuple[Tally, float]:
-    """Run the crowd; the seconds returned are the whole run's, or with `rate` the voting's
-    (from the first vote due to the last answer)."""
+                rate: float | None = None, first_voter: int = 0) -> tuple[Tally, float]:
+    """Run the crowd (voters numbered from `first_voter`, each number its own address); the
+    seconds returned are the whole run's, or with `rate` the voting's (from the first vote
+    due to the last answer)."""
     host, port = base_url.removeprefix("http://").rsplit(":", 1)
     pool = Connections(host, int(port), connections)
     origin = base_url.replace("http:", "https:")
     tally = Tally()
-    crowd = [Voter(pool, origin, number, tally) for number in range(voters)]
+    crowd = [Voter(pool, origin, first_voter + number, tally) for number in range(voters)]
     if rate is None:
         started = time.perf_counter()
         await asyncio.gather(*(voter.run(votes, tally) for voter in crowd))
@@ -381,28 +382,48 @@ def serve(env: dict, log_path: str, threads: int | None = None) -> tuple[subproc
 def run(*, database_url: str, voters: int, votes: int, connections: int,
         workers: int | None = None, threads: int | None = None, redis_url: str = REDIS,
         rate: float | None = None) -> dict:
-    """The whole benchmark; returns its figures (the suite runs it small)."""
+    """The whole benchmark; returns its figures."""
+    return run_crowds(database_url=database_url, voters=voters, votes=votes,
+                      connections=connections, workers=workers, threads=threads,
+                      redis_url=redis_url, rates=[rate])[0]
+
+
+def run_crowds(*, database_url: str, voters: int, votes: int, connections: int,
+               workers: int | None = None, threads: int | None = None,
+               redis_url: str = REDIS, rates: list[float | None]) -> list[dict]:
+    """One site prepared and served, then one crowd per rate, one after another, each of
+    `voters` voters of its own (addresses no earlier crowd used): their figures, in order.
+    A crowd's `stored` counts the votes the database gained over it; `twice` counts the
+    (voter, pair) rows that occur twice in the whole arena after it (the suite runs it small,
+    one site for both kinds of crowd)."""
+    results = []
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
         prepare(env)
         server, base_url = serve(env, f"{workdir}/gunicorn.log", threads)
         workers, threads = gunicorn_settings(
             env if threads is None else {**env, "BAITBENCH_WEB_THREADS": str(threads)})
+        stored_before = 0
         try:
-            server_cpu, client_cpu = tree_cpu(server.pid), time.process_time()
-            load, wall = os.getloadavg()[0], time.perf_counter()
-            tally, seconds = asyncio.run(crowd(base_url, voters, votes, connections, rate))
-            wall = time.perf_counter() - wall
-            server_cpu = tree_cpu(server.pid) - server_cpu
-            client_cpu = time.process_time() - client_cpu
-            load = max(load, os.getloadavg()[0])
+            for number, rate in enumerate(rates):
+                server_cpu, client_cpu = tree_cpu(server.pid), time.process_time()
+                load, wall = os.getloadavg()[0], time.perf_counter()
+                tally, seconds = asyncio.run(crowd(base_url, voters, votes, connections, rate,
+                                                   first_voter=number * voters))
+                wall = time.perf_counter() - wall
+                server_cpu = tree_cpu(server.pid) - server_cpu
+                client_cpu = time.process_time() - client_cpu
+                load = max(load, os.getloadavg()[0])
+                stored, twice = count_votes(env)
+                results.append({
+                    "tally": tally, "seconds": seconds, "stored": stored - stored_before,
+                    "twice": twice, "server_cpu": server_cpu, "client_cpu": client_cpu,
+                    "load": load, "wall": wall, "workers": workers, "threads": threads})
+                stored_before = stored
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(timeout=30)
-        stored, twice = count_votes(env)
-    return {"tally": tally, "seconds": seconds, "stored": stored, "twice": twice,
-            "server_cpu": server_cpu, "client_cpu": client_cpu, "load": load,
-            "wall": wall, "workers": workers, "threads": threads}
+    return results
 
 
 def tree_cpu(pid: int) -> float:

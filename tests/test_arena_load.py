@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import uuid
 
-import pytest
-
 from bench import arena as arena_bench
 
 VOTERS = 6
@@ -23,18 +21,22 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'arena.sqlite3'}"
 
 
-@pytest.mark.parametrize("rate", [None, 30.0], ids=["as-fast-as-answered", "paced"])
-def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url, rate):
+def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url):
+    """One site, two crowds of their own voters: one voting as fast as the server answers
+    (a closed loop), then one offered at a pace (an open loop, as `--rate`)."""
     url = database_url(tmp_path)
     try:
-        figures = arena_bench.run(database_url=url, voters=VOTERS, votes=VOTES, connections=4,
-                                  workers=2, redis_url=redis_url, rate=rate)
+        crowds = arena_bench.run_crowds(database_url=url, voters=VOTERS, votes=VOTES,
+                                        connections=4, workers=2, redis_url=redis_url,
+                                        rates=[None, 30.0])
     finally:
         arena_bench.drop_database(url)
-    tally = figures["tally"]
-    assert tally.errors == []
-    assert tally.recorded == VOTERS * VOTES
-    assert figures["stored"] == tally.recorded
-    assert figures["twice"] == 0
-    assert tally.refused_again == VOTERS
-    assert len(tally.vote_ms) == VOTERS * VOTES
+    assert len(crowds) == 2
+    for figures in crowds:
+        tally = figures["tally"]
+        assert tally.errors == []
+        assert tally.recorded == VOTERS * VOTES
+        assert figures["stored"] == tally.recorded
+        assert figures["twice"] == 0
+        assert tally.refused_again == VOTERS
+        assert len(tally.vote_ms) == VOTERS * VOTES
