@@ -57,10 +57,10 @@ serve:
 	exec $(BIN)/gunicorn baitbench_site.wsgi
 
 test: $(BIN)/.installed test-tools
-	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
 
 test-pg: $(BIN)/.installed test-tools
-	$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+	$(TEST_ENV) DATABASE_URL=$(PG_TEST_URL) $(BIN)/python -m pytest -q -n 2 --dist worksteal $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
