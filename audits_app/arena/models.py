@@ -366,6 +366,14 @@ class ArenaResult(models.Model):
     votes_counted = models.PositiveIntegerField()
     votes_shadow = models.PositiveIntegerField()
     last_vote_id = models.BigIntegerField(default=0)
+    # The newest counted vote these figures hold: counted votes reach them in batches
+    # (`services.RESULTS_BATCH_VOTES`), so that no voter can find their own pair's writers.
+    # None on results stored before batches: they held every vote through `last_vote_id`.
+    counted_through = models.BigIntegerField(null=True, blank=True)
+
+    @property
+    def counted_votes_through(self) -> int:
+        return self.last_vote_id if self.counted_through is None else self.counted_through
     simulated_votes = models.PositiveIntegerField(default=0)
     data = models.JSONField()
 

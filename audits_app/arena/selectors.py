@@ -24,7 +24,6 @@ from django.db.models import (
     BooleanField,
     Count,
     ExpressionWrapper,
-    Max,
     Q,
 )
 from django.utils.html import linebreaks
@@ -658,14 +657,21 @@ def result_latest(release: Release) -> ArenaResult | None:
     return ArenaResult.objects.filter(release=release).order_by("-computed_at", "-pk").first()
 
 
-def result_is_stale(release: Release, latest: ArenaResult | None) -> bool:
-    """New votes or simulated answers since `latest` (one query)."""
-    found = ArenaVote.objects.filter(pair__release=release).aggregate(last=Max("pk"))
+def result_is_stale(release: Release, latest: ArenaResult | None, *, votes: int,
+                    voters: int) -> bool:
+    """Figures to add since `latest`: a batch of counted votes after those it holds (at least
+    `votes` by at least `voters`), or new simulated answers (two queries). Shadow votes alone
+    wait for the next batch."""
     simulated = SimulatedPairVote.objects.filter(
         pair__release=release, status=WorkStatus.DONE).count()
+    found = ArenaVote.objects.filter(
+        pair__release=release, shadow=False, attention=False,
+        pk__gt=latest.counted_votes_through if latest is not None else 0,
+    ).aggregate(votes=Count("pk"), voters=Count("voter", distinct=True))
+    batch = found["votes"] >= votes and found["voters"] >= voters
     if latest is None:
-        return bool(found["last"] or simulated)
-    return (found["last"] or 0) != latest.last_vote_id or simulated != latest.simulated_votes
+        return batch or bool(simulated)
+    return batch or simulated != latest.simulated_votes
 
 
 def pairs_left(release: Release) -> int:

@@ -78,6 +78,11 @@ ATTENTION_FIRST = 2
 ATTENTION_EVERY = 10
 # Stored results are recomputed on a page view at most this often, and only after new votes.
 RESULTS_REFRESH_SECONDS = 120
+# Counted votes reach the public results in batches of at least this many votes by at least
+# this many voters: a voter who compares the figures before and after their own vote must
+# not find which writers their blind pair had (only their vote would have moved them).
+RESULTS_BATCH_VOTES = 20
+RESULTS_BATCH_VOTERS = 5
 SIMULATE_TASK = "audits_app.arena.tasks.simulate_pairs"
 SIMULATE_PENDING_TASK = "audits_app.arena.tasks.simulate_pending"
 PREPARE_TASK = "audits_app.arena.tasks.prepare_arena"
@@ -529,21 +534,42 @@ def _flag_voter(voter: ArenaVoter, reason: str, now: datetime) -> None:
 
 
 def results_refresh(*, release: Release) -> ArenaResult:
-    """Compute the arena's figures from every vote so far and store them with their date."""
+    """Compute the arena's figures and store them with their date: from every shadow vote so
+    far, and from the counted votes through the last whole batch (`counted_through`)."""
     publication = _publication(release)
     config = release.parsed_config()
     rows = vote_rows(release)
+    latest = result_latest(release)
+    through = counted_through(rows.votes, latest.counted_votes_through if latest else 0)
+    votes = [v for v in rows.votes if v["pk"] <= through or not _counted(v)]
     scenario_ids, counts = release_resampling(release)
     data = arena_results(
-        rows.votes, rows.simulated, writers=list(config.writers), writer_of=rows.writers,
+        votes, rows.simulated, writers=list(config.writers), writer_of=rows.writers,
         scenario_ids=scenario_ids, counts=counts, level=config.bootstrap.level,
         rule=config.ranking_rule, published=_published_points(load_snapshot(publication)),
     )
+    data["votes"]["waiting"] = sum(1 for v in rows.votes if v["pk"] > through and _counted(v))
+    data["votes"]["batch"] = {"votes": RESULTS_BATCH_VOTES, "voters": RESULTS_BATCH_VOTERS}
     return ArenaResult.objects.create(
         release=release, votes_counted=data["votes"]["counted"],
         votes_shadow=data["votes"]["shadow"], last_vote_id=rows.last_vote_id,
-        simulated_votes=len(rows.simulated), data=data,
+        counted_through=through, simulated_votes=len(rows.simulated), data=data,
     )
+
+
+def _counted(vote: dict) -> bool:
+    return not vote["shadow"] and not vote["attention"]
+
+
+def counted_through(votes: list[dict], previous: int) -> int:
+    """The last counted vote the results may hold: the newest one when the counted votes
+    after `previous` make a batch (RESULTS_BATCH_VOTES by RESULTS_BATCH_VOTERS), else
+    `previous` (those votes wait for more)."""
+    new = [v for v in votes if v["pk"] > previous and _counted(v)]
+    if (len(new) >= RESULTS_BATCH_VOTES
+            and len({v["voter_id"] for v in new}) >= RESULTS_BATCH_VOTERS):
+        return max(v["pk"] for v in new)
+    return previous
 
 
 def _published_points(snapshot: ReleaseSnapshot) -> dict[str, dict[str, float | None]]:
@@ -561,7 +587,8 @@ def results_current(*, release: Release) -> ArenaResult | None:
     latest = result_latest(release)
     fresh_enough = latest is not None and (
         timezone.now() - latest.computed_at).total_seconds() < RESULTS_REFRESH_SECONDS
-    if fresh_enough or not result_is_stale(release, latest):
+    if fresh_enough or not result_is_stale(release, latest, votes=RESULTS_BATCH_VOTES,
+                                           voters=RESULTS_BATCH_VOTERS):
         return latest
     lock = f"arena:results-lock:{release.pk}"
     if not cache.add(lock, 1, timeout=RESULTS_REFRESH_SECONDS):

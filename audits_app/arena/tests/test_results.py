@@ -38,6 +38,9 @@ def voted(client, open_arena, monkeypatch):
     """Two voters who prefer the spinner's text, then the advocate's, then the others. A
     small arena: models are ranked from five comparisons on (the floor has its own test)."""
     monkeypatch.setattr(arena_statistics, "MIN_COMPARISONS", 5)
+    # Two voters' votes make a batch here (the batch rule has its own tests).
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTERS", 2)
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTES", 10)
     order = {"fixture/spinner": 0, "fixture/advocate": 1, "fixture/candid": 2,
              "fixture/refuser": 3}
     for _ in range(2):
@@ -129,19 +132,60 @@ def test_staff_see_the_shadow_votes_analysed(client, voted, auditor):
     assert "Staff: Shadow votes" in client.get("/arena/arena.0/results/").content.decode()
 
 
-def test_stored_results_are_recomputed_only_after_new_votes_and_a_pause(
+def test_stored_results_are_recomputed_only_after_a_batch_of_new_votes_and_a_pause(
         client, voted, monkeypatch):
     first = results_current(release=voted)
+    assert first.votes_counted > 0
     assert results_current(release=voted) == first  # nothing new
-
-    consent(client)
-    vote_next(client)
-    assert results_current(release=voted) == first  # new, but computed moments ago
     # Five minutes later (a stored result is a record: it is never backdated, time moves on).
     later = timezone.now() + timedelta(minutes=5)
     monkeypatch.setattr(arena_services.timezone, "now", lambda: later)
-    assert results_current(release=voted).votes_counted == first.votes_counted + 1
+
+    consent(client)
+    vote_next(client)
+    assert results_current(release=voted) == first  # one vote: no batch yet
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTES", 2)
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTERS", 1)
+    # A batch, but the stored figures were computed moments ago (on this clock).
+    monkeypatch.setattr(arena_services.timezone, "now", lambda: first.computed_at)
+    vote_next(client)
+    assert results_current(release=voted) == first
+    monkeypatch.setattr(arena_services.timezone, "now", lambda: later)
+    assert results_current(release=voted).votes_counted == first.votes_counted + 2
     assert ArenaResult.objects.get(pk=first.pk).computed_at == first.computed_at
+
+
+def test_a_voter_cannot_find_their_pairs_writers_by_comparing_the_results(client, voted):
+    """The figures before and after one voter's counted vote are the same however often they
+    are recomputed: counted votes join them only in batches of several voters' votes."""
+    before = results_refresh(release=voted)
+    consent(client)
+    assert vote_next(client).status_code == 200
+    after = results_refresh(release=voted)
+    for key in ("rankings", "win_matrix", "pairs", "correlations"):
+        assert after.data[key] == before.data[key], key
+    assert after.votes_counted == before.votes_counted
+    assert after.data["votes"]["waiting"] == 1
+    page = client.get("/arena/arena.0/results/").content.decode()
+    assert "1 newer counted vote waits for the next batch" in page
+
+
+def test_counted_votes_join_the_results_only_as_a_batch_of_several_voters():
+    def votes(*voters: int, start: int = 1) -> list[dict]:
+        return [{"pk": start + n, "voter_id": voter, "shadow": False, "attention": False}
+                for n, voter in enumerate(voters)]
+
+    batch_votes, batch_voters = arena_services.RESULTS_BATCH_VOTES, \
+        arena_services.RESULTS_BATCH_VOTERS
+    one_voter = votes(*[7] * (batch_votes * 3))
+    assert arena_services.counted_through(one_voter, 0) == 0  # many votes, one voter
+    several = votes(*[n % batch_voters for n in range(batch_votes)])
+    assert arena_services.counted_through(several, 0) == batch_votes  # the newest of them
+    assert arena_services.counted_through(several[:-1], 0) == 0  # a vote short
+    # After a batch, the next waits for a whole batch of its own.
+    assert arena_services.counted_through(several, batch_votes) == batch_votes
+    shadow = [{**vote, "shadow": True} for vote in several]
+    assert arena_services.counted_through(shadow, 0) == 0  # shadow votes make no batch
 
 
 def test_csv_cells_that_would_run_as_formulas_are_neutralised():
@@ -257,7 +301,7 @@ def test_the_results_page_leads_with_the_ranking_and_shows_what_each_rank_rests_
     assert "above fixture/" not in table, "models are named as on the release's pages"
 
 
-def test_the_csv_says_which_votes_came_from_simulated_voters(client, voted):
+def test_the_csv_says_which_votes_came_from_simulated_voters(client, voted, monkeypatch):
     rows = list(csv.DictReader(io.StringIO(client.get("/arena/arena.0/results.csv")
                                            .content.decode())))
     assert {(row["table"].startswith("human"), row["voters"], row["votes_simulated"])
@@ -268,6 +312,8 @@ def test_the_csv_says_which_votes_came_from_simulated_voters(client, voted):
         arena_services.vote_record(showing=showing, voter=voter,
                                    favourable=showing.attention or "left", simulated=True,
                                    now=showing.shown_at + timedelta(seconds=60))
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTERS", 1)  # its votes, a batch
+    monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTES", 2)
     result = results_refresh(release=voted)
     simulated = result.data["votes"]["simulated"]
     assert simulated > 0
@@ -330,8 +376,12 @@ def test_the_csv_writes_whole_wins_as_whole_numbers_and_keeps_halves(voted):
         "2.5", "3", "0"]
 
 
-def simulated_votes(release, count: int = 3) -> None:
-    """Votes by a demo voter: simulated, never a person."""
+def simulated_votes(release, count: int = 3, monkeypatch=None) -> None:
+    """Votes by a demo voter: simulated, never a person; with `monkeypatch`, its votes make
+    a batch of the results by themselves."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTERS", 1)
+        monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTES", 1)
     voter = arena_services.voter_create()
     for _ in range(count):
         showing = arena_services.showing_create(release=release, voter=voter, background=False)
@@ -352,10 +402,10 @@ def ranking_headings(client) -> list[str]:
     return headings
 
 
-def test_the_ranking_of_counted_votes_says_when_they_are_simulated(client, open_arena):
+def test_the_ranking_of_counted_votes_says_when_they_are_simulated(client, open_arena, monkeypatch):
     """In the demo every counted vote is a simulated voter's: the column was still headed
     "People's votes". It says whose votes they are, as the CSV's `voters` does."""
-    simulated_votes(open_arena, count=6)
+    simulated_votes(open_arena, count=6, monkeypatch=monkeypatch)
     result = results_refresh(release=open_arena)
     assert result.data["votes"]["simulated"] == result.votes_counted > 0
     headings = ranking_headings(client)
@@ -370,10 +420,10 @@ def test_the_ranking_of_counted_votes_says_when_they_are_simulated(client, open_
     assert "People's" not in plot and "people's" not in plot
 
 
-def test_the_ranking_of_counted_votes_says_when_some_are_simulated(client, voted):
+def test_the_ranking_of_counted_votes_says_when_some_are_simulated(client, voted, monkeypatch):
     assert ranking_headings(client)[::2] == [
         "People's votes", "People's votes, without pairs the classifier recognises"]
-    simulated_votes(voted)
+    simulated_votes(voted, monkeypatch=monkeypatch)
     results_refresh(release=voted)
     assert ranking_headings(client)[::2] == [
         "Votes of people and simulated voters",
