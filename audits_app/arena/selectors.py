@@ -643,10 +643,11 @@ def vote_rows(release: Release) -> VoteRows:
                    "pair__flagged")
     votes = list(ArenaVote.objects.filter(pair__release=release).order_by("pk").values(
         "pk", "voter_id", "favourable", "honest", "a_on_left", "attention", "attention_passed",
-        "shadow", "shadow_reasons", "simulated", *pair_fields))
+        "shadow", "shadow_reasons", "simulated", "created_at", *pair_fields))
     simulated = list(SimulatedPairVote.objects.filter(
         pair__release=release, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
-    ).values("position", "a_first", "favourable", "honest", *pair_fields))
+    ).values("position", "a_first", "favourable", "honest", "pair__simulation_queued_at",
+             *pair_fields))
     model_ids = {row[key] for row in votes + simulated
                  for key in ("pair__model_a_id", "pair__model_b_id")}
     writers = dict(LlmModel.objects.filter(pk__in=model_ids).values_list("pk", "openrouter_id"))
@@ -659,19 +660,21 @@ def result_latest(release: Release) -> ArenaResult | None:
 
 def result_is_stale(release: Release, latest: ArenaResult | None, *, votes: int,
                     voters: int) -> bool:
-    """Figures to add since `latest`: a batch of counted votes after those it holds (at least
-    `votes` by at least `voters`), or new simulated answers (two queries). Shadow votes alone
-    wait for the next batch."""
-    simulated = SimulatedPairVote.objects.filter(
-        pair__release=release, status=WorkStatus.DONE).count()
+    """A batch of counted votes after those `latest` holds (at least `votes` by at least
+    `voters`; one query). Shadow votes and the simulated public's answers wait for the next
+    batch: figures that moved between batches would say which pair someone was just shown."""
     found = ArenaVote.objects.filter(
         pair__release=release, shadow=False, attention=False,
         pk__gt=latest.counted_votes_through if latest is not None else 0,
     ).aggregate(votes=Count("pk"), voters=Count("voter", distinct=True))
-    batch = found["votes"] >= votes and found["voters"] >= voters
-    if latest is None:
-        return batch or bool(simulated)
-    return batch or simulated != latest.simulated_votes
+    return found["votes"] >= votes and found["voters"] >= voters
+
+
+def has_answers(release: Release) -> bool:
+    """Any vote, or any answer of the simulated public, in the release's arena."""
+    return (ArenaVote.objects.filter(pair__release=release).exists()
+            or SimulatedPairVote.objects.filter(pair__release=release,
+                                                status=WorkStatus.DONE).exists())
 
 
 def pairs_left(release: Release) -> int:

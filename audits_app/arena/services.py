@@ -43,6 +43,7 @@ from audits_app.arena.selectors import (
     arena_texts,
     cell_pairs,
     current_ratings,
+    has_answers,
     kept_catalogue,
     refused_texts,
     result_is_stale,
@@ -535,16 +536,23 @@ def _flag_voter(voter: ArenaVoter, reason: str, now: datetime) -> None:
 
 def results_refresh(*, release: Release) -> ArenaResult:
     """Compute the arena's figures and store them with their date: from every shadow vote so
-    far, and from the counted votes through the last whole batch (`counted_through`)."""
+    far, from the counted votes through the last whole batch (`counted_through`), and from the
+    simulated public's answers on the pairs first shown before that batch's last vote."""
     publication = _publication(release)
     config = release.parsed_config()
     rows = vote_rows(release)
     latest = result_latest(release)
     through = counted_through(rows.votes, latest.counted_votes_through if latest else 0)
     votes = [v for v in rows.votes if v["pk"] <= through or not _counted(v)]
+    # The simulated public answers on a pair the first time a voter is shown it: those answers
+    # join with the batch whose last vote came after that showing, not before.
+    cut = next((v["created_at"] for v in rows.votes if v["pk"] == through), None)
+    simulated = [s for s in rows.simulated if cut is not None
+                 and s["pair__simulation_queued_at"] is not None
+                 and s["pair__simulation_queued_at"] <= cut]
     scenario_ids, counts = release_resampling(release)
     data = arena_results(
-        votes, rows.simulated, writers=list(config.writers), writer_of=rows.writers,
+        votes, simulated, writers=list(config.writers), writer_of=rows.writers,
         scenario_ids=scenario_ids, counts=counts, level=config.bootstrap.level,
         rule=config.ranking_rule, published=_published_points(load_snapshot(publication)),
     )
@@ -553,7 +561,7 @@ def results_refresh(*, release: Release) -> ArenaResult:
     return ArenaResult.objects.create(
         release=release, votes_counted=data["votes"]["counted"],
         votes_shadow=data["votes"]["shadow"], last_vote_id=rows.last_vote_id,
-        counted_through=through, simulated_votes=len(rows.simulated), data=data,
+        counted_through=through, simulated_votes=len(simulated), data=data,
     )
 
 
@@ -581,14 +589,16 @@ def _published_points(snapshot: ReleaseSnapshot) -> dict[str, dict[str, float | 
 
 
 def results_current(*, release: Release) -> ArenaResult | None:
-    """The latest stored result, recomputed first when votes arrived since and it is older
-    than RESULTS_REFRESH_SECONDS. A cache lock lets one request recompute while the others
-    show the stored one."""
+    """The latest stored result, recomputed first when a batch of counted votes arrived since
+    (`result_is_stale`) and it is older than RESULTS_REFRESH_SECONDS. A cache lock lets one
+    request recompute while the others show the stored one."""
     latest = result_latest(release)
     fresh_enough = latest is not None and (
         timezone.now() - latest.computed_at).total_seconds() < RESULTS_REFRESH_SECONDS
-    if fresh_enough or not result_is_stale(release, latest, votes=RESULTS_BATCH_VOTES,
-                                           voters=RESULTS_BATCH_VOTERS):
+    if latest is None and not has_answers(release):
+        return None
+    if latest is not None and (fresh_enough or not result_is_stale(
+            release, latest, votes=RESULTS_BATCH_VOTES, voters=RESULTS_BATCH_VOTERS)):
         return latest
     lock = f"arena:results-lock:{release.pk}"
     if not cache.add(lock, 1, timeout=RESULTS_REFRESH_SECONDS):
