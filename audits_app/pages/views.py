@@ -365,7 +365,7 @@ def _shown(value: Any) -> str:
     """A score as a reader wants it: three decimals, a dash where it was not measured."""
     if value is None:
         return "–"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
+    return fixed(value) if isinstance(value, float) else str(value)
 
 
 def _named(rows: list[SnapshotPart], names: dict[str, str]) -> list[dict[str, Any]]:
@@ -416,9 +416,9 @@ def _calibration(snapshot: ReleaseSnapshot) -> str:
     parts = [f"Calibration: the simulated public was compared with {summary.get('readers', '?')}"
              f" human readers on {summary.get('texts', '?')} texts"]
     if text_level.get("pearson") is not None:
-        parts.append(f"text-level Pearson r = {text_level['pearson']:.2f}")
+        parts.append(f"text-level Pearson r = {fixed(text_level['pearson'], 2)}")
     if isinstance(order, dict) and order.get("point") is not None:
-        parts.append(f"model-order Spearman = {order['point']:.2f}")
+        parts.append(f"model-order Spearman = {fixed(order['point'], 2)}")
     return "; ".join(parts) + "."
 
 

@@ -462,8 +462,23 @@ def test_figures_that_round_to_zero_show_no_minus_sign():
     from audits_app.templatetags.numbers import fixed, plain
 
     assert fixed(-0.0001) == "0.000" and fixed(-0.00001, 2) == "0.00"
-    assert fixed(-0.0005) == "-0.001" and fixed(-1.5, 1) == "-1.5" and fixed(0) == "0.000"
+    assert fixed(-0.0005) == "\u22120.001" and fixed(-1.5, 1) == "\u22121.5"
+    assert fixed(0) == "0.000"
     assert plain(["T1", "T2"]) == "T1, T2" and plain({"claims": 0.5}) == "claims: 0.5"
+
+
+def test_a_negative_number_on_a_page_has_the_minus_sign_its_intervals_have(client, world):
+    """The overview showed "-0.060" beside "−0.184 to …": every negative figure a page shows
+    has the true minus sign; the CSV keeps ASCII."""
+    for url, negatives in (("/", True), ("/releases/pub.0/", True),
+                           ("/releases/pub.0/texts/", False)):
+        page = unescape(client.get(url).content.decode())
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)
+        assert any("\u2212" in cell for cell in cells) == negatives, url
+        hyphened = [cell for cell in cells if re.search(r"(?<![\w.-])-\d", cell)]
+        assert not hyphened, (url, hyphened[:3])
+    csv = client.get("/releases/pub.0/leaderboard.csv").content.decode()
+    assert "\u2212" not in csv and ",-0." in csv
 
 
 def test_the_release_list_is_read_once_and_again_when_a_release_is_published(client, world):
