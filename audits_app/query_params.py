@@ -1,9 +1,15 @@
 """Query parameters of the public pages, CSVs and API, read alike.
 
 A view declares the parameters it reads (`reads`, or `accepted` for what calls it another
-way): any other name is refused, naming it and the accepted ones, and so is a parameter given
-twice (which of the two would count is a guess); a stray parameter was read as "no filter"
-and answered what the visitor did not ask.
+way): a stray parameter was read as "no filter" and answered what the visitor did not ask, so
+no view ever answers a parameter it does not read as if it were not there. The API refuses
+one with a 400 naming it and the accepted ones (`accepted`). A page (`reads`) answers a GET
+with a permanent redirect to its address without the names it does not read (those it reads
+kept, in their order): a link shared with `?utm_source=…` or `?fbclid=…` still leads to the
+page, and the address the visitor lands on shows what was applied. Either way no page is
+built for an arbitrary parameter and a cache keeps one copy per page (the redirect is not
+cached, as the 400 was not: `http_cache`). A parameter given twice is refused (which of the
+two would count is a guess).
 
 A parameter a view reads may be left out (its default applies); a value it does not accept,
 unknown or malformed, is refused with a `BadParameter` naming the parameter and what it
@@ -16,9 +22,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from urllib.parse import unquote_plus
 
 from django.core.exceptions import BadRequest
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, QueryDict
+from django.utils.encoding import escape_uri_path
 from rest_framework.settings import api_settings
 
 from audits_app.csv_files import whole_number as digits_only
@@ -79,13 +87,32 @@ def accepted(params: QueryDict, names: Iterable[str]) -> None:
     refuse(problems)
 
 
+def without_unknown(request: HttpRequest, names: Iterable[str]) -> str | None:
+    """The request's address without the query parameters not among `names` (the others
+    kept as they were written, in their order); None when it has none of those."""
+    names = set(names)
+    if all(name in names for name in request.GET):
+        return None
+    kept = [part for part in request.META.get("QUERY_STRING", "").split("&")
+            if part and unquote_plus(part.split("=", 1)[0]) in names]
+    path = escape_uri_path(request.path)
+    return f"{path}?{'&'.join(kept)}" if kept else path
+
+
 def reads(*names: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A view's decorator: the query parameters it reads, every other one refused
-    (`accepted`) before the view runs. The names are kept on the view as `query_parameters`."""
+    """A page's decorator: the query parameters it reads. Before the view runs, a GET or HEAD
+    with any other is answered with a 301 to the address without it (`without_unknown`);
+    another method with one, and a parameter given twice, is refused (`accepted`): a redirect
+    would turn a form's POST into a GET. The names are kept on the view as
+    `query_parameters`."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if request.method in ("GET", "HEAD"):
+                trimmed = without_unknown(request, names)
+                if trimmed is not None:
+                    return HttpResponsePermanentRedirect(trimmed)
             accepted(request.GET, names)
             return view(request, *args, **kwargs)
 

@@ -34,7 +34,7 @@ urlpatterns = [
          name="model-history"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Swagger UI from the project's own static files (SPECTACULAR_SETTINGS: SIDECAR). An
-    # HTML page: a parameter it does not read gets the site's 400 page, as on the pages
+    # HTML page: a parameter it does not read is redirected away, as on the pages
     # (drf-spectacular reads `lang` and `version` and passes them on to the schema's URL).
     path("docs/", query_params.reads("lang", "version")(
         SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),

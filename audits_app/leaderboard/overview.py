@@ -95,7 +95,7 @@ def _change_cell(row: ReferenceRow | None) -> dict[str, Any]:
 
 def _signed(value: float | None, digits: int = 3) -> str:
     shown = fixed(value, digits)
-    return shown if value is None or shown.startswith("-") or not value else f"+{shown}"
+    return shown if value is None or not shown[0].isdigit() or not value else f"+{shown}"
 
 
 def _lowest(values) -> float | None:

@@ -250,7 +250,10 @@ def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
     if published.draft is None and any(
             text.scenario == slug for text in public.load_snapshot(published.publication).texts):
         return "Its texts are held out of the public pages."
-    return "This release has no texts of this scenario."
+    return NO_TEXTS
+
+
+NO_TEXTS = "This release has no texts of this scenario."
 
 
 @query_params.reads(*public.TEXT_FILTERS, "order", "page")
@@ -277,8 +280,18 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
         "filter_query": filters_only.urlencode(),
         "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
+        "held_scenarios": _held_scenario_count(published),
     }
     return render(request, "audits_app/text_list.html", context)
+
+
+def _held_scenario_count(published: public.PublishedRelease) -> int:
+    """How many of the release's scenarios have texts, none of which this viewer may see
+    (`_why_no_texts`): the Scenario filter leaves them out (choosing one was a 400), and the
+    page says that some are held back, by their number alone."""
+    shown = {text.scenario for text in published.snapshot.texts}
+    return sum(1 for scenario in published.snapshot.scenarios if scenario.slug not in shown
+               and _why_no_texts(published, scenario.slug) != NO_TEXTS)
 
 
 TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),
@@ -352,7 +365,7 @@ def _shown(value: Any) -> str:
     """A score as a reader wants it: three decimals, a dash where it was not measured."""
     if value is None:
         return "–"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
+    return fixed(value) if isinstance(value, float) else str(value)
 
 
 def _named(rows: list[SnapshotPart], names: dict[str, str]) -> list[dict[str, Any]]:
@@ -403,17 +416,19 @@ def _calibration(snapshot: ReleaseSnapshot) -> str:
     parts = [f"Calibration: the simulated public was compared with {summary.get('readers', '?')}"
              f" human readers on {summary.get('texts', '?')} texts"]
     if text_level.get("pearson") is not None:
-        parts.append(f"text-level Pearson r = {text_level['pearson']:.2f}")
+        parts.append(f"text-level Pearson r = {fixed(text_level['pearson'], 2)}")
     if isinstance(order, dict) and order.get("point") is not None:
-        parts.append(f"model-order Spearman = {order['point']:.2f}")
+        parts.append(f"model-order Spearman = {fixed(order['point'], 2)}")
     return "; ".join(parts) + "."
 
 
 def _filter_choices(snapshot: ReleaseSnapshot, names: dict[str, str], params) -> list[dict]:
     texts = snapshot.texts
+    shown = {t.scenario for t in texts}
     options = {
         "model": [(m, names[m]) for m in names],
-        "scenario": [(s.slug, s.title) for s in snapshot.scenarios],
+        # Only scenarios with a text this viewer sees: any other is a 400 (no text has it).
+        "scenario": [(s.slug, s.title) for s in snapshot.scenarios if s.slug in shown],
         "task": [(t, f"{t} · {labels.task_label(t)}")
                  for t in sorted({t.task for t in texts})],
         "condition": [(c, f"{c} · {labels.condition_label(c)}")

@@ -1,5 +1,7 @@
 """`fixed`: a number with a fixed count of decimals, or a dash where there is none;
-`interval`: a low and a high bound as one reads them ("−0.084 to −0.017").
+`interval`: a low and a high bound as one reads them ("−0.084 to −0.017"). A negative
+number on a page has a true minus sign (U+2212) wherever it is shown, never a hyphen beside
+one; the CSVs and JSON answers write theirs in ASCII (they do not format through here).
 
 Django's `floatformat` goes through Decimal and localisation; on a leaderboard of fifty
 models it was most of the page's render time. Scores here are plain floats.
@@ -12,6 +14,9 @@ from django import template
 register = template.Library()
 
 
+MINUS = "\u2212"  # a true minus sign: a hyphen before a number reads as a dash beside a range
+
+
 @register.filter
 def fixed(value: object, digits: int = 3) -> str:
     if value is None or value == "":
@@ -20,11 +25,10 @@ def fixed(value: object, digits: int = 3) -> str:
         shown = f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return str(value)
-    # A value that rounds to zero is zero, whichever side it came from: never "-0.000".
-    return shown[1:] if shown.startswith("-") and not shown.strip("-0.") else shown
-
-
-MINUS = "\u2212"  # a true minus sign: a hyphen before a number reads as a dash beside a range
+    if not shown.startswith("-"):
+        return shown
+    # A value that rounds to zero is zero, whichever side it came from: never "−0.000".
+    return shown[1:] if not shown.strip("-0.") else MINUS + shown[1:]
 
 
 def interval(low: object, high: object, digits: int = 3, *, sign: bool = False) -> str:
@@ -38,8 +42,6 @@ def interval(low: object, high: object, digits: int = 3, *, sign: bool = False) 
 
 def _bound(value: object, digits: int, sign: bool) -> str:
     shown = fixed(value, digits)
-    if shown.startswith("-"):
-        return MINUS + shown[1:]
     return f"+{shown}" if sign and shown.strip("0.") and shown[0].isdigit() else shown
 
 

@@ -517,10 +517,13 @@ def test_the_api_starts_at_a_root_that_links_every_collection(client):
     assert client.get("/api/v1/", HTTP_ACCEPT="text/html").status_code == 200
 
 
-def test_the_api_docs_refuse_a_parameter_they_do_not_read(client):
+def test_the_api_docs_redirect_away_a_parameter_they_do_not_read(client):
     """Swagger UI's page reads `lang` and `version` (passed on to the schema's URL); any
-    other parameter is named in the site's 400 page, as on every other public page."""
-    refused = client.get("/api/v1/docs/", {"bogus": "1"})
-    assert refused.status_code == 400
-    assert "bogus" in refused.content.decode() and "lang, version" in refused.content.decode()
+    other parameter is redirected away, the ones it reads kept, as on every other public
+    page; one of them given twice is the site's 400 page."""
+    redirected = client.get("/api/v1/docs/?bogus=1&version=1&utm_source=x")
+    assert redirected.status_code == 301
+    assert redirected["Location"] == "/api/v1/docs/?version=1"
+    refused = client.get("/api/v1/docs/?lang=en&lang=de")
+    assert refused.status_code == 400 and "Lang is given 2 times" in refused.content.decode()
     assert client.get("/api/v1/docs/", {"version": "1"}).status_code == 200

@@ -30,3 +30,5 @@ def test_the_overview_uses_it():
             {"model": "b", "rank": None, "point": None}]}}})
     rows = overview_rows(snapshot, {"a": "A", "b": "B"})
     assert [row["cells"][0]["interval"] for row in rows] == ["\u22120.084 to \u22120.017", "–"]
+    # The point beside it has the same minus sign ("-0.050" sat beside "−0.084 to …").
+    assert [row["cells"][0]["point"] for row in rows] == ["\u22120.050", "–"]

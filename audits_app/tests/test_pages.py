@@ -11,7 +11,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audits_app import http_cache
+from audits_app.pages import compare as compare_views
 from audits_app.pages import viewer as public
+from audits_app.pages import views
 from audits_app.tests.factories import (
     HELD_OUT_MARKER,
     HELD_OUT_SLUG,
@@ -157,32 +159,60 @@ def test_a_value_the_text_list_does_not_accept_is_a_400_naming_the_parameter(cli
     assert named in html and "<h1>Not accepted</h1>" in html  # the site's error page
 
 
-@pytest.mark.parametrize(("url", "named"), [
-    ("/releases/pub.0/?measure=bogus",
-     "Unknown parameter &#x27;measure&#x27;; this address accepts no parameters."),
-    ("/releases/pub.0/texts/?bogus=1", "Unknown parameter &#x27;bogus&#x27;; this address "
-                                       "accepts condition, model, order, page, scenario, task."),
-    ("/releases/pub.0/texts/?page=1&page=2", "Page is given 2 times; give it once."),
-    ("/releases/pub.0/chart.svg?v=2", "Unknown parameter &#x27;v&#x27;"),
-    ("/?release=pub.0", "Unknown parameter &#x27;release&#x27;"),
-    ("/models/fixture/candid/?release=pub.0", "Unknown parameter &#x27;release&#x27;"),
-    ("/compare/?a=pub.0&b=pub.0&c=pub.0", "Unknown parameter &#x27;c&#x27;; this address "
-                                          "accepts a, b."),
+@pytest.mark.parametrize(("url", "trimmed"), [
+    ("/?utm_source=twitter", "/"),
+    ("/releases/pub.0/?fbclid=abc", "/releases/pub.0/"),
+    ("/models/fixture/candid/?utm_source=x", "/models/fixture/candid/"),
+    ("/releases/pub.0/?measure=bogus", "/releases/pub.0/"),
+    ("/releases/pub.0/texts/?bogus=1", "/releases/pub.0/texts/"),
+    ("/releases/pub.0/texts/?utm_source=x&order=-condition&fbclid=y&page=2&utm_medium=z",
+     "/releases/pub.0/texts/?order=-condition&page=2"),
+    ("/releases/pub.0/chart.svg?v=2", "/releases/pub.0/chart.svg"),
+    ("/releases/pub.0/leaderboard.csv?measure=honesty", "/releases/pub.0/leaderboard.csv"),
+    ("/?release=pub.0", "/"),
+    ("/models/fixture/candid/?release=pub.0", "/models/fixture/candid/"),
+    ("/compare/?a=pub.0&b=pub.0&c=pub.0", "/compare/?a=pub.0&b=pub.0"),
 ])
-def test_a_parameter_a_page_does_not_read_is_a_400_naming_it(client, world, url, named):
-    """Ignored, `?measure=bogus` answered the page as if the measure had been chosen."""
+def test_a_parameter_a_page_does_not_read_is_redirected_away(client, world, monkeypatch, url,
+                                                              trimmed):
+    """Ignored, `?measure=bogus` answered the page as if the measure had been chosen; refused,
+    a link shared as `/?utm_source=twitter` was a 400. A permanent redirect to the address
+    without it shows what the page applies, builds no page for it, and is never cached (a
+    cache keeps one copy per page, the address's own)."""
+    def never(*args, **kwargs):
+        raise AssertionError("a page was built for a parameter it does not read")
+
+    for module in (views, compare_views):
+        monkeypatch.setattr(module, "render", never)
     response = client.get(url)
-    assert response.status_code == 400, url
-    html = response.content.decode()
-    assert named in html and "<h1>Not accepted</h1>" in html, url
+    assert response.status_code == 301, url
+    assert response["Location"] == trimmed, url
+    assert "ETag" not in response, url
+    assert "public" not in response.get("Cache-Control", ""), url  # `/compare/` is never cached
 
 
-def test_a_csv_refuses_a_parameter_it_does_not_read_in_plain_text(client, world):
-    response = client.get("/releases/pub.0/leaderboard.csv?measure=honesty")
+def test_a_shared_link_with_tracking_parameters_still_reaches_the_page(client, world):
+    for url in ("/?utm_source=twitter", "/releases/pub.0/?fbclid=abc"):
+        response = client.get(url, follow=True)
+        assert response.status_code == 200, url
+        assert response.redirect_chain == [(url.split("?")[0], 301)], url
+
+
+def test_a_known_parameter_given_twice_is_still_a_400_after_the_unknown_ones_go(client, world):
+    response = client.get("/releases/pub.0/texts/?page=1&page=2")
     assert response.status_code == 400
-    assert response["Content-Type"].startswith("text/plain")
-    assert response.content.decode() == ("Unknown parameter 'measure'; this address accepts "
-                                         "no parameters.\n")
+    html = response.content.decode()
+    assert "Page is given 2 times; give it once." in html and "<h1>Not accepted</h1>" in html
+    trimmed = client.get("/releases/pub.0/texts/?utm_source=x&page=1&page=2")
+    assert trimmed["Location"] == "/releases/pub.0/texts/?page=1&page=2"
+
+
+def test_a_post_with_a_parameter_the_page_does_not_read_is_still_refused(client, world):
+    """A redirect would turn the POST into a GET."""
+    response = client.post("/?bogus=1")
+    assert response.status_code == 400
+    assert "Unknown parameter &#x27;bogus&#x27;; this address accepts no parameters." in (
+        response.content.decode())
 
 
 def test_every_public_page_declares_the_parameters_it_reads():
@@ -432,8 +462,23 @@ def test_figures_that_round_to_zero_show_no_minus_sign():
     from audits_app.templatetags.numbers import fixed, plain
 
     assert fixed(-0.0001) == "0.000" and fixed(-0.00001, 2) == "0.00"
-    assert fixed(-0.0005) == "-0.001" and fixed(-1.5, 1) == "-1.5" and fixed(0) == "0.000"
+    assert fixed(-0.0005) == "\u22120.001" and fixed(-1.5, 1) == "\u22121.5"
+    assert fixed(0) == "0.000"
     assert plain(["T1", "T2"]) == "T1, T2" and plain({"claims": 0.5}) == "claims: 0.5"
+
+
+def test_a_negative_number_on_a_page_has_the_minus_sign_its_intervals_have(client, world):
+    """The overview showed "-0.060" beside "−0.184 to …": every negative figure a page shows
+    has the true minus sign; the CSV keeps ASCII."""
+    for url, negatives in (("/", True), ("/releases/pub.0/", True),
+                           ("/releases/pub.0/texts/", False)):
+        page = unescape(client.get(url).content.decode())
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)
+        assert any("\u2212" in cell for cell in cells) == negatives, url
+        hyphened = [cell for cell in cells if re.search(r"(?<![\w.-])-\d", cell)]
+        assert not hyphened, (url, hyphened[:3])
+    csv = client.get("/releases/pub.0/leaderboard.csv").content.decode()
+    assert "\u2212" not in csv and ",-0." in csv
 
 
 def test_the_release_list_is_read_once_and_again_when_a_release_is_published(client, world):

@@ -137,6 +137,35 @@ def test_a_scenario_whose_texts_are_held_says_why_it_lists_none_and_links_no_emp
 
 
 @pytest.mark.django_db
+def test_the_text_list_offers_only_scenarios_with_public_texts_and_says_some_are_held(
+        release, client, publisher):
+    """The Scenario filter listed every scenario, and choosing one whose texts are all held
+    was a 400: it lists those with a text to show, and one sentence says how many are held
+    back, naming no scenario, text or writer."""
+    half = published_arena_release(CODE, held_share=0.5)
+    (held_slug,) = {slug for slug, *_ in held_cells(load_snapshot(half.publication),
+                                                     Holder.ARENA)}
+    (open_slug,) = {"greenvale-listeria", "cobaltcloud-breach"} - {held_slug}
+    note = ("The texts of 1 scenario are held back from the public pages, so the Scenario "
+            "filter leaves it out.")
+
+    page = html.unescape(client.get(f"/releases/{CODE}/texts/").content.decode())
+    options = re.search(r'<select name="scenario">(.*?)</select>', page, re.S).group(1)
+    assert f'value="{open_slug}"' in options and f'value="{held_slug}"' not in options
+    assert note in page
+    assert client.get(f"/releases/{CODE}/texts/?scenario={open_slug}").status_code == 200
+    # Staff see every text, so every scenario and no such sentence; so does everyone once the
+    # arena closes.
+    client.force_login(publisher)
+    staff_page = client.get(f"/releases/{CODE}/texts/").content.decode()
+    assert f'value="{held_slug}"' in staff_page and "held back" not in staff_page
+    client.logout()
+    arena_close(release=half, user=publisher, reason="No arena for this release after all.")
+    page = client.get(f"/releases/{CODE}/texts/").content.decode()
+    assert f'value="{held_slug}"' in page and "held back" not in page
+
+
+@pytest.mark.django_db
 def test_a_release_that_holds_no_cells_can_have_no_arena(release, publisher):
     none_held = published_arena_release("open.0", held_share=0.0)
     approve(none_held, publisher)
