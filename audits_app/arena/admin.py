@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
 
 from audits_app.arena.models import (
     ArenaEvent,
@@ -55,8 +58,34 @@ class PublisherOnlyAdmin(ReadOnlyAdmin):
         return can_manage(request.user)
 
 
+class PeopleAsTextAdmin(ReadOnlyAdmin):
+    """A record's user fields (`people`: field -> its stand-in) shown as plain text, the
+    username, to whoever may not open users in the admin: the admin's own link to the user
+    would answer them 403."""
+
+    people: dict[str, str] = {}
+
+    def get_fields(self, request, obj=None):
+        stand_ins = set(self.people.values())
+        fields = [name for name in super().get_fields(request, obj) if name not in stand_ins]
+        if obj is None or self._may_open_users(request):
+            return fields
+        return [self.people.get(name, name) for name in fields]
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*super().get_readonly_fields(request, obj), *self.people.values())
+
+    def _may_open_users(self, request) -> bool:
+        users = self.admin_site._registry.get(get_user_model())
+        return users is not None and users.has_view_permission(request)
+
+
+def _username(user) -> str:
+    return user.get_username() if user is not None else "-"
+
+
 @admin.register(EthicsReview)
-class EthicsReviewAdmin(ReadOnlyAdmin):
+class EthicsReviewAdmin(PeopleAsTextAdmin):
     list_display = ("release", "study", "decision", "reviewing_body", "reference", "decided_on",
                     "recorded_by", "recorded_at")
     list_filter = ("release", "decision")
@@ -64,6 +93,28 @@ class EthicsReviewAdmin(ReadOnlyAdmin):
     fields = ("release", "study", "reviewing_body", "reference", "decided_on", "decision",
               "document", "note", "document_sha256", "recorded_by", "recorded_at")
     readonly_fields = ("document_sha256", "recorded_by", "recorded_at")
+    people = {"recorded_by": "recorded_by_name"}
+
+    def get_fields(self, request, obj=None):
+        # A recorded review's letter: the arena's own download (media is not served).
+        fields = super().get_fields(request, obj)
+        return fields if obj is None else ["letter" if name == "document" else name
+                                           for name in fields]
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*super().get_readonly_fields(request, obj), "letter")
+
+    @admin.display(description="document")
+    def letter(self, review: EthicsReview) -> str:
+        if not review.document:
+            return "-"
+        url = reverse("arena:ethics-document", kwargs={"code": review.release.code,
+                                                       "review_id": review.pk})
+        return format_html('<a href="{}">Decision letter (PDF)</a>', url)
+
+    @admin.display(description="recorded by")
+    def recorded_by_name(self, review: EthicsReview) -> str:
+        return _username(review.recorded_by)
 
     def has_add_permission(self, request) -> bool:
         return can_manage(request.user)
@@ -84,10 +135,15 @@ class EthicsReviewAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ArenaEvent)
-class ArenaEventAdmin(ReadOnlyAdmin):
+class ArenaEventAdmin(PeopleAsTextAdmin):
     list_display = ("release", "action", "at", "by", "reason", "review")
     list_filter = ("release", "action")
     list_select_related = ("release", "by", "review")
+    people = {"by": "by_name"}
+
+    @admin.display(description="by")
+    def by_name(self, event: ArenaEvent) -> str:
+        return _username(event.by)
 
 
 @admin.register(RecognisabilityRun)

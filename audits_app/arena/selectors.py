@@ -567,6 +567,11 @@ def _json(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
+def has_voted(voter_id: int, pair_id: int) -> bool:
+    """Whether this voter has answered on this pair (one vote per voter per pair)."""
+    return ArenaVote.objects.filter(voter_id=voter_id, pair_id=pair_id).exists()
+
+
 def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
     """How many of the voter's showings in this release came before this one."""
     with connection.cursor() as cursor:

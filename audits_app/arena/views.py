@@ -221,7 +221,16 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
             staff=arena.staff, rate_limited=limits.soft, state=arena.state,
         )
     except services.AlreadyVoted:
-        return _page(request, "already.html", arena, status=409)
+        # The same form sent again: without JavaScript, a reload of the page the vote answered
+        # with. Still 409, but showing the pair that answer showed (the voter's latest, if
+        # unanswered), so the pair being read is not lost. No new showing, nothing new shown.
+        resumed = _unanswered_after(known, showing)
+        if resumed is None:
+            return _page(request, "already.html", arena, status=409)
+        messages.warning(request, "You have already answered on the previous pair: your "
+                                  "first answer is kept. Here is the pair you were reading.")
+        return _pair_page(request, arena, resumed, voter, _blank(), status=409,
+                          answered_vote=True)
     # Straight on to the next pair, the confirmation on top of it: no page to click through.
     messages.success(request, "Thank you: your answer is recorded. Here is the next pair.")
     # The answer is the next pair itself (one round trip a vote, not a redirect and a GET).
@@ -236,6 +245,17 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     if showing is None:
         return redirect("arena:pair", code=arena.code)
     return _pair_page(request, arena, showing, voter, _blank(), answered_vote=True)
+
+
+def _unanswered_after(known: VoterShowings, answered: ArenaShowing) -> ArenaShowing | None:
+    """The voter's latest showing in the arena, if it came after `answered` and they have
+    not answered it yet (read with the voter, before this request's vote)."""
+    latest = known.at(len(known.rows) - 1)
+    if latest is None or latest.pk <= answered.pk:
+        return None
+    if selectors.has_voted(known.voter.pk, latest.pair_id):
+        return None
+    return latest
 
 
 # ---------------------------------------------------------------------------------------------

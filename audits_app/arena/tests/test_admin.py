@@ -103,3 +103,44 @@ def test_pairs_and_votes_are_for_publishers_only_and_read_only(client, open_aren
     client.force_login(publisher)
     assert client.get(f"/admin/audits_app/{model}/").status_code == 200
     assert client.get(f"/admin/audits_app/{model}/add/").status_code == 403
+
+
+@pytest.mark.parametrize("role", ["auditor", "curator", "operator", "publisher"])
+def test_a_reviews_page_links_its_letter_where_it_downloads(client, open_arena, role):
+    """Media is not served: the letter's link is the arena's own download, for every role
+    that sees the review, and it answers with the PDF."""
+    client.force_login(staff_user(f"someone-{role}", role))
+    review = EthicsReview.objects.get()
+
+    page = client.get(f"/admin/audits_app/ethicsreview/{review.pk}/change/").content.decode()
+
+    document = f"/arena/{open_arena.code}/ethics/{review.pk}/document/"
+    assert f'href="{document}"' in page and review.document.url not in page
+    assert b"".join(client.get(document).streaming_content).startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize("role", ["auditor", "curator", "operator", "publisher"])
+def test_who_opened_the_arena_is_plain_text_to_those_who_may_not_open_users(client, open_arena,
+                                                                            role):
+    client.force_login(staff_user(f"someone-{role}", role))
+    event = ArenaEvent.objects.get()
+    review = EthicsReview.objects.get()
+    user_page = f"/admin/auth/user/{event.by.pk}/change/"
+    may_open = client.get(user_page).status_code == 200
+
+    for page in (f"/admin/audits_app/arenaevent/{event.pk}/change/",
+                 f"/admin/audits_app/ethicsreview/{review.pk}/change/"):
+        shown = client.get(page)
+        assert shown.status_code == 200
+        assert event.by.username in shown.content.decode()
+        assert (f'href="{user_page}"' in shown.content.decode()) == may_open
+
+
+def test_a_superuser_still_gets_the_link_to_the_user(client, open_arena):
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    event = ArenaEvent.objects.get()
+
+    page = client.get(f"/admin/audits_app/arenaevent/{event.pk}/change/").content.decode()
+
+    assert f'href="/admin/auth/user/{event.by.pk}/change/"' in page
+    assert page.count(f">{event.by.username}<") == 1  # the link, not the name beside it too

@@ -329,6 +329,50 @@ def test_the_next_pair_comes_straight_after_a_vote(client, open_arena):
     assert "replace_state" not in next_pair(client)[0]  # a pair asked for by GET
 
 
+def test_a_resent_vote_still_409s_but_shows_the_pair_its_answer_showed(client, open_arena):
+    """Without JavaScript the vote's answer stays at /vote/, and a reload sends the form
+    again: refused (409) and recorded once, but the pair the voter was reading comes back
+    (the same showing: no new pair drawn, nothing more shown), and answering it works."""
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    vote(client, token)
+    first = ArenaVote.objects.get()
+    shown = ArenaShowing.objects.order_by("-pk").first()
+
+    reloaded = vote(client, token, favourable="right")
+
+    assert reloaded.status_code == 409
+    page = reloaded.content.decode()
+    assert "already answered" in page and 'name="pair"' in page
+    assert ArenaShowing.objects.count() == 2 and ArenaVote.objects.count() == 1
+    assert ArenaVote.objects.get().favourable == first.favourable
+    resumed = TOKEN.search(page).group(1)
+    read_for(60)
+    assert vote(client, resumed).status_code == 200  # the pair being read: answered
+    assert ArenaVote.objects.filter(showing=shown).count() == 1
+    assert ArenaShowing.objects.count() == 3
+    assert vote(client, resumed).status_code == 409  # and sent again: the third pair
+
+
+def test_a_resent_vote_with_no_pair_after_it_gets_the_plain_409(client, open_arena):
+    """The latest pair shown already answered (here, the one the form names): nothing to
+    resume, the page links to the next pair."""
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    vote(client, token)
+    following = TOKEN.search(client.arena_next.content.decode()).group(1)
+    read_for(60)
+    vote(client, following)
+
+    ArenaShowing.objects.filter(vote=None).delete()  # as if no pair followed the last vote
+    again = vote(client, following)
+
+    assert again.status_code == 409 and 'name="pair"' not in again.content.decode()
+    assert "Take the next pair" in again.content.decode()
+
+
 def test_a_vote_past_the_pair_limit_is_recorded_and_the_pair_page_says_slow_down(
     client, open_arena, monkeypatch
 ):
