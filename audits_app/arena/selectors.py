@@ -663,14 +663,14 @@ def result_latest(release: Release) -> ArenaResult | None:
     return ArenaResult.objects.filter(release=release).order_by("-computed_at", "-pk").first()
 
 
-def result_is_stale(release: Release, latest: ArenaResult | None, *, votes: int,
-                    voters: int) -> bool:
+def result_is_stale(release: Release, latest: ArenaResult, *, votes: int, voters: int) -> bool:
     """A batch of counted votes after those `latest` holds (at least `votes` by at least
     `voters`; one query). Shadow votes and the simulated public's answers wait for the next
-    batch: figures that moved between batches would say which pair someone was just shown."""
+    batch: figures that moved between batches would say which pair someone was just shown.
+    The same rule as `services.counted_through`, which applies it to the rows themselves."""
     found = ArenaVote.objects.filter(
         pair__release=release, shadow=False, attention=False,
-        pk__gt=latest.counted_votes_through if latest is not None else 0,
+        pk__gt=latest.counted_votes_through,
     ).aggregate(votes=Count("pk"), voters=Count("voter", distinct=True))
     return found["votes"] >= votes and found["voters"] >= voters
 

@@ -595,10 +595,11 @@ def results_current(*, release: Release) -> ArenaResult | None:
     latest = result_latest(release)
     fresh_enough = latest is not None and (
         timezone.now() - latest.computed_at).total_seconds() < RESULTS_REFRESH_SECONDS
-    if latest is None and not has_answers(release):
-        return None
-    if latest is not None and (fresh_enough or not result_is_stale(
-            release, latest, votes=RESULTS_BATCH_VOTES, voters=RESULTS_BATCH_VOTERS)):
+    if latest is None:
+        if not has_answers(release):
+            return None
+    elif fresh_enough or not result_is_stale(release, latest, votes=RESULTS_BATCH_VOTES,
+                                             voters=RESULTS_BATCH_VOTERS):
         return latest
     lock = f"arena:results-lock:{release.pk}"
     if not cache.add(lock, 1, timeout=RESULTS_REFRESH_SECONDS):

@@ -10,6 +10,7 @@ names or identifies a writer: the vote form refers to the pair shown by a signed
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 from django.contrib import messages
@@ -171,21 +172,16 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     return _pair_page(request, arena, showing, voter, _blank())
 
 
-_blank_form: VoteForm | None = None
-
-
+@functools.cache
 def _blank() -> VoteForm:
     """An unbound vote form, made once per process: every pair page shows one, and making a
     form (copying its fields) cost more than showing it. Everything a page reads of it is
     worked out here, so pages only read it, whichever thread shows it."""
-    global _blank_form
-    if _blank_form is None:
-        form = VoteForm()
-        form.errors  # noqa: B018 (no errors: an unbound form)
-        for name in form.fields:
-            form[name].initial  # noqa: B018
-        _blank_form = form
-    return _blank_form
+    form = VoteForm()
+    form.errors  # noqa: B018 (no errors: an unbound form)
+    for name in form.fields:
+        form[name].initial  # noqa: B018
+    return form
 
 
 def _pair_page(request: HttpRequest, arena: ArenaAccess, showing: ArenaShowing, voter: ArenaVoter,
