@@ -10,6 +10,7 @@ TEMPLATE` on PostgreSQL. A copy is what `migrate` (and `import_scenarios`) would
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -85,6 +86,44 @@ def manage(*args: str, env: dict) -> subprocess.CompletedProcess:
         raise AssertionError(f"manage.py {' '.join(args)} exited with {result.returncode}:\n"
                              f"{result.stderr[-3000:]}")
     return result
+
+
+class Shell:
+    """One `manage.py shell` kept open for a test that asks another process the same question
+    again and again while it waits (what the run page shows while a cluster starts): a new
+    `manage.py shell` per look cost a second and a half of CPU, taken from the cluster being
+    waited for. `ask(code)` runs `code` there and returns what it put in `answer` (JSON).
+    Each look reads the database afresh: the shell holds no transaction open between looks."""
+
+    LOOP = ("import json, sys\n"
+            "for line in sys.stdin:\n"
+            "    scope = {}\n"
+            "    exec(json.loads(line), scope)\n"
+            "    print('\\x1e' + json.dumps(scope.get('answer')), flush=True)\n")
+
+    def __init__(self, env: dict) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "shell", "-c", self.LOOP], cwd=ROOT, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, code: str):
+        self.process.stdin.write(json.dumps(code) + "\n")
+        self.process.stdin.flush()
+        for line in self.process.stdout:  # log lines may come first
+            if line.startswith("\x1e"):
+                return json.loads(line[1:])
+        raise AssertionError(f"manage.py shell ended with {self.process.wait()}")
+
+    def __enter__(self) -> Shell:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def migrated_create(directory: Path, env: dict, *, sqlite: bool = False) -> Database:

@@ -25,7 +25,7 @@ from django.conf import settings
 
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
-from tests.scratch import Database, manage
+from tests.scratch import Database, Shell, manage
 
 pytestmark = pytest.mark.slow
 
@@ -448,20 +448,21 @@ def test_the_run_page_reads_a_live_clusters_heartbeat_and_misses_a_killed_one(wo
     database, server, env = world
     env = env | {"REDIS_URL": redis_url, "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
 
-    def clusters_alive() -> int:
-        output = manage("shell", "-c", "from runs_app.selectors import workers_alive; "
-                        "seen = workers_alive(); print(seen.visible, seen.clusters)", env=env)
-        visible, clusters = output.stdout.split()[-2:]
-        assert visible == "True"
-        return int(clusters)
+    with Shell(env) as shell:
+        def clusters_alive() -> int:
+            visible, clusters = shell.ask(
+                "from runs_app.selectors import workers_alive; seen = workers_alive(); "
+                "answer = [seen.visible, seen.clusters]")
+            assert visible is True
+            return clusters
 
-    assert clusters_alive() == 0
-    cluster = start("qcluster", env=env)
-    try:
-        wait_for(lambda: clusters_alive() == 1, timeout=90)
-    finally:
-        kill(cluster)
-    wait_for(lambda: clusters_alive() == 0, timeout=60)
+        assert clusters_alive() == 0
+        cluster = start("qcluster", env=env)
+        try:
+            wait_for(lambda: clusters_alive() == 1, timeout=90)
+        finally:
+            kill(cluster)
+        wait_for(lambda: clusters_alive() == 0, timeout=60)
 
 
 def test_sigterm_to_the_group_stops_qcluster_in_seconds_and_hands_its_claims_back(world, tmp_path):
@@ -519,7 +520,6 @@ def _epoch(value) -> float:
 
 
 PAGES_AS_AN_OPERATOR = """
-import json
 from django.contrib.auth.models import Group, User
 from django.test import Client
 user, _ = User.objects.get_or_create(username="olga", defaults={"is_staff": True})
@@ -528,7 +528,7 @@ client = Client()
 client.force_login(user)
 progress = client.get("/runs/kill.0/progress.json").json()
 listing = client.get("/runs/").content.decode()
-print(json.dumps({"progress": progress, "listing": listing}))
+answer = {"progress": progress, "listing": listing}
 """
 
 
@@ -540,24 +540,25 @@ def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(wo
         env = env | {"REDIS_URL": redis_url,
                      "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
 
-    def pages() -> dict:
-        output = manage("shell", "-c", PAGES_AS_AN_OPERATOR, env=env).stdout
-        return json.loads(output.strip().splitlines()[-1])  # after any log lines
-
     manage("run_release", "kill.0", "--stage", "generate", env=env)
-    seen = pages()
-    generate = next(row for row in seen["progress"]["stages"] if row["stage"] == "generate")
-    assert seen["progress"]["workers"]["alive"] is False
-    assert seen["progress"]["notice"].startswith("No worker is alive")
-    assert generate["display"]["state_label"] == "Waiting: start a worker: manage.py qcluster"
-    assert "No worker is alive" in seen["listing"]
+    with Shell(env) as shell:
+        def pages() -> dict:
+            return shell.ask(PAGES_AS_AN_OPERATOR)
 
-    cluster = start("qcluster", env=env)
-    try:
-        wait_for(lambda: pages()["progress"]["workers"]["alive"], timeout=90)
         seen = pages()
-    finally:
-        kill(cluster)
+        generate = next(row for row in seen["progress"]["stages"]
+                        if row["stage"] == "generate")
+        assert seen["progress"]["workers"]["alive"] is False
+        assert seen["progress"]["notice"].startswith("No worker is alive")
+        assert generate["display"]["state_label"] == "Waiting: start a worker: manage.py qcluster"
+        assert "No worker is alive" in seen["listing"]
+
+        cluster = start("qcluster", env=env)
+        try:
+            wait_for(lambda: pages()["progress"]["workers"]["alive"], timeout=90)
+            seen = pages()
+        finally:
+            kill(cluster)
     assert "No worker" not in seen["progress"]["notice"]
     assert seen["progress"]["workers"]["text"].startswith(
         "Workers alive: 2 worker process(es) in 1 cluster(s): ")
