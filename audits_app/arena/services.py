@@ -399,8 +399,9 @@ def _showing_insert(showing: ArenaShowing, release_id: int) -> None:
 def _vote_insert(vote: ArenaVote) -> None:
     """The INSERT `vote.save()` sends, on PostgreSQL, its statement made once per process:
     the same columns and values (each field's own preparation), without the ORM building
-    the statement again for every vote (a tenth of a vote's CPU). ArenaVote has no save
-    signals nor a save() of its own."""
+    the statement again for every vote (under cProfile, save() took 0.58 s over 300 votes,
+    this 0.36 s, most of it the round trip). ArenaVote has no save signals nor a save() of
+    its own."""
     fields, statement = _vote_statement()
     values = [field.get_db_prep_save(field.pre_save(vote, True), connection)
               for field in fields]
