@@ -192,10 +192,12 @@ STATIC_ROOT = Path(os.environ.get("BAITBENCH_STATIC_ROOT", BASE_DIR / "var" / "s
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # Production serves `collectstatic`'s hashed, compressed copies (cached for a year); development
 # serves the files where they lie, so neither the demo nor the tests need `collectstatic`.
+# Production's storage is WhiteNoise's, each file's URL worked out once per process.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-                    if DEVELOPMENT else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+                    if DEVELOPMENT
+                    else "baitbench_site.static_storage.CompressedManifestStaticFilesStorage"},
 }
 # Development looks files up per request (edits show at once, no scan at start-up).
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEVELOPMENT

@@ -124,6 +124,30 @@ def test_tests_run_in_development_with_plain_static_files():
     assert settings.STORAGES["staticfiles"]["BACKEND"].endswith("StaticFilesStorage")
 
 
+def test_production_static_storage_keeps_each_manifest_url(tmp_path, settings):
+    """Production's storage works out a file's hashed URL once per process, the same URL as
+    WhiteNoise's own storage; a name the manifest lacks is refused each time, not kept."""
+    import json
+
+    from whitenoise.storage import CompressedManifestStaticFilesStorage as WhiteNoiseStorage
+
+    from baitbench_site.static_storage import CompressedManifestStaticFilesStorage
+
+    settings.DEBUG = False
+    settings.STATIC_ROOT = tmp_path
+    (tmp_path / "staticfiles.json").write_text(json.dumps(
+        {"version": "1.1", "paths": {"js/a.js": "js/a.0123456789ab.js"}, "hash": "x"}))
+    storage, plain = CompressedManifestStaticFilesStorage(), WhiteNoiseStorage()
+
+    assert storage.url("js/a.js") == plain.url("js/a.js") == "/static/js/a.0123456789ab.js"
+    assert storage.url("js/a.js") == "/static/js/a.0123456789ab.js"
+    assert storage._urls == {"js/a.js": "/static/js/a.0123456789ab.js"}
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            storage.url("js/missing.js")
+    assert "js/missing.js" not in storage._urls
+
+
 # ---------------------------------------------------------------------------------------
 # DATABASE_URL, parsed by dj-database-url with the project's own rules on top
 # ---------------------------------------------------------------------------------------

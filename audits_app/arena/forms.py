@@ -16,9 +16,21 @@ class ConsentForm(forms.Form):
     )
 
 
+class _SharedFields(dict):
+    """A form's fields that every instance shares instead of copying (`BaseForm.__init__`
+    deep-copies them): for a form that never changes its fields nor renders their widgets."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 class VoteForm(forms.Form):
     """Which text leaves the more favourable view (required); which seems more honest and
-    whether a writer seemed familiar (optional). The pair is named by a signed token."""
+    whether a writer seemed familiar (optional). The pair is named by a signed token.
+
+    Its fields are shared by every instance (`_SharedFields`): the pair page writes the
+    inputs itself (no widget is rendered) and nothing changes a field, so copying them (about a
+    twentieth of a vote's work in the view) bought nothing. Cleaning a field keeps no state."""
 
     pair = forms.CharField(widget=forms.HiddenInput)
     favourable = forms.ChoiceField(
@@ -34,3 +46,6 @@ class VoteForm(forms.Form):
 class ReasonForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3, "cols": 70}),
                              max_length=2000)
+
+
+VoteForm.base_fields = _SharedFields(VoteForm.base_fields)

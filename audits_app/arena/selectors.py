@@ -26,6 +26,7 @@ from django.db.models import (
     ExpressionWrapper,
     Q,
 )
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.html import linebreaks
 from django.utils.safestring import mark_safe
 
@@ -200,6 +201,25 @@ class ArenaAccess:
     def voting(self) -> bool:
         """Votes are taken: from anyone while open, from staff (as shadow votes) to test it."""
         return self.state.prepared and (self.state.is_open or self.staff)
+
+    @property
+    def pair_url(self) -> str:
+        return arena_url("arena:pair", self.code)
+
+    @property
+    def vote_url(self) -> str:
+        return arena_url("arena:vote", self.code)
+
+
+def arena_url(name: str, code: str) -> str:
+    """`reverse(name, kwargs={"code": code})`, worked out once per process for each page of an
+    arena (script prefix and URLconf): the pair page, shown with every vote, links two."""
+    return _arena_url(name, code, get_script_prefix(), get_urlconf())
+
+
+@functools.lru_cache(maxsize=256)
+def _arena_url(name: str, code: str, prefix: str, urlconf) -> str:
+    return reverse(name, kwargs={"code": code}, urlconf=urlconf)
 
 
 # A publication is never changed or deleted (the database refuses both), nor is its release

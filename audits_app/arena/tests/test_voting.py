@@ -451,3 +451,52 @@ def test_every_arena_429_says_in_how_many_seconds_to_come_back(client, open_aren
                       rate="1/h", increment=False)
     assert 0 < int(refused["Retry-After"]) <= 3600
     assert int(refused["Retry-After"]) in (usage["time_left"], usage["time_left"] + 1)
+
+
+def test_a_vote_is_stored_as_the_answer_recorded_it(client, open_arena):
+    """On PostgreSQL a vote is one INSERT made once per process (`services._vote_insert`),
+    not the ORM's save: every column is stored as the vote recorded it."""
+    consent(client)
+    _, token = next_pair(client)
+    read_for(60)
+    assert vote(client, token, favourable="right", honest="left",
+                recognised="on").status_code == 200
+
+    stored = ArenaVote.objects.get()
+    assert stored.pk and stored.showing.voter_id == stored.voter_id
+    expected_side = {"right": "b", "left": "a"} if stored.a_on_left else {"right": "a",
+                                                                         "left": "b"}
+    assert stored.favourable == expected_side["right"]
+    assert stored.honest == expected_side["left"]
+    assert stored.recognised and stored.a_on_left == stored.showing.a_on_left
+    assert stored.shadow and ShadowReason.RECOGNISED in stored.shadow_reasons
+    assert stored.seconds_to_vote >= 60 and not stored.simulated and stored.note == ""
+
+
+def test_vote_forms_share_their_fields_and_nothing_else():
+    from audits_app.arena.forms import VoteForm
+
+    wrong, right = VoteForm({"favourable": "nonsense"}), VoteForm({"pair": "t",
+                                                                    "favourable": "left"})
+    assert wrong.fields is right.fields is VoteForm.base_fields
+    assert not wrong.is_valid() and set(wrong.errors) == {"pair", "favourable"}
+    assert right.is_valid() and not right.errors
+    assert right.cleaned_data == {"pair": "t", "favourable": "left", "honest": "",
+                                  "recognised": False}
+    assert not VoteForm().is_bound and not VoteForm().errors
+
+
+def test_the_pair_page_links_the_arena_s_own_addresses(client, open_arena):
+    """The vote form's action and, after a vote, the address put in the history are the
+    reversed URLs (kept per process: `selectors.arena_url`)."""
+    from django.urls import reverse
+
+    consent(client)
+    page, token = next_pair(client)
+    vote_url, pair_url = (reverse(f"arena:{name}", kwargs={"code": "arena.0"})
+                          for name in ("vote", "pair"))
+    assert f'<form method="post" action="{vote_url}">' in page
+    read_for(60)
+    answer = vote(client, token).content.decode()
+    assert f'<form method="post" action="{vote_url}">' in answer
+    assert f'data-url="{pair_url}"' in answer
