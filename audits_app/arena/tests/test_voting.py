@@ -454,8 +454,8 @@ def test_every_arena_429_says_in_how_many_seconds_to_come_back(client, open_aren
 
 
 def test_a_vote_is_stored_as_the_answer_recorded_it(client, open_arena):
-    """On PostgreSQL a vote is one INSERT made once per process (`services._vote_insert`),
-    not the ORM's save: every column is stored as the vote recorded it."""
+    """Every column of a vote is stored as the answer recorded it: the sides mapped back to
+    texts a and b, the shadow reasons, the reading time."""
     consent(client)
     _, token = next_pair(client)
     read_for(60)
