@@ -12,6 +12,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -24,6 +25,7 @@ from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.models.archive import PRODUCED_HERE
 from audits_app.pages import viewer as public
+from audits_app.pages.compare import same_release_message
 from audits_app.publication.snapshot_model import Board, ReleaseSnapshot, SnapshotPart
 from runs_app.models import Release
 
@@ -35,6 +37,9 @@ UNKNOWN_FILTER = OpenApiResponse(
     response=OpenApiTypes.OBJECT,
     description=("A filter value that no text of the release has, or a limit or offset that "
                  "is not a whole number in range: {filter|limit|offset: [why]}."))
+SAME_RELEASE = OpenApiResponse(
+    response=OpenApiTypes.OBJECT,
+    description="The same release given twice: {other: [why]}.")
 TEXT_FILTER_PARAMETERS = [
     OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                      description=f"Only texts with this {name}.")
@@ -310,8 +315,11 @@ class CompareView(query_params.DeclaredParameters, GenericAPIView):
     pagination_class = None
 
     @extend_schema(summary="Two published releases compared, per measure",
-                   responses={200: serializers.CompareSerializer, 404: NOT_FOUND})
+                   responses={200: serializers.CompareSerializer, 400: SAME_RELEASE,
+                              404: NOT_FOUND})
     def get(self, request: Request, code: str, other: str) -> Response:
+        if code == other:  # as on the pages: a release has no moves against itself
+            raise ValidationError({"other": [same_release_message(code)]})
         a = public.published_release_named(code, request.user)
         b = public.published_release_named(other, request.user)
         comparison = compare.compare_snapshots(a.snapshot, b.snapshot)

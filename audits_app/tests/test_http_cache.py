@@ -19,6 +19,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def world():
+    # A release to compare it with: a release compared with itself is refused (400).
+    published_release_create(code="prev.0", model_count=3)
     return published_release_create(code="pub.0")
 
 
@@ -43,9 +45,9 @@ def published_urls(world) -> list[str]:
 def catalogue_urls(world) -> list[str]:
     """Answers made of every publication, not of the one release a URL names."""
     code, model = world.release.code, "fixture/candid"
-    return ["/", f"/releases/{code}/compare/{code}/", f"/releases/{code}/compare/{code}.csv",
+    return ["/", f"/releases/prev.0/compare/{code}/", f"/releases/prev.0/compare/{code}.csv",
             f"/models/{model}/", f"/models/{model}.csv", "/api/v1/releases/",
-            "/api/v1/scenarios/", f"/api/v1/releases/{code}/compare/{code}/",
+            "/api/v1/scenarios/", f"/api/v1/releases/prev.0/compare/{code}/",
             f"/api/v1/models/{model}/"]
 
 
