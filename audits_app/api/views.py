@@ -158,7 +158,8 @@ def _draft(request: Request, code: str) -> dict:
     """An unpublished release's description (its writers are in its config), for those who
     may see its draft pages (`may_see_draft`: staff, but not an auditor without another role,
     nor anyone with a spot-check of it still to do); anyone else gets a 404, as on the pages.
-    Its figures and texts are answered once published, never as a draft."""
+    The same people get its leaderboard computed now (`LeaderboardView`), as its draft page
+    shows it; its texts are answered once published."""
     release = Release.objects.filter(code=code).first() if public.is_staff(request.user) else None
     if release is None or not public.may_see_draft(request.user, release):
         raise Http404("No published release with this code.")
@@ -176,7 +177,9 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
     @extend_schema(summary="Ranks, point estimates, absolute and comparison intervals",
                    responses={200: serializers.LeaderboardSerializer, 404: NOT_FOUND})
     def get(self, request: Request, code: str) -> Response:
-        published = public.published_release_get(code, request.user)
+        # Whoever may see the release's draft page and answer (`_draft`) gets its figures
+        # computed now, marked `published: false`, as the page shows them; anyone else a 404.
+        published = public.release_view_get(code, request.user)
         snapshot = published.snapshot
         names = public.model_names(snapshot)
 
@@ -187,7 +190,8 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
         boards = snapshot.leaderboards
         keys = public.measure_keys(snapshot)
         data = {
-            "release": published.code, "provenance": published.provenance.as_dict(),
+            "release": published.code, "published": published.draft is None,
+            "provenance": published.provenance.as_dict(),
             "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
             "metrics": {key: {**_board_data(boards[key]), "rows": named(boards[key].rows)}

@@ -130,14 +130,18 @@ def test_the_page_tag_changes_when_a_contamination_check_is_added_and_the_chart_
 
 def test_a_draft_is_never_cached(client, staff_client, small_demo_release):
     code = small_demo_release.code
-    response = staff_client.get(f"/releases/{code}/")
-    assert response.status_code == 200
-    assert "ETag" not in response
-    assert {"private", "no-store"} <= cache_directives(response)
+    urls = [f"/releases/{code}/", f"/api/v1/releases/{code}/",
+            f"/api/v1/releases/{code}/leaderboard/"]
+    for url in urls:
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+        assert "ETag" not in response, url
+        assert {"private", "no-store"} <= cache_directives(response), url
     staff_client.logout()
-    missing = client.get(f"/releases/{code}/")
-    assert missing.status_code == 404
-    assert {"private", "no-store"} <= cache_directives(missing)
+    for url in urls:
+        missing = client.get(url)
+        assert missing.status_code == 404, url
+        assert {"private", "no-store"} <= cache_directives(missing), url
 
 
 def test_staff_views_of_a_published_release_are_never_cached(staff_client, world):
