@@ -355,7 +355,8 @@ def arena(workdir: str) -> None:
         answer = showing.attention or "left"
         record.append(timed(client.post, f"/arena/{release.code}/vote/",
                             {"pair": token, "favourable": answer}))
-    for label, rounds in (("choose a pair (GET pair page)", choose),
+    # After the first, the pair page shows again the pair the last vote drew (a reload).
+    for label, rounds in (("the pair to answer (GET pair page)", choose),
                           ("record a vote, show the next pair (POST vote)", record)):
         times = sorted(ms for ms, _, _ in rounds)
         queries = sorted({count for _, count, _ in rounds})

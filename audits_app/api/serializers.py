@@ -436,6 +436,9 @@ class ChartFrameSerializer(serializers.Serializer):
 
 class LeaderboardSerializer(serializers.Serializer):
     release = serializers.CharField()
+    published = serializers.BooleanField(
+        help_text="False for a release not published yet, answered only to staff who may see "
+                  "its draft page: its figures were computed just now and may still change.")
     provenance = ProvenanceSerializer(
         help_text="Where the figures come from: an imported, unverified release says so here "
                   "as on its pages.")

@@ -12,6 +12,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -24,6 +25,7 @@ from audits_app.leaderboard import compare, measures
 from audits_app.leaderboard.chart import chart_frame
 from audits_app.models.archive import PRODUCED_HERE
 from audits_app.pages import viewer as public
+from audits_app.pages.compare import same_release_message
 from audits_app.publication.snapshot_model import Board, ReleaseSnapshot, SnapshotPart
 from runs_app.models import Release
 
@@ -35,6 +37,9 @@ UNKNOWN_FILTER = OpenApiResponse(
     response=OpenApiTypes.OBJECT,
     description=("A filter value that no text of the release has, or a limit or offset that "
                  "is not a whole number in range: {filter|limit|offset: [why]}."))
+SAME_RELEASE = OpenApiResponse(
+    response=OpenApiTypes.OBJECT,
+    description="The same release given twice: {other: [why]}.")
 TEXT_FILTER_PARAMETERS = [
     OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
                      description=f"Only texts with this {name}.")
@@ -153,7 +158,8 @@ def _draft(request: Request, code: str) -> dict:
     """An unpublished release's description (its writers are in its config), for those who
     may see its draft pages (`may_see_draft`: staff, but not an auditor without another role,
     nor anyone with a spot-check of it still to do); anyone else gets a 404, as on the pages.
-    Its figures and texts are answered once published, never as a draft."""
+    The same people get its leaderboard computed now (`LeaderboardView`), as its draft page
+    shows it; its texts are answered once published."""
     release = Release.objects.filter(code=code).first() if public.is_staff(request.user) else None
     if release is None or not public.may_see_draft(request.user, release):
         raise Http404("No published release with this code.")
@@ -171,7 +177,9 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
     @extend_schema(summary="Ranks, point estimates, absolute and comparison intervals",
                    responses={200: serializers.LeaderboardSerializer, 404: NOT_FOUND})
     def get(self, request: Request, code: str) -> Response:
-        published = public.published_release_get(code, request.user)
+        # Whoever may see the release's draft page and answer (`_draft`) gets its figures
+        # computed now, marked `published: false`, as the page shows them; anyone else a 404.
+        published = public.release_view_get(code, request.user)
         snapshot = published.snapshot
         names = public.model_names(snapshot)
 
@@ -182,7 +190,8 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
         boards = snapshot.leaderboards
         keys = public.measure_keys(snapshot)
         data = {
-            "release": published.code, "provenance": published.provenance.as_dict(),
+            "release": published.code, "published": published.draft is None,
+            "provenance": published.provenance.as_dict(),
             "rule": snapshot.method.rule,
             "measures": [_measure(snapshot, key) for key in keys],
             "metrics": {key: {**_board_data(boards[key]), "rows": named(boards[key].rows)}
@@ -310,8 +319,11 @@ class CompareView(query_params.DeclaredParameters, GenericAPIView):
     pagination_class = None
 
     @extend_schema(summary="Two published releases compared, per measure",
-                   responses={200: serializers.CompareSerializer, 404: NOT_FOUND})
+                   responses={200: serializers.CompareSerializer, 400: SAME_RELEASE,
+                              404: NOT_FOUND})
     def get(self, request: Request, code: str, other: str) -> Response:
+        if code == other:  # as on the pages: a release has no moves against itself
+            raise ValidationError({"other": [same_release_message(code)]})
         a = public.published_release_named(code, request.user)
         b = public.published_release_named(other, request.user)
         comparison = compare.compare_snapshots(a.snapshot, b.snapshot)

@@ -16,6 +16,7 @@ from audits_app.arena.selectors import ArenaState
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
 from audits_app.publication.snapshot_model import ReleaseSnapshot
+from audits_app.templatetags.numbers import true_minus
 from baitbench_site.roles import public_role, role_holding
 
 # Side-by-side tables: (title, first ranking, second ranking, the release's own measure).
@@ -203,14 +204,14 @@ def interval_plot(rows: list[dict[str, Any]], *, level: float | None,
         ticks = ticks[::math.ceil(len(ticks) / 9)]
     grid = format_html_join("", '<line x1="{0}" x2="{0}" y1="{1}" y2="{2}" class="grid"/>'
                             '<text x="{0}" y="{3}" class="tick">{4}</text>',
-                            ((x(t), PLOT_TOP - 8, height - 26, height - 10, f"{t:g}")
+                            ((x(t), PLOT_TOP - 8, height - 26, height - 10, true_minus(f"{t:g}"))
                              for t in ticks))
     lines = format_html_join("", (
         '<g class="model" data-model="{0}"><title>{1}: rating {2}, interval {3} to {4}</title>'
         '<text x="{5}" y="{6}" class="label">{1}</text>'
         '<line x1="{7}" x2="{8}" y1="{9}" y2="{9}" class="interval"/>'
         '<circle cx="{10}" cy="{9}" r="5"{11}/></g>'), (
-        (row["model"], row["model_name"], f"{row['first']['rating']:.2f}",
+        (row["model"], row["model_name"], _shown(row["first"]["rating"]),
          _shown(row["first"].get("low")), _shown(row["first"].get("high")),
          PLOT_LABELS - 8, PLOT_TOP + PLOT_ROW * index + 4,
          x(_given(row["first"].get("low"), row["first"]["rating"])),
@@ -235,7 +236,8 @@ def _given(value: float | None, default: float) -> float:
 
 
 def _shown(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    """A rating in the plot's visible text, with a true minus sign as on the pages."""
+    return "–" if value is None else true_minus(f"{value:.2f}")
 
 
 def win_matrix_table(matrix: dict[str, Any] | None, names: dict[str, str],

@@ -592,6 +592,20 @@ def has_voted(voter_id: int, pair_id: int) -> bool:
     return ArenaVote.objects.filter(voter_id=voter_id, pair_id=pair_id).exists()
 
 
+def pending_showing(known: VoterShowings, release: Release) -> ArenaShowing | None:
+    """The voter's latest showing in this release while they have not answered it: the pair
+    page shows it again (same pair, same sides, same attention check) rather than drawing
+    and counting another, so a reload is not a new showing. None once answered, and for a
+    pair that holds a text another release has made public since it was shown
+    (`copied_elsewhere`: never shown again)."""
+    latest = known.at(len(known.rows) - 1)
+    if latest is None or has_voted(known.voter.pk, latest.pair_id):
+        return None
+    if latest.pair_id in kept_catalogue(release).copied:
+        return None
+    return latest
+
+
 def showing_ordinal(showing: ArenaShowing, release_id: int) -> int:
     """How many of the voter's showings in this release came before this one."""
     with connection.cursor() as cursor:

@@ -164,6 +164,13 @@ def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
         return found
     arena, known = found
     voter = known.voter
+    # A reload (no vote since the last pair was shown) shows that pair again, as the 409 of a
+    # resent vote does: same pair and sides, a fresh token; no new showing, so nothing is
+    # counted again (the pair's showings, the pairs limit) and the simulated public is not
+    # asked again.
+    pending = selectors.pending_showing(known, arena.release)
+    if pending is not None:
+        return _pair_page(request, arena, pending, voter, _blank())
     if ratelimits.pair_limited(request):
         return _limited(request, arena, ratelimits.PAIRS_HARD)
     showing = services.showing_create(release=arena.release, voter=voter, seen=known.seen)
@@ -220,7 +227,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
         # The same form sent again: without JavaScript, a reload of the page the vote answered
         # with. Still 409, but showing the pair that answer showed (the voter's latest, if
         # unanswered), so the pair being read is not lost. No new showing, nothing new shown.
-        resumed = _unanswered_after(known, showing)
+        resumed = _unanswered_after(known, showing, arena)
         if resumed is None:
             return _page(request, "already.html", arena, status=409)
         messages.warning(request, "You have already answered on the previous pair: your "
@@ -243,15 +250,13 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
     return _pair_page(request, arena, showing, voter, _blank(), answered_vote=True)
 
 
-def _unanswered_after(known: VoterShowings, answered: ArenaShowing) -> ArenaShowing | None:
-    """The voter's latest showing in the arena, if it came after `answered` and they have
-    not answered it yet (read with the voter, before this request's vote)."""
-    latest = known.at(len(known.rows) - 1)
-    if latest is None or latest.pk <= answered.pk:
-        return None
-    if selectors.has_voted(known.voter.pk, latest.pair_id):
-        return None
-    return latest
+def _unanswered_after(known: VoterShowings, answered: ArenaShowing,
+                      arena: ArenaAccess) -> ArenaShowing | None:
+    """The voter's pending showing in the arena (`selectors.pending_showing`, as a reload
+    of the pair page shows it), if it came after `answered` (read with the voter, before
+    this request's vote)."""
+    pending = selectors.pending_showing(known, arena.release)
+    return pending if pending is not None and pending.pk > answered.pk else None
 
 
 # ---------------------------------------------------------------------------------------------

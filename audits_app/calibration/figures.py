@@ -24,6 +24,7 @@ from audits_app.leaderboard.chart_labels import Box, Dot, Placement, place_label
 from audits_app.publication.snapshot_model import ReleaseSnapshot
 from audits_app.statistics import agreement
 from audits_app.statistics.intervals import cluster_interval
+from audits_app.templatetags.numbers import true_minus
 
 MEASURES = {
     "persuasion": "Persuasion (mean attitude 1–7 after reading)",
@@ -187,7 +188,7 @@ def _panel(left: float, measure: str, figures: dict[str, Any]) -> list[str]:
     y = Axis(low, high, PANEL_HEIGHT - MARGIN_BOTTOM, MARGIN_TOP)
     rho = figures["spearman"].get("point")
     heading = f"{MEASURES[measure].split(' (')[0]}: Spearman ρ " + (
-        "–" if rho is None else f"{rho:.2f} [{_fmt(figures['spearman'].get('low'))}, "
+        "–" if rho is None else f"{_fmt(rho)} [{_fmt(figures['spearman'].get('low'))}, "
         f"{_fmt(figures['spearman'].get('high'))}]")
     parts = [f'<g class="calibration-panel" data-measure="{measure}">',
              f'<text x="{left + PANEL_WIDTH / 2}" y="18" text-anchor="middle" '
@@ -208,7 +209,8 @@ def _panel(left: float, measure: str, figures: dict[str, Any]) -> list[str]:
 
 
 def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    """A figure in the panel's visible text, with a true minus sign as on the pages."""
+    return "–" if value is None else true_minus(f"{value:.2f}")
 
 
 def _grid(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float],
@@ -218,12 +220,12 @@ def _grid(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float],
         px = x.position(tick)
         parts += [f'<line x1="{px}" y1="{y.start}" x2="{px}" y2="{y.end}" stroke="#eee"/>',
                   f'<text x="{px}" y="{y.start + 15}" text-anchor="middle" stroke="none">'
-                  f'{tick:.3g}</text>']
+                  f'{true_minus(f"{tick:.3g}")}</text>']
     for tick in y_ticks:
         py = y.position(tick)
         parts += [f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#eee"/>',
                   f'<text x="{x.start - 6}" y="{py + 4}" text-anchor="end" stroke="none">'
-                  f'{tick:.3g}</text>']
+                  f'{true_minus(f"{tick:.3g}")}</text>']
     parts += [f'<line x1="{x.start}" y1="{y.start}" x2="{x.end}" y2="{y.start}"/>',
               f'<line x1="{x.start}" y1="{y.start}" x2="{x.start}" y2="{y.end}"/>',
               f'<text x="{(x.start + x.end) / 2}" y="{PANEL_HEIGHT - 12}" text-anchor="middle" '
@@ -236,8 +238,9 @@ def _grid(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float],
 
 def _dot(x: Axis, y: Axis, row: dict[str, Any], cx: float, cy: float,
          label: Placement) -> list[str]:
-    hover = (f"{row['model_name']}: people {row['people']:.3g}, simulated public "
-             f"{row['simulated']:.3g} ({row['texts']} texts)")
+    people, simulated = (true_minus(f"{row[key]:.3g}") for key in ("people", "simulated"))
+    hover = (f"{row['model_name']}: people {people}, simulated public {simulated} "
+             f"({row['texts']} texts)")
     parts = [f'<g class="model" data-model-group={quoteattr(row["model"])}>']
     if row.get("people_low") is not None and row.get("people_high") is not None:
         parts.append(f'<line x1="{x.position(row["people_low"])}" y1="{cy}" '

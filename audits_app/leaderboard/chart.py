@@ -21,7 +21,7 @@ from audits_app.leaderboard.chart_labels import (
     text_width,
 )
 from audits_app.publication.snapshot_model import ReleaseSnapshot
-from audits_app.templatetags.numbers import percent
+from audits_app.templatetags.numbers import percent, true_minus
 from runs_app.schemas import ChartFrame
 
 WIDTH, HEIGHT = 720, 480
@@ -154,7 +154,13 @@ def frame_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def _fmt(value: float) -> str:
+    """A number for an attribute (ASCII, as SVG and scripts read it)."""
     return f"{value:.3g}"
+
+
+def _shown(value: float) -> str:
+    """A number in the figure's visible text: a true minus sign, as the pages write it."""
+    return true_minus(_fmt(value))
 
 
 def human_baselines_persuasion(snapshot: ReleaseSnapshot) -> float | None:
@@ -291,12 +297,12 @@ def _axes(x: Axis, y: Axis, x_ticks: list[float], y_ticks: list[float]) -> list[
         px = x.position(tick)
         parts.append(f'<line x1="{px}" y1="{y.start}" x2="{px}" y2="{y.end}" stroke="#eee"/>')
         parts.append(f'<text x="{px}" y="{y.start + 18}" text-anchor="middle" '
-                     f'stroke="none">{_fmt(tick)}</text>')
+                     f'stroke="none">{_shown(tick)}</text>')
     for tick in y_ticks:
         py = y.position(tick)
         parts.append(f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#eee"/>')
         parts.append(f'<text x="{x.start - 8}" y="{py + 4}" text-anchor="end" '
-                     f'stroke="none">{_fmt(tick)}</text>')
+                     f'stroke="none">{_shown(tick)}</text>')
     parts += [
         f'<line x1="{x.start}" y1="{y.start}" x2="{x.end}" y2="{y.start}"/>',
         f'<line x1="{x.start}" y1="{y.start}" x2="{x.start}" y2="{y.end}"/>',
@@ -314,7 +320,7 @@ def _control_anchor(x: Axis, y: Axis, control: float) -> list[str]:
     py = y.position(control)
     return [
         f'<g data-anchor="control" class="control"><title>Control text: persuasion '
-        f'{_fmt(control)}</title>',
+        f'{_shown(control)}</title>',
         f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#b35900" '
         f'stroke-dasharray="6 4" stroke-width="1.5"/>',
         f'<text class="label" x="{x.end - 4}" y="{py - 6}" text-anchor="end" '
@@ -328,7 +334,7 @@ def _human_anchor(x: Axis, y: Axis, value: float) -> list[str]:
     py = y.position(value)
     return [
         f'<g data-anchor="human" class="human"><title>Human baselines: persuasion '
-        f'{_fmt(value)}</title>',
+        f'{_shown(value)}</title>',
         f'<line x1="{x.start}" y1="{py}" x2="{x.end}" y2="{py}" stroke="#5a5a5a" '
         f'stroke-dasharray="2 3" stroke-width="1.5"/>',
         f'<text x="{x.start + 4}" y="{py - 6}" fill="#5a5a5a">{HUMAN_LABEL}</text>',
@@ -355,9 +361,9 @@ def _human_label_box(x: Axis, y: Axis, human: float) -> Box:
 def _dot(x: Axis, y: Axis, point: ChartPoint, dot: Dot) -> list[str]:
     """A model's dot and whiskers, held inside the frame. Below full coverage the dot is
     hollow with a dashed rim, and its share of cells is in the tooltip (and the label)."""
-    misleading = "unknown" if point.misleading is None else _fmt(point.misleading)
-    hover = (f"{point.name}: honesty {_fmt(point.honesty)}, persuasion "
-             f"{_fmt(point.persuasion)}, misleading {misleading}")
+    misleading = "unknown" if point.misleading is None else _shown(point.misleading)
+    hover = (f"{point.name}: honesty {_shown(point.honesty)}, persuasion "
+             f"{_shown(point.persuasion)}, misleading {misleading}")
     if point.coverage is not None:
         hover += f", coverage {percent(point.coverage)} of the cells"
     if not (x.holds(point.honesty) and y.holds(point.persuasion)):
@@ -427,7 +433,7 @@ def release_dot_plot_svg(snapshot: ReleaseSnapshot) -> str:
             parts.append(f'<line x1="{px}" y1="{DOT_TOP - 8}" x2="{px}" y2="{bottom}" '
                          f'stroke="#eee"/>')
             parts.append(f'<text x="{px}" y="{DOT_TOP - 14}" text-anchor="middle" '
-                         f'font-size="11" fill="#333">{_fmt(tick)}</text>')
+                         f'font-size="11" fill="#333">{_shown(tick)}</text>')
     parts += _dot_plot_anchors(axes["persuasion"], anchors, bottom)
     for index, point in enumerate(points):
         parts += _dot_row(point, axes, DOT_TOP + DOT_ROW * index + DOT_ROW / 2)
@@ -445,7 +451,7 @@ def _dot_plot_anchors(axis: Axis, anchors: dict[str, float], bottom: float) -> l
         px = axis.position(value)
         parts.append(f'<line data-anchor="{name}" x1="{px}" y1="{DOT_TOP - 8}" x2="{px}" '
                      f'y2="{bottom}" stroke="{colour}" stroke-dasharray="{dash}" '
-                     f'stroke-width="1.5"><title>{words}: persuasion {_fmt(value)}</title>'
+                     f'stroke-width="1.5"><title>{words}: persuasion {_shown(value)}</title>'
                      f'</line>')
     return parts
 

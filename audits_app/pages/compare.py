@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
@@ -16,9 +17,24 @@ from audits_app.leaderboard import compare
 from audits_app.pages import viewer as public
 
 
+def two_releases(code_a: str, code_b: str) -> None:
+    """Refuse a release compared with itself (a 400 that says so): it has no moves, and a
+    page of "no change" everywhere reads as a finding about two releases."""
+    if code_a == code_b:
+        raise BadRequest(same_release_message(code_a))
+
+
+def same_release_message(code: str) -> str:
+    shown = public.shown_code(code)
+    named = f"both codes are {shown}" if shown != "given" else "both codes are the same"
+    return (f"A release cannot be compared with itself ({named}): choose two different "
+            f"releases.")
+
+
 def release_comparison(request: HttpRequest, code_a: str, code_b: str) -> dict:
     """The comparison of two published releases as this viewer may see them (404 if either
-    is not published)."""
+    is not published, 400 if they are the same)."""
+    two_releases(code_a, code_b)
     a = public.published_release_named(code_a, request.user)
     b = public.published_release_named(code_b, request.user)
     return {"release_a": a, "release_b": b, **compare.compare_snapshots(a.snapshot, b.snapshot)}
@@ -46,6 +62,7 @@ def compare_choose(request: HttpRequest) -> HttpResponse:
     code_a, code_b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
     if not code_a or not code_b:
         return redirect("audits:release-list")
+    two_releases(code_a, code_b)
     for code in (code_a, code_b):  # a code with "/" (or "..") has no comparison address
         public.published_release_named(code, request.user)
     return redirect("audits:compare", code_a=code_a, code_b=code_b)

@@ -150,11 +150,11 @@ def published_release_named(code: str, user) -> PublishedRelease:
     """`published_release_get` for an answer about several releases: its 404 names the code."""
     publication = publication_get(code)
     if publication is None:
-        raise Http404(f"No published release has the code {_shown_code(code)}.")
+        raise Http404(f"No published release has the code {shown_code(code)}.")
     return published_from(publication, user)
 
 
-def _shown_code(code: str) -> str:
+def shown_code(code: str) -> str:
     printable = "".join(character for character in code if character.isprintable())[:60]
     return f"'{printable}'" if printable else "given"
 

@@ -281,6 +281,7 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
         "columns": _text_columns(filters_only, order),
         "filters": _filter_choices(snapshot, names, request.GET),
         "held_scenarios": _held_scenario_count(published),
+        "held_models": _held_model_count(published, names),
     }
     return render(request, "audits_app/text_list.html", context)
 
@@ -292,6 +293,21 @@ def _held_scenario_count(published: public.PublishedRelease) -> int:
     shown = {text.scenario for text in published.snapshot.texts}
     return sum(1 for scenario in published.snapshot.scenarios if scenario.slug not in shown
                and _why_no_texts(published, scenario.slug) != NO_TEXTS)
+
+
+def _held_model_count(published: public.PublishedRelease, names: dict[str, str]) -> int:
+    """How many of the release's models wrote texts, none of which this viewer may see (all
+    held for the arena or reading studies, or held out of the public pages): the Model filter
+    leaves them out, as the Scenario filter does such scenarios, and the page says how many,
+    by their number alone. A draft is seen whole by whoever may see it."""
+    if published.draft is not None:
+        return 0
+    shown = {text.model for text in published.snapshot.texts}
+    hidden = set(names) - shown
+    if not hidden:
+        return 0
+    written = {text.model for text in public.load_snapshot(published.publication).texts}
+    return len(hidden & written)
 
 
 TEXT_LIST_COLUMNS = [("id", "Text", False), ("model", "Model", False),
@@ -425,9 +441,11 @@ def _calibration(snapshot: ReleaseSnapshot) -> str:
 def _filter_choices(snapshot: ReleaseSnapshot, names: dict[str, str], params) -> list[dict]:
     texts = snapshot.texts
     shown = {t.scenario for t in texts}
+    writers = {t.model for t in texts}
     options = {
-        "model": [(m, names[m]) for m in names],
-        # Only scenarios with a text this viewer sees: any other is a 400 (no text has it).
+        # Only models and scenarios with a text this viewer sees: any other is a 400 (no
+        # text has it).
+        "model": [(m, names[m]) for m in names if m in writers],
         "scenario": [(s.slug, s.title) for s in snapshot.scenarios if s.slug in shown],
         "task": [(t, f"{t} · {labels.task_label(t)}")
                  for t in sorted({t.task for t in texts})],

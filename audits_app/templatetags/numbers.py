@@ -25,6 +25,13 @@ def fixed(value: object, digits: int = 3) -> str:
         shown = f"{float(value):.{int(digits)}f}"
     except (TypeError, ValueError):
         return str(value)
+    return true_minus(shown)
+
+
+def true_minus(shown: str) -> str:
+    """A number already written out (`f"{x:.2f}"`, `f"{x:g}"`) with a true minus sign in
+    place of its hyphen, for text a reader sees: pages and the visible text of SVG figures
+    (never an attribute or a coordinate, which SVG reads as numbers)."""
     if not shown.startswith("-"):
         return shown
     # A value that rounds to zero is zero, whichever side it came from: never "−0.000".

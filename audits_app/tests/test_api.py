@@ -71,6 +71,7 @@ def test_drafts_are_404_for_anonymous_and_visible_to_staff(client, staff_client,
     assert "draft.0" not in client.get("/api/v1/releases/").content.decode()
     detail = staff_client.get("/api/v1/releases/draft.0/").json()
     assert detail["published"] is False
+    assert client.get("/api/v1/releases/pub.0/leaderboard/").json()["published"] is True
 
 
 def role_client(name: str, roles: tuple[str, ...] = (), **flags) -> tuple[Client, object]:
@@ -99,19 +100,28 @@ DRAFT_VIEWERS = [
 def test_a_drafts_answer_opens_to_whoever_opens_its_pages_and_to_nobody_else(
         world, small_demo_release, name, roles, flags, sees):
     """The API agrees with the pages (`may_see_draft`): an auditor who checks texts blind
-    never reads a draft's writers in its answer. A draft's figures and texts are answered
-    only once published, for every role."""
+    never reads a draft's writers in its answer. Its leaderboard answers whoever its
+    description answers, computed now as its draft page shows it (it was a 404 for everyone,
+    while the description answered 200: one release, two answers for the same person), and
+    never for a shared cache. Its texts and comparisons are answered only once published."""
     who, user = role_client(name, roles, **flags)
     code = small_demo_release.code
     writer = small_demo_release.parsed_config().writers[0]
     page = who.get(f"/releases/{code}/").status_code
     detail = who.get(f"/api/v1/releases/{code}/")
-    assert (page, detail.status_code) == ((200, 200) if sees else (404, 404))
+    board = who.get(f"/api/v1/releases/{code}/leaderboard/")
+    assert (page, detail.status_code, board.status_code) == (
+        (200, 200, 200) if sees else (404, 404, 404))
+    for answer in (detail, board):
+        assert {"private", "no-store"} <= {
+            part.strip() for part in answer["Cache-Control"].split(",")}
     if sees:
-        assert detail.json()["published"] is False
+        assert detail.json()["published"] is False and board.json()["published"] is False
+        assert writer in {row["model"] for row in board.json()["metrics"]["honesty"]["rows"]}
     else:
         assert writer not in detail.content.decode()
-    for url in [f"/api/v1/releases/{code}/leaderboard/", f"/api/v1/releases/{code}/texts/",
+        assert writer not in board.content.decode()
+    for url in [f"/api/v1/releases/{code}/texts/",
                 f"/api/v1/releases/{code}/texts.csv", f"/api/v1/releases/pub.0/compare/{code}/",
                 f"/api/v1/releases/{code}/compare/pub.0/"]:
         assert who.get(url).status_code == 404, url
@@ -128,6 +138,7 @@ def test_a_drafts_answer_opens_to_whoever_opens_its_pages_and_to_nobody_else(
         SpotCheck.objects.create(release=small_demo_release, auditor=user, generation=generation)
         assert who.get(f"/releases/{code}/").status_code == 404
         assert who.get(f"/api/v1/releases/{code}/").status_code == 404
+        assert who.get(f"/api/v1/releases/{code}/leaderboard/").status_code == 404
 
 
 def test_no_held_out_text_or_confidential_fact_in_anonymous_answers(client, world, draft):

@@ -56,7 +56,6 @@ def anonymous_urls(release: Release) -> list[str]:
         f"/api/v1/releases/{release.code}/texts/?limit=1000",
         f"/api/v1/releases/{release.code}/texts.csv", "/api/v1/scenarios/",
         "/api/v1/models/fixture/candid/",
-        f"/api/v1/releases/{release.code}/compare/{release.code}/",
         "/", f"{base}/", f"{base}/chart.svg", f"{base}/leaderboard.csv", f"{base}/texts/",
         f"{base}/scenarios/{PUBLIC}/", f"{base}/scenarios/{HELD_OUT}/",
         *(f"{base}/texts/{text_id}/" for text_id in public_texts[:6]),

@@ -8,6 +8,7 @@ import re
 
 from audits_app.calibration.figures import BOUNDS, MEASURES, calibration_svg
 from audits_app.leaderboard.chart_labels import label_height, text_width
+from audits_app.templatetags.numbers import MINUS
 
 FONT_SIZE = 11.0
 # Four writers whose means lie close together on a diagonal, as a small study's often do.
@@ -73,3 +74,19 @@ def test_both_axes_run_over_the_measures_scale():
         ticks = re.findall(r'text-anchor="middle" stroke="none">([\d.]+)</text>', panel)
         assert ticks == expected, (measure, ticks)
         assert (float(ticks[0]), float(ticks[-1])) == BOUNDS[measure]
+
+
+def test_negative_figures_read_with_a_true_minus_and_attributes_stay_ascii():
+    """The download (`calibration.svg`) wrote a negative correlation "-0.40" with a
+    hyphen-minus, where the pages write U+2212; its coordinates stay ASCII, as SVG reads
+    them."""
+    figures = summary()
+    for measure in figures["measures"].values():
+        measure["text_level"] = {"pearson": -0.25}
+        measure["model_order"] = {"spearman": {"point": -0.4, "low": -0.9, "high": 0.3}}
+    svg = calibration_svg(figures, NAMES, "pub.0")
+    texts = "".join(re.findall(r">([^<]*)<", svg))
+    assert f"Spearman ρ {MINUS}0.40 [{MINUS}0.90, 0.30]" in texts
+    assert f"text-level Pearson r {MINUS}0.25" in texts
+    assert not re.search(r"-\d", texts), texts
+    assert all(MINUS not in value for value in re.findall(r'="([^"]*)"', svg))

@@ -379,3 +379,26 @@ def test_a_code_no_release_has_is_a_404_naming_it(client, two_releases):
         assert response.status_code == 404, query
         assert "No published release has the code" in response.content.decode(), query
     assert client.get("/compare/", {"a": "pub.0", "b": "pub.1"}).status_code == 302
+
+
+def test_a_release_compared_with_itself_is_refused_saying_why(client, admin_client,
+                                                             two_releases):
+    """`/compare/?a=X&b=X` led to a comparison of a release with itself: every measure "no
+    change", read as a finding. The form, the page, its CSV and the API answer 400 and say
+    the two must differ; for staff too, and never kept by a shared cache."""
+    why = ("A release cannot be compared with itself (both codes are 'pub.0'): choose two "
+           "different releases.")
+    for who in (client, admin_client):
+        for url in ("/compare/?a=pub.0&b=pub.0", "/releases/pub.0/compare/pub.0/",
+                    "/releases/pub.0/compare/pub.0.csv"):
+            response = who.get(url)
+            assert response.status_code == 400, url
+            assert why in html.unescape(response.content.decode()), url
+            assert "public" not in response.get("Cache-Control", ""), url
+        answer = who.get("/api/v1/releases/pub.0/compare/pub.0/")
+        assert answer.status_code == 400
+        assert answer.json() == {"other": [why]}
+        assert "public" not in answer.get("Cache-Control", "")
+    # Two different releases still compare.
+    assert client.get("/compare/?a=pub.0&b=pub.1").status_code == 302
+    assert client.get("/api/v1/releases/pub.1/compare/pub.0/").status_code == 200

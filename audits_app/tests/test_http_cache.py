@@ -19,6 +19,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def world():
+    # A release to compare it with: a release compared with itself is refused (400).
+    published_release_create(code="prev.0", model_count=3)
     return published_release_create(code="pub.0")
 
 
@@ -43,9 +45,9 @@ def published_urls(world) -> list[str]:
 def catalogue_urls(world) -> list[str]:
     """Answers made of every publication, not of the one release a URL names."""
     code, model = world.release.code, "fixture/candid"
-    return ["/", f"/releases/{code}/compare/{code}/", f"/releases/{code}/compare/{code}.csv",
+    return ["/", f"/releases/prev.0/compare/{code}/", f"/releases/prev.0/compare/{code}.csv",
             f"/models/{model}/", f"/models/{model}.csv", "/api/v1/releases/",
-            "/api/v1/scenarios/", f"/api/v1/releases/{code}/compare/{code}/",
+            "/api/v1/scenarios/", f"/api/v1/releases/prev.0/compare/{code}/",
             f"/api/v1/models/{model}/"]
 
 
@@ -128,14 +130,18 @@ def test_the_page_tag_changes_when_a_contamination_check_is_added_and_the_chart_
 
 def test_a_draft_is_never_cached(client, staff_client, small_demo_release):
     code = small_demo_release.code
-    response = staff_client.get(f"/releases/{code}/")
-    assert response.status_code == 200
-    assert "ETag" not in response
-    assert {"private", "no-store"} <= cache_directives(response)
+    urls = [f"/releases/{code}/", f"/api/v1/releases/{code}/",
+            f"/api/v1/releases/{code}/leaderboard/"]
+    for url in urls:
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+        assert "ETag" not in response, url
+        assert {"private", "no-store"} <= cache_directives(response), url
     staff_client.logout()
-    missing = client.get(f"/releases/{code}/")
-    assert missing.status_code == 404
-    assert {"private", "no-store"} <= cache_directives(missing)
+    for url in urls:
+        missing = client.get(url)
+        assert missing.status_code == 404, url
+        assert {"private", "no-store"} <= cache_directives(missing), url
 
 
 def test_staff_views_of_a_published_release_are_never_cached(staff_client, world):

@@ -22,6 +22,7 @@ from audits_app.tests.factories import (
     published_release_create,
     scenario_document,
 )
+from runs_app.models import Release, ReleaseStatus
 
 pytestmark = pytest.mark.django_db
 
@@ -489,3 +490,36 @@ def test_the_release_list_is_read_once_and_again_when_a_release_is_published(cli
     published_release_create(code="pub.1")
     html = client.get("/").content.decode()
     assert "/releases/pub.1/" in html and "/releases/pub.0/" in html
+
+
+def test_the_model_filter_offers_only_models_with_a_text_the_viewer_sees(
+        client, django_user_model):
+    """A model whose every text is held back (here: it wrote only on the held-out scenario)
+    was offered in the Model filter, and choosing it answered a 400. As the Scenario filter
+    does, the Model filter lists only models with a text to show, and one sentence says how
+    many are held back, naming none."""
+    world = published_release_create(code="held.0", publish=False)
+    held_model = world.snapshot["models"][-1]["id"]
+    world.snapshot["texts"] = [text for text in world.snapshot["texts"]
+                               if text["model"] != held_model
+                               or text["visibility"] != "public"]
+    publication_create(release=world.release, snapshot=world.snapshot)
+    Release.objects.filter(pk=world.release.pk).update(status=ReleaseStatus.PUBLISHED)
+    others = [model["id"] for model in world.snapshot["models"][:-1]]
+    note = ("The texts of 1 model are held back from the public pages, so the Model filter "
+            "leaves it out.")
+
+    def model_options(page: str) -> str:
+        return re.search(r'<select name="model">(.*?)</select>', page, re.S).group(1)
+
+    page = unescape(client.get("/releases/held.0/texts/").content.decode())
+    options = model_options(page)
+    assert f'value="{held_model}"' not in options
+    assert all(f'value="{model}"' in options for model in others)
+    assert note in page
+    assert client.get(f"/releases/held.0/texts/?model={others[0]}").status_code == 200
+    # Staff see the held-out texts, so every model and no such sentence.
+    client.force_login(django_user_model.objects.create_user("staff", is_staff=True))
+    staff_page = unescape(client.get("/releases/held.0/texts/").content.decode())
+    assert f'value="{held_model}"' in model_options(staff_page)
+    assert "held back" not in staff_page

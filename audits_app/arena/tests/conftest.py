@@ -209,6 +209,19 @@ def vote_next(client, code: str = "arena.0", seconds: float = 60, **answers):
     return vote(client, token, code, **answers)
 
 
+def answer_pairs(client, count: int, code: str = "arena.0") -> list[str]:
+    """The pages of `count` pairs in a row, each answered (as instructed on a check) so that
+    the next is drawn: the pair page shows a pair still to answer again, never a new one."""
+    pages = []
+    for _ in range(count):
+        page, token = next_pair(client, code)
+        pages.append(page)
+        showing = ArenaShowing.objects.order_by("-pk").first()
+        read_for(60)
+        vote(client, token, code, favourable=showing.attention or "left")
+    return pages
+
+
 def public_text_ids(client, code: str) -> set[int]:
     """Every text id an anonymous reader can reach: the text list (every page of it), the
     API's texts, the texts CSV and the public archive."""

@@ -23,6 +23,7 @@ from audits_app.arena.services import (
 )
 from audits_app.arena.tests.conftest import (
     PUBLIC,
+    WRITERS,
     approve,
     public_text_ids,
     published_arena_release,
@@ -163,6 +164,34 @@ def test_the_text_list_offers_only_scenarios_with_public_texts_and_says_some_are
     arena_close(release=half, user=publisher, reason="No arena for this release after all.")
     page = client.get(f"/releases/{CODE}/texts/").content.decode()
     assert f'value="{held_slug}"' in page and "held back" not in page
+
+
+@pytest.mark.django_db
+def test_the_model_filter_leaves_out_writers_whose_texts_are_all_held_and_says_how_many(
+        release, client, publisher):
+    """The Model filter listed every writer even when the arena held all their texts
+    (choosing one was a 400, as for a held scenario): it lists writers with a text to show,
+    and one sentence says how many are held back, naming none; once the arena closes every
+    writer is listed again."""
+    whole = published_arena_release("whole.0", held_share=1.0)
+    note = (f"The texts of {len(WRITERS)} models are held back from the public pages, so the "
+            f"Model filter leaves them out.")
+
+    def model_options(page: str) -> str:
+        return re.search(r'<select name="model">(.*?)</select>', page, re.S).group(1)
+
+    page = html.unescape(client.get("/releases/whole.0/texts/").content.decode())
+    assert not any(f'value="{writer}"' in model_options(page) for writer in WRITERS)
+    assert note in page
+    client.force_login(publisher)
+    staff_page = client.get("/releases/whole.0/texts/").content.decode()
+    assert all(f'value="{writer}"' in model_options(staff_page) for writer in WRITERS)
+    assert "held back" not in staff_page
+    client.logout()
+    arena_close(release=whole, user=publisher, reason="No arena for this release after all.")
+    page = client.get("/releases/whole.0/texts/").content.decode()
+    assert all(f'value="{writer}"' in model_options(page) for writer in WRITERS)
+    assert "held back" not in page
 
 
 @pytest.mark.django_db

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
+from audits_app.arena import presentation
 from audits_app.arena import services as arena_services
 from audits_app.arena import statistics as arena_statistics
 from audits_app.arena.csv_export import results_csv
@@ -29,6 +30,7 @@ from audits_app.arena.tests.conftest import (
 )
 from audits_app.arena.tests.test_access import ARENA_URLS
 from audits_app.csv_files import spreadsheet_cell as neutralise
+from audits_app.templatetags.numbers import MINUS, true_minus
 
 pytestmark = pytest.mark.django_db
 
@@ -278,8 +280,12 @@ def test_the_results_page_has_an_interval_plot_and_a_win_rate_matrix(client, vot
     svg = page.split('<svg class="arena-intervals"')[1].split("</svg>")[0]
     assert svg.count('<g class="model"') == len(rated) >= 2
     first = rated[0]
-    assert f"rating {first['rating']:.2f}, interval {first['low']:.2f} to {first['high']:.2f}" \
-        in svg
+
+    def shown(value: float) -> str:  # a rating below the average model's has a true minus
+        return true_minus(f"{value:.2f}")
+
+    assert (f"rating {shown(first['rating'])}, interval {shown(first['low'])} to "
+            f"{shown(first['high'])}") in svg
     matrix = page.split('<table class="win-matrix">')[1].split("</table>")[0]
     games = result.data["win_matrix"]["games"]
     played = [i for i, line in enumerate(games) if any(line)]
@@ -440,3 +446,18 @@ def test_the_ranking_of_counted_votes_says_when_some_are_simulated(client, voted
     assert ranking_headings(client)[::2] == [
         "Votes of people and simulated voters",
         "Votes of people and simulated voters, without pairs the classifier recognises"]
+
+
+def test_the_interval_plot_writes_a_true_minus_in_its_text_and_ascii_in_its_coordinates():
+    """Ratings are centred on the average model, so half are negative: the plot's ticks and
+    tooltips wrote them with a hyphen-minus, where the pages write U+2212."""
+    rows = [{"model": "fixture/candid", "model_name": "Candid",
+             "first": {"rating": 0.84, "low": 0.31, "high": 1.42, "rank": 1}},
+            {"model": "fixture/spinner", "model_name": "Spinner",
+             "first": {"rating": -0.84, "low": -1.42, "high": -0.31, "rank": 2}}]
+    svg = str(presentation.interval_plot(rows, level=0.95))
+    texts = "".join(re.findall(r">([^<]*)<", svg))
+    assert f"rating {MINUS}0.84, interval {MINUS}1.42 to {MINUS}0.31" in texts
+    assert f"{MINUS}1.5" in texts  # the leftmost tick
+    assert not re.search(r"-\d", texts), texts
+    assert all(MINUS not in value for value in re.findall(r'="([^"]*)"', svg))

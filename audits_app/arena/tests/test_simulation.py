@@ -9,7 +9,7 @@ from django_q.models import OrmQ
 from audits_app.arena import tasks
 from audits_app.arena.models import ArenaPair, ArenaVote, Side, SimulatedPairVote
 from audits_app.arena.simulation import simulation_drain
-from audits_app.arena.tests.conftest import consent, next_pair
+from audits_app.arena.tests.conftest import answer_pairs, consent, next_pair
 from runs_app.models import WorkStatus
 from runs_app.providers.pool import ProviderPool
 
@@ -31,8 +31,7 @@ def test_a_pair_shown_gets_twelve_simulated_votes_queued_once(
 ):
     consent(client)
     with django_capture_on_commit_callbacks(execute=True):
-        next_pair(client)
-        next_pair(client)
+        answer_pairs(client, 1)  # the first pair, and the second its vote answers with
 
     pairs = ArenaPair.objects.exclude(simulation_queued_at=None)
     assert pairs.count() == 2
@@ -46,8 +45,7 @@ def test_a_pair_shown_gets_twelve_simulated_votes_queued_once(
 
 def test_draining_answers_every_position_once_and_a_rerun_pays_nothing(client, open_arena):
     consent(client)
-    for _ in range(3):
-        next_pair(client)
+    answer_pairs(client, 2)  # and the last vote's answer is a third pair
     pool = CountingPool()
 
     assert simulation_drain(open_arena, providers=pool) == 36
@@ -59,7 +57,7 @@ def test_draining_answers_every_position_once_and_a_rerun_pays_nothing(client, o
     again = CountingPool()
     assert simulation_drain(open_arena, providers=again) == 0
     assert again.calls == 0
-    assert not ArenaVote.objects.exists()  # kept apart from people's votes
+    assert ArenaVote.objects.count() == 2  # kept apart from people's votes: only theirs
 
 
 def test_a_lost_workers_claims_are_answered_by_the_schedule(client, open_arena):
@@ -78,8 +76,7 @@ def test_a_lost_workers_claims_are_answered_by_the_schedule(client, open_arena):
 
 def test_the_simulated_public_prefers_the_spinners_text_to_the_candid_one(client, open_arena):
     consent(client)
-    for _ in range(ArenaPair.objects.count()):
-        next_pair(client)
+    answer_pairs(client, ArenaPair.objects.count())
     simulation_drain(open_arena)
 
     pairs = ArenaPair.objects.filter(model_a__openrouter_id="fixture/candid",

@@ -22,6 +22,7 @@ from audits_app.arena.selectors import arena_texts
 from audits_app.arena.tests.conftest import (
     HELD_OUT,
     TOKEN,
+    answer_pairs,
     consent,
     next_pair,
     read_for,
@@ -44,7 +45,7 @@ def writer_identifiers(release) -> list[str]:
 
 def test_no_model_name_or_id_appears_anywhere_in_a_pair_page(client, open_arena):
     consent(client)
-    pages = [next_pair(client)[0] for _ in range(ArenaPair.objects.count())]
+    pages = answer_pairs(client, ArenaPair.objects.count())
     identifiers = writer_identifiers(open_arena)
     generation_ids = {str(pk) for pk in Generation.objects.values_list("pk", flat=True)}
 
@@ -65,7 +66,7 @@ def test_held_out_and_refused_texts_never_appear(client, open_arena):
     pairs = ArenaPair.objects.values_list("generation_a_id", "generation_b_id")
     assert pairs and all(a in eligible and b in eligible for a, b in pairs)
     consent(client)
-    shown = html.unescape("\n".join(next_pair(client)[0] for _ in range(len(pairs))))
+    shown = html.unescape("\n".join(answer_pairs(client, len(pairs))))
     assert held_out not in shown
     assert not [text for text in refused if text.text[:80] in shown]
 
@@ -89,10 +90,10 @@ def test_one_vote_per_voter_per_pair(client, open_arena):
 def test_a_voter_is_never_shown_the_same_pair_twice(client, open_arena):
     consent(client)
     pairs = ArenaPair.objects.count()
-    for _ in range(pairs):
-        next_pair(client)
+    answer_pairs(client, pairs)
 
     assert ArenaShowing.objects.values("pair").distinct().count() == pairs
+    assert ArenaShowing.objects.count() == pairs
     assert "every pair" in client.get("/arena/arena.0/pair/").content.decode()
 
 
@@ -103,8 +104,7 @@ def test_every_showing_is_counted_on_its_pair_once(open_arena):
     for number in range(2):
         voter = Client(REMOTE_ADDR=f"10.0.0.{number + 1}")
         consent(voter)
-        for _ in range(pairs):
-            next_pair(voter)
+        answer_pairs(voter, pairs)
 
     assert ArenaShowing.objects.count() == 2 * pairs
     assert set(ArenaPair.objects.values_list("shown", flat=True)) == {2}
@@ -132,10 +132,12 @@ def test_a_rate_limited_voters_votes_become_shadow_votes(client, open_arena, mon
 def test_past_the_hard_limit_votes_are_refused(client, open_arena, monkeypatch):
     monkeypatch.setattr(ratelimits, "VOTES_HARD", ("arena.votes.hard", "1/h"))
     consent(client)
-    first, second = next_pair(client)[1], next_pair(client)[1]
+    _, first = next_pair(client)
     read_for(60)
 
     assert vote(client, first).status_code == 200
+    _, second = next_pair(client)  # the pair the vote answered with
+    read_for(60)
     assert vote(client, second).status_code == 429
     assert ArenaVote.objects.count() == 1
 
@@ -441,6 +443,10 @@ def test_every_arena_429_says_in_how_many_seconds_to_come_back(client, open_aren
         client.cookies.clear()
         refused = consent(client)
     elif limit == "PAIRS_HARD":
+        # Reloading the pair still to answer counts nothing (it is no new pair), so the
+        # limit is met once that pair is answered and another is asked for.
+        assert client.get("/arena/arena.0/pair/").status_code == 200
+        assert vote(client, token).status_code == 302  # recorded; no next pair past the limit
         refused = client.get("/arena/arena.0/pair/")
     else:
         answered = vote(client, token)
@@ -500,3 +506,33 @@ def test_the_pair_page_links_the_arena_s_own_addresses(client, open_arena):
     answer = vote(client, token).content.decode()
     assert f'<form method="post" action="{vote_url}">' in answer
     assert f'data-url="{pair_url}"' in answer
+
+
+def test_reloading_the_pair_page_shows_the_same_pair_until_it_is_answered(
+        client, open_arena, monkeypatch):
+    """GET /pair/ drew and counted a new pair on every reload: the pair being read was lost,
+    the pair counted as shown (and the simulated public asked) for nobody's answer. A reload
+    shows the pair still to answer again, as a resent vote's 409 does: same texts, same
+    sides, same check, with a token that answers it; no new showing, nothing counted, and
+    the pairs limit does not count it either."""
+    monkeypatch.setattr(ratelimits, "PAIRS_HARD", ("arena.pairs.hard", "1/h"))
+    consent(client)
+    first = client.get("/arena/arena.0/pair/")
+    reloads = [client.get("/arena/arena.0/pair/") for _ in range(3)]
+    assert [response.status_code for response in reloads] == [200, 200, 200]
+
+    def texts(response) -> str:
+        return response.content.decode().split('<div class="pair">')[1].split("</div>")[0]
+
+    assert all(texts(response) == texts(first) for response in reloads)
+    showing = ArenaShowing.objects.get()
+    assert ArenaPair.objects.get(pk=showing.pair_id).shown == 1
+    assert sum(ArenaPair.objects.values_list("shown", flat=True)) == 1
+    # The reload's token answers that same pair; the first page's token is then answered.
+    read_for(60)
+    token = TOKEN.search(reloads[-1].content.decode()).group(1)
+    assert vote(client, token, favourable=showing.attention or "left").status_code == 302
+    assert ArenaVote.objects.get().pair_id == showing.pair_id
+    assert vote(client, TOKEN.search(first.content.decode()).group(1)).status_code == 409
+    # Answered: the next ask is a new pair, and it meets the pairs limit (1 an hour).
+    assert client.get("/arena/arena.0/pair/").status_code == 429
