@@ -138,6 +138,31 @@ def small_demo_release(kept_small_demo_release, imported_scenarios):
     return copy.deepcopy(kept_small_demo_release)
 
 
+@pytest.fixture
+def chromium():
+    """Pages of one headless Chromium (tests/browser.py), started at the first page: write the
+    test's rows before asking for one (the ORM refuses to run inside Playwright's event
+    loop). `chromium(width, height)` opens a page in a context of its own."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import chromium_launch, chromium_required
+
+    chromium_required()
+    started: dict = {}
+
+    def new_page(width: int = 1200, height: int = 900):
+        if not started:
+            started["playwright"] = sync_playwright().start()
+            started["browser"] = chromium_launch(started["playwright"])
+        context = started["browser"].new_context(viewport={"width": width, "height": height})
+        return context.new_page()
+
+    yield new_page
+    if started:
+        started["browser"].close()
+        started["playwright"].stop()
+
+
 @pytest.fixture(scope="session")
 def migrated_scratch(tmp_path_factory):
     """An empty scratch database on the suite's backend, migrated once a session for the

@@ -11,6 +11,7 @@ TEMPLATE` on PostgreSQL. A copy is what `migrate` (and `import_scenarios`) would
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -140,3 +141,9 @@ def scenarios_create(directory: Path, migrated: Database, env: dict) -> Database
     env = {name: value for name, value in env.items() if name != "REDIS_URL"}
     manage("import_scenarios", "scenarios/", env={**env, "DATABASE_URL": database.url})
     return database
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -17,7 +17,7 @@ from audits_app.models import Publication
 from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
 from runs_app.models import Release
 from scenarios_app.models import Scenario
-from scenarios_app.tests.test_admin import change_form_data, change_url
+from scenarios_app.tests.factories import change_form_data, change_url
 from tests.kept import world_kept
 from tests.world import user_create
 

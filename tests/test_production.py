@@ -18,6 +18,7 @@ from django.conf import settings
 
 from baitbench_site.production import DEVELOPMENT_KEY, unsafe_setting
 from baitbench_site.settings import BASE_DIR, database_from_url
+from tests.serving import DEVELOPMENT_SWITCHES
 
 # The README's "Production" settings, as an operator would set them.
 PRODUCTION_ENV = {
@@ -26,11 +27,6 @@ PRODUCTION_ENV = {
     "BAITBENCH_BEHIND_PROXY": "1",
 }
 # Everything that could make a subprocess think it is in development, or leak this run's DB.
-DEVELOPMENT_SWITCHES = ("SECRET_KEY", "ALLOWED_HOSTS", "DEBUG", "BAITBENCH_DEV",
-                        "BAITBENCH_BEHIND_PROXY", "DATABASE_URL", "BAITBENCH_TEST_DB",
-                        "BAITBENCH_TEST_SQLITE")
-
-
 def production_environment(tmp_path: Path, **overrides: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if name not in DEVELOPMENT_SWITCHES}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'production.sqlite3'}"

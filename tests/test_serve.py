@@ -8,27 +8,18 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from baitbench_site.settings import BASE_DIR
-from tests.scratch import Database
-from tests.test_production import DEVELOPMENT_SWITCHES
+from tests.scratch import Database, free_port
+from tests.serving import DEVELOPMENT_SWITCHES, wait_until_serving
 
 pytestmark = pytest.mark.slow
-START_SECONDS = 120
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -70,19 +61,6 @@ def production_site(tmp_path_factory: pytest.TempPathFactory, migrated_sqlite_sc
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
-
-
-def wait_until_serving(server: subprocess.Popen, base_url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"make serve exited with {server.returncode}:\n{log.read_text()}")
-        try:
-            httpx.get(f"{base_url}/", headers={"X-Forwarded-Proto": "https"}, timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.5)
-    pytest.fail(f"make serve did not answer within {START_SECONDS}s:\n{log.read_text()}")
 
 
 def test_make_serve_serves_a_release_page_and_static_files(production_site):

@@ -18,9 +18,8 @@ import pytest
 
 from baitbench_site.settings import BASE_DIR
 from bench.arena import OPEN_ARENA
-from tests.scratch import Database
-from tests.test_production import DEVELOPMENT_SWITCHES
-from tests.test_serve import free_port, wait_until_serving
+from tests.scratch import Database, free_port
+from tests.serving import DEVELOPMENT_SWITCHES, wait_until_serving
 
 pytestmark = pytest.mark.slow
 WORKERS = 3

@@ -19,8 +19,8 @@ from django.db import connection
 
 from audits_app.tests.factories import published_release_create
 from baitbench_site.settings import BASE_DIR
-from tests.test_production import DEVELOPMENT_SWITCHES
-from tests.test_serve import free_port, wait_until_serving
+from tests.scratch import free_port
+from tests.serving import DEVELOPMENT_SWITCHES, wait_until_serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),

@@ -26,7 +26,6 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from audits_app.tests.test_browser_pages import NO_SIDEWAYS_SCROLL, chromium  # noqa: F401
 from tests.world import release_rows_create, scenario_version, user_create
 
 pytestmark = pytest.mark.browser
@@ -136,7 +135,7 @@ def axe_violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("role", list(ROLES))
-def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):  # noqa: F811
+def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):
     session, paths, checked = role_pages
     assert len(paths) >= 3, paths  # the crawl found the role's pages
     # The kinds given to this role to check are among those this world shows it.
@@ -175,7 +174,7 @@ WIDEST = """() => {
 }"""
 
 
-def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):  # noqa: F811
+def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):
     session, paths, _ = role_pages
     change = next(path for path in paths
                   if re.fullmatch(r"/admin/scenarios_app/scenario/\d+/change/", path))

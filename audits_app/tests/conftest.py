@@ -20,6 +20,15 @@ from scenarios_app.services import scenario_apply
 from tests.kept import world_kept
 
 
+@pytest.fixture
+def calibrated(small_demo_release):
+    """small_demo_release with every text read by two simulated positions and by two people
+    (audits_app/tests/calibration_world.py): the release and its texts."""
+    from audits_app.tests.calibration_world import calibrated_create
+
+    return calibrated_create(small_demo_release)
+
+
 def published_create() -> Release:
     """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
     under C0 and C2, run through every stage and published (the scenarios imported)."""

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audits_app.spotchecks.services import spotcheck_batch_create
-from audits_app.tests.test_sampling import build_jury
+from audits_app.tests.juries import build_jury
 
 
 def change_page_queries(client, batch) -> int:

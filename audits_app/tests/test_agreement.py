@@ -11,7 +11,7 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from audits_app.models import SpotCheck
 from audits_app.spotchecks.selectors import agreement_summary, gate_figures, jury_texts
 from audits_app.statistics import agreement
-from audits_app.tests.test_sampling import build_jury
+from audits_app.tests.juries import build_jury
 from scenarios_app.models import ScenarioVersion
 
 CODES = list(range(len(agreement.LABELS)))
@@ -134,7 +134,7 @@ def test_gate_figures_count_checked_texts(small_demo_release):
 
 
 def test_the_staff_agreement_page_shows_the_figures(client, checked_release):
-    from audits_app.tests.test_sampling import make_user
+    from audits_app.tests.juries import make_user
 
     client.force_login(make_user("pia", role="publisher"))
     page = client.get(f"/review/releases/{checked_release.code}/agreement/").content.decode()

@@ -13,7 +13,7 @@ from audits_app.models import SpotCheck
 from audits_app.spotchecks.imports import oob_audit_import
 from audits_app.spotchecks.selectors import audit_text_codes, jury_texts
 from audits_app.statistics.agreement import LABELS
-from audits_app.tests.test_sampling import JURORS, build_jury, make_user
+from audits_app.tests.juries import JURORS, build_jury, make_user
 from runs_app.models import Generation, LlmModel
 
 META = {"auditor_name": "R. Vos", "organisation": "Fact Lab",

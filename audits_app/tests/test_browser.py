@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-from urllib.parse import urlsplit
-
 import pytest
-from django.conf import settings
 from playwright.sync_api import expect
 
 from audits_app.tests.factories import published_release_create
-
-# Debian's Chromium (`make test` installs it); BAITBENCH_CHROMIUM names another binary.
-CHROMIUM = os.environ.get("BAITBENCH_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from tests.browser import ARTIFACTS, chromium_launch, watch
 
 pytestmark = pytest.mark.browser
 
@@ -32,10 +21,8 @@ def world(transactional_db):
 def browser_page(world):
     from playwright.sync_api import sync_playwright
 
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         yield page
         browser.close()
@@ -72,16 +59,6 @@ def api_operations() -> set[str]:
     return set(SchemaGenerator().get_schema(request=None, public=True)["paths"])
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-
-
-def watch(page) -> tuple[list[str], set[str]]:
-    """Console errors and the host of every request the page makes."""
-    errors: list[str] = []
-    hosts: set[str] = set()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("request", lambda request: hosts.add(urlsplit(request.url).hostname or ""))
-    return errors, hosts
 
 
 def test_api_docs_list_every_operation_from_the_sites_own_files(browser_page, live_server):

@@ -8,12 +8,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from audits_app.tests import test_browser_pages
 from audits_app.tests.factories import published_release_create
-from audits_app.tests.test_browser import ARTIFACTS, watch
-from audits_app.tests.test_browser_pages import NO_SIDEWAYS_SCROLL, shot
-
-chromium = test_browser_pages.chromium  # the browser fixture, one headless Chromium
+from tests.browser import ARTIFACTS, NO_SIDEWAYS_SCROLL, axe_violations, shot, watch
 
 pytestmark = pytest.mark.browser
 SCREENS = {"desktop": (1280, 900), "phone": (390, 844)}
@@ -31,14 +27,6 @@ FIRST_ROW = """() => {
 def release(transactional_db):
     # Written before Playwright starts: its event loop makes the ORM refuse to run.
     return published_release_create(code="pub.0", model_count=10)
-
-
-def axe_violations(page) -> list[str]:
-    from axe_playwright_python.sync_playwright import Axe
-
-    results = Axe().run(page)
-    return [f"{item['id']}: {[node['target'] for node in item['nodes']][:3]}"
-            for item in results.response["violations"]]
 
 
 @pytest.mark.parametrize("screen", SCREENS)

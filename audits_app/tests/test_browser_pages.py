@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
 
 from audits_app.tests import factories
 from audits_app.tests.factories import published_release_create
-from audits_app.tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, watch
 from runs_app.models import Release, ReleaseStatus
+from tests.browser import ARTIFACTS, NO_SIDEWAYS_SCROLL, log_in, shot, staff_user, watch
 
 pytestmark = pytest.mark.browser
-PASSWORD = "a long browser test password"
 LANDING = {"curator": "/admin/scenarios_app/scenario/", "operator": "/runs/",
            "auditor": "/review/", "publisher": "/publish/", "superuser": "/admin/"}
 NAV = {"curator": ["scenarios", "admin"], "operator": ["scenarios", "runs", "admin"],
@@ -37,47 +35,6 @@ OVERLAPS = """() => {
   }));
   return {count: boxes.length, pairs, outside: outside.map(b => b.name)};
 }"""
-NO_SIDEWAYS_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
-
-
-@pytest.fixture
-def chromium():
-    """Pages of one headless Chromium, started at the first page: write the test's rows
-    before asking for one (the ORM refuses to run inside Playwright's event loop)."""
-    import shutil
-
-    from playwright.sync_api import sync_playwright
-
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` "
-                    f"(`make test` does)")
-    started: dict = {}
-
-    def new_page(width: int = 1200, height: int = 900):
-        if not started:
-            started["playwright"] = sync_playwright().start()
-            started["browser"] = started["playwright"].chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = started["browser"].new_context(viewport={"width": width, "height": height})
-        return context.new_page()
-
-    yield new_page
-    if started:
-        started["browser"].close()
-        started["playwright"].stop()
-
-
-def shot(page, name: str, *, full_page: bool = True) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=full_page)
-
-
-def staff_user(role: str) -> User:
-    user = User.objects.create_user(f"{role}-b", password=PASSWORD, is_staff=True,
-                                    is_superuser=role == "superuser")
-    if role != "superuser":
-        user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 @pytest.fixture
@@ -112,14 +69,6 @@ def ready_release(transactional_db, imported_scenarios):
     build_world(release)
     Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.SCORED)
     return release
-
-
-def log_in(page, base: str, user: User) -> None:
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.click("input[type=submit]")
 
 
 def test_each_role_lands_on_its_work_and_sees_only_what_it_may_open(

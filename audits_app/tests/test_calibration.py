@@ -159,7 +159,7 @@ def test_reader_cells_a_database_or_int_would_trip_on_are_refused(read_release, 
 
 
 def test_a_superscript_in_the_form_is_a_problem_line_not_a_server_error(client, read_release):
-    from audits_app.tests.test_sampling import make_user
+    from audits_app.tests.juries import make_user
 
     release, generations = read_release
     slug = generations[0].scenario_version.scenario.slug

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from audits_app.tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
-from audits_app.tests.test_calibration_figure import calibrated, publish  # noqa: F401
+from audits_app.tests.calibration_world import publish
+from tests.browser import ARTIFACTS, chromium_launch
 
 pytestmark = pytest.mark.browser
 
@@ -32,11 +30,9 @@ def published(calibrated):  # noqa: F811
 def test_the_calibration_figure_renders_with_a_dot_per_model_and_panel(published, live_server):
     from playwright.sync_api import sync_playwright
 
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
     errors: list[str] = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.on("pageerror", lambda error: errors.append(str(error)))
         response = page.goto(f"{live_server.url}/releases/{published.code}/")

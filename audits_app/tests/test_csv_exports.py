@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from audits_app.tests.factories import publication_create, published_release_create
-from audits_app.tests.test_sampling import build_jury, make_user
+from audits_app.tests.juries import build_jury, make_user
 from runs_app.models import Claim, Release, ReleaseStatus
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,7 @@ from audits_app.spotchecks.selectors import (
     gate_figures,
     jury_texts,
 )
-from audits_app.tests.test_sampling import build_jury, make_user
+from audits_app.tests.juries import build_jury, make_user
 
 META = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": dt.date(2026, 11, 2),
         "method": "two readers, consensus"}

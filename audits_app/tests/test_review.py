@@ -20,7 +20,7 @@ from audits_app.spotchecks.imports import oob_audit_import
 from audits_app.spotchecks.selectors import auditable_texts, jury_texts
 from audits_app.spotchecks.services import spotcheck_batch_create
 from audits_app.tests.factories import publication_create, published_release_create
-from audits_app.tests.test_sampling import build_jury, make_user
+from audits_app.tests.juries import build_jury, make_user
 from runs_app.models import Generation, ImmutableError, Release, ReleaseStatus
 
 

@@ -10,14 +10,8 @@ import pytest
 
 from audits_app.models import SpotCheck
 from audits_app.spotchecks.services import spotcheck_batch_create
-from audits_app.tests.test_browser_pages import (  # noqa: F401  (chromium: the fixture)
-    NO_SIDEWAYS_SCROLL,
-    chromium,
-    log_in,
-    shot,
-    staff_user,
-)
-from audits_app.tests.test_sampling import build_jury
+from audits_app.tests.juries import build_jury
+from tests.browser import NO_SIDEWAYS_SCROLL, log_in, shot, staff_user
 
 pytestmark = pytest.mark.browser
 # Counts every mouse event in the page, across navigations, so a test can say none was used.
@@ -67,7 +61,7 @@ def check_claims(check: SpotCheck) -> list:
     return jury_texts(check.release, [check.generation_id])[check.generation_id].claims
 
 
-def test_a_check_is_recorded_by_keyboard_alone(review_world, chromium, live_server):  # noqa: F811
+def test_a_check_is_recorded_by_keyboard_alone(review_world, chromium, live_server):
     first, second = review_world["checks"][:2]
     page = chromium(1280, 900)
     page.context.add_init_script(COUNT_MOUSE)
@@ -108,7 +102,7 @@ def test_a_check_is_recorded_by_keyboard_alone(review_world, chromium, live_serv
 
 
 def test_text_and_questions_sit_side_by_side_from_1024_px_and_stack_on_a_phone(
-        review_world, chromium, live_server):  # noqa: F811
+        review_world, chromium, live_server):
     check = review_world["checks"][0]
     for width, height in ((1280, 900), (1024, 768), (390, 844)):
         page = chromium(width, height)
@@ -128,7 +122,7 @@ def test_text_and_questions_sit_side_by_side_from_1024_px_and_stack_on_a_phone(
 
 
 def test_without_javascript_the_form_still_records_a_check(
-        review_world, chromium, live_server):  # noqa: F811
+        review_world, chromium, live_server):
     first, second = review_world["checks"][:2]
     page = chromium(1280, 900)
     log_in(page, live_server.url, review_world["auditor"])

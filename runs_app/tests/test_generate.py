@@ -6,32 +6,12 @@ import pytest
 
 from runs_app.models import Generation, GenerationAttempt, WorkStatus
 from runs_app.providers.pool import ProviderPool
-from runs_app.schemas import ReleaseConfig
 from runs_app.selectors import stage_progress
-from runs_app.services import release_create, release_freeze, release_retry_failed
+from runs_app.services import release_freeze, release_retry_failed
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
 from runs_app.testing.fake_openrouter import FakeOpenRouter
-
-MODELS = [
-    {"id": "acme/writer-a", "family": "acme", "name": "Writer A"},
-    {"id": "beta/writer-b", "family": "beta", "name": "Writer B"},
-    {"id": "gamma/judge", "family": "gamma", "name": "Judge G"},
-    {"id": "delta/judge", "family": "delta", "name": "Judge D"},
-    {"id": "epsilon/judge", "family": "epsilon", "name": "Judge E"},
-]
-
-
-def openrouter_release(code: str = "or.0", **overrides):
-    config = {
-        "code": code, "language": "en", "models": MODELS,
-        "writers": ["acme/writer-a", "beta/writer-b"],
-        "jurors": ["gamma/judge", "delta/judge", "epsilon/judge"],
-        "reader": "gamma/judge", "journalist": "gamma/judge",
-        "scenarios": ["greenvale-listeria"], "tasks": ["T1", "T2"], "conditions": ["C0", "C2"],
-        "text_budget": 900, "max_attempts": 3,
-    } | overrides
-    return release_freeze(release=release_create(config=ReleaseConfig.model_validate(config)))
+from runs_app.tests.openrouter_world import openrouter_release
 
 
 @pytest.fixture

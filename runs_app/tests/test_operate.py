@@ -3,7 +3,6 @@ cap and pause/resume counted in calls on the fake server, live progress as JSON.
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 import math
 import re
@@ -34,8 +33,12 @@ from runs_app.stages import get_stage
 from runs_app.stages.base import DrainHooks, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.test_generate import MODELS, openrouter_release
-from runs_app.tests.test_preflight import models_payload
+from runs_app.tests.openrouter_world import (
+    MODELS,
+    models_payload,
+    openrouter_release,
+    repeated_calls,
+)
 from scenarios_app.tests.factories import make_staff
 
 PRICE = 0.01  # dollars per call on the priced fake server
@@ -400,13 +403,6 @@ def test_the_budget_cap_set_on_the_page_stops_the_run_within_one_batch_and_raisi
 # ---------------------------------------------------------------------------------------
 # Pause and resume, through the page, counted in calls
 # ---------------------------------------------------------------------------------------
-
-
-def repeated_calls(server: FakeOpenRouter) -> int:
-    calls = collections.Counter(
-        (request.body["model"], str(request.body["messages"]), request.body.get("seed"))
-        for request in server.requests)
-    return sum(count - 1 for count in calls.values())
 
 
 @pytest.mark.django_db

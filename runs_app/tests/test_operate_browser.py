@@ -10,7 +10,6 @@ no call may be lost or made twice.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -23,17 +22,12 @@ from django.conf import settings
 from runs_app.providers.models_list import ModelListing, listings_as_payload
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.test_operate import repeated_calls
-from runs_app.tests.test_workers import RELEASE, kill, start
-from tests.scratch import Database, manage
-from tests.test_serve import free_port
+from runs_app.tests.openrouter_world import RELEASE, kill, repeated_calls, start
+from tests.browser import ARTIFACTS, chromium_launch, chromium_required
+from tests.scratch import Database, free_port, manage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 ROOT = Path(settings.BASE_DIR)
 CODE = "browse.0"
 TEXTS = 2 * 1 * 2 * 4  # writers x scenarios x tasks x conditions
@@ -50,8 +44,7 @@ user.groups.add(Group.objects.get(name="operator"))
 def site(tmp_path, scenarios_scratch):
     """A database with release browse.0 and an operator, the site on a loopback port, and one
     worker process, all pointed at a slow fake OpenRouter that also serves a models list."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
+    chromium_required()
     database = Database(tmp_path, template=scenarios_scratch)  # migrated, scenarios imported
     releases = tmp_path / "releases"
     releases.mkdir()
@@ -140,7 +133,7 @@ def test_an_operator_starts_watches_pauses_and_resumes_a_run_in_the_browser(site
     hosts: set[str] = set()
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))

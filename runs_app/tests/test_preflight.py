@@ -20,36 +20,17 @@ from runs_app.preflight.profiles import call_profiles
 from runs_app.providers.models_list import (
     ModelListing,
     ModelsList,
-    listings_as_payload,
     parse_models_list,
     read_models_file,
 )
 from runs_app.services import release_get_or_load
 from runs_app.stages import get_stage
 from runs_app.testing.fake_openrouter import FakeOpenRouter
-from runs_app.tests.test_generate import MODELS, openrouter_release
+from runs_app.tests.openrouter_world import IDS, MODELS, listing, models_payload, openrouter_release
 from scenarios_app.models import Condition, Task
 from scenarios_app.rendering import assemble_writer_prompt
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "testing" / "openrouter_models_en0_snapshot.json"
-IDS = [model["id"] for model in MODELS]
-ROOMY = {"context_length": 200_000, "max_completion_tokens": 64_000,
-         "prompt_price": 1e-6, "completion_price": 2e-6}
-
-
-def listing(model_id: str, **fields) -> ModelListing:
-    return ModelListing(id=model_id, name=model_id, **(ROOMY | fields))
-
-
-def models_payload(*, leave_out: tuple[str, ...] = (), extra: tuple[ModelListing, ...] = (),
-                   **changed: dict) -> dict:
-    """The fake list: every test model with room to spare, less some, with some changed."""
-    listings = [listing(model_id, **changed.get(model_id.replace("/", "_").replace("-", "_"),
-                                                {}))
-                for model_id in IDS if model_id not in leave_out]
-    return listings_as_payload([*listings, *extra])
-
-
 @pytest.fixture
 def models_server(monkeypatch):
     with FakeOpenRouter(models=models_payload()) as server:

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
+from runs_app.tests.openrouter_world import RELEASE, kill, repeated_calls, start
 from tests.scratch import Database, Shell, manage
 
 pytestmark = pytest.mark.slow
@@ -49,24 +50,6 @@ SHORT_LEASE = 5
 DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE), "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": "1"}
 AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(SHORT_LEASE)}
 
-RELEASE = """
-code: {code}
-language: en
-models:
-  - {{id: acme/writer-a, family: acme, name: Writer A}}
-  - {{id: beta/writer-b, family: beta, name: Writer B}}
-  - {{id: gamma/judge, family: gamma, name: Judge G}}
-  - {{id: delta/judge, family: delta, name: Judge D}}
-  - {{id: epsilon/judge, family: epsilon, name: Judge E}}
-writers: [acme/writer-a, beta/writer-b]
-jurors: [gamma/judge, delta/judge, epsilon/judge]
-reader: gamma/judge
-journalist: gamma/judge
-scenarios: [greenvale-listeria, cobaltcloud-breach]
-tasks: {tasks}
-conditions: {conditions}
-variants: {variants}
-"""
 
 
 @pytest.fixture
@@ -98,18 +81,6 @@ def world(tmp_path, scenarios_scratch):
     database.drop()
 
 
-def start(*args: str, env: dict) -> subprocess.Popen:
-    # A session of its own, so a SIGKILL reaches the cluster's sentinel and workers too.
-    return subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-
-
-def kill(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-
-
 def wait_for(condition, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -133,14 +104,6 @@ def run_schedule(env: dict) -> None:
     """What the schedule does every few minutes: drain again what was left behind."""
     manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
            env=env)
-
-
-def repeated_calls(server: FakeOpenRouter) -> int:
-    calls = collections.Counter(
-        (request.body["model"], str(request.body["messages"]), request.body.get("seed"))
-        for request in server.requests
-    )
-    return sum(count - 1 for count in calls.values())
 
 
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import io
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,14 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+from django.forms import CheckboxInput
+from django.test import Client
+from django.urls import reverse
 
 from runs_app.models import Release, ReleaseScenario
-from scenarios_app.models import Scenario
+from scenarios_app.forms import AnswerOptionsWidget
+from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_apply
 
@@ -66,3 +72,68 @@ def pin_in_release(scenario: Scenario, code: str) -> None:
     release = Release.objects.create(code=code, language=scenario.language, config={},
                                      config_hash="")
     ReleaseScenario.objects.create(release=release, scenario_version=scenario.current_version)
+
+
+def run(command: str, *args: str) -> tuple[int, str, str]:
+    """Run a management command as the shell would: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command(command, *args, stdout=out, stderr=err)
+    except SystemExit as exit_:
+        return exit_.code, out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+def write(folder: Path, name: str, document: dict[str, Any] | str) -> str:
+    path = folder / name
+    path.write_text(document if isinstance(document, str) else dump(document), encoding="utf-8")
+    return str(path)
+
+
+def database_state() -> dict[str, Any]:
+    """Everything an import could change: row counts, and each scenario's versions."""
+    return {
+        "counts": [model.objects.count()
+                   for model in (Scenario, ScenarioVersion, Fact, KnowledgeQuestion)],
+        "scenarios": sorted(Scenario.objects.values_list(
+            "slug", "title", "current_version__number", "current_version__content_hash"
+        )),
+        "versions": sorted(ScenarioVersion.objects.values_list(
+            "scenario__slug", "number", "content_hash"
+        )),
+    }
+
+
+def change_url(scenario: Scenario) -> str:
+    return reverse("admin:scenarios_app_scenario_change", args=[scenario.pk])
+
+
+def _form_data(form) -> dict[str, object]:
+    data = {}
+    for name, field in form.fields.items():
+        value = form[name].value()
+        if isinstance(field.widget, AnswerOptionsWidget):
+            value = field.widget.format_value(value)
+            for index, text in enumerate(value["options"]):
+                data[form.add_prefix(f"{name}_{index}")] = text
+            data[form.add_prefix(f"{name}_correct")] = str(value["correct"])
+        elif isinstance(field.widget, CheckboxInput):
+            if value:
+                data[form.add_prefix(name)] = "on"
+        elif value is not None:
+            data[form.add_prefix(name)] = value
+    return data
+
+
+def change_form_data(client: Client, scenario: Scenario) -> dict[str, object]:
+    """The POST data of the change page as a browser would send it, unedited: the main form,
+    and every inline's management form and forms. Browsers send textarea line breaks as CRLF."""
+    response = client.get(change_url(scenario))
+    assert response.status_code == 200
+    data = _form_data(response.context["adminform"].form)
+    for inline in response.context["inline_admin_formsets"]:
+        data.update(_form_data(inline.formset.management_form))
+        for form in inline.formset.forms:
+            data.update(_form_data(form))
+    return {key: value.replace("\n", "\r\n") if isinstance(value, str) else value
+            for key, value in data.items()}

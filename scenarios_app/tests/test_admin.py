@@ -12,17 +12,17 @@ import yaml
 from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
-from django.forms import CheckboxInput
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from scenarios_app.admin import default_version_pair
-from scenarios_app.forms import AnswerOptionsWidget
 from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.tests.factories import (
+    change_form_data,
+    change_url,
     dump,
     make_scenario,
     other_scenario_document,
@@ -34,41 +34,6 @@ pytestmark = pytest.mark.django_db
 
 CHANGELIST = reverse("admin:scenarios_app_scenario_changelist")
 UPLOAD = reverse("admin:scenarios_app_scenario_upload")
-
-
-def change_url(scenario: Scenario) -> str:
-    return reverse("admin:scenarios_app_scenario_change", args=[scenario.pk])
-
-
-def _form_data(form) -> dict[str, object]:
-    data = {}
-    for name, field in form.fields.items():
-        value = form[name].value()
-        if isinstance(field.widget, AnswerOptionsWidget):
-            value = field.widget.format_value(value)
-            for index, text in enumerate(value["options"]):
-                data[form.add_prefix(f"{name}_{index}")] = text
-            data[form.add_prefix(f"{name}_correct")] = str(value["correct"])
-        elif isinstance(field.widget, CheckboxInput):
-            if value:
-                data[form.add_prefix(name)] = "on"
-        elif value is not None:
-            data[form.add_prefix(name)] = value
-    return data
-
-
-def change_form_data(client: Client, scenario: Scenario) -> dict[str, object]:
-    """The POST data of the change page as a browser would send it, unedited: the main form,
-    and every inline's management form and forms. Browsers send textarea line breaks as CRLF."""
-    response = client.get(change_url(scenario))
-    assert response.status_code == 200
-    data = _form_data(response.context["adminform"].form)
-    for inline in response.context["inline_admin_formsets"]:
-        data.update(_form_data(inline.formset.management_form))
-        for form in inline.formset.forms:
-            data.update(_form_data(form))
-    return {key: value.replace("\n", "\r\n") if isinstance(value, str) else value
-            for key, value in data.items()}
 
 
 def messages_of(response) -> list[str]:

@@ -20,8 +20,15 @@ from django.urls import reverse
 from scenarios_app.files import MAX_FILE_BYTES
 from scenarios_app.models import Scenario
 from scenarios_app.schemas import validate_scenario_document
-from scenarios_app.tests.factories import GREENVALE, dump, other_scenario_document, valid_document
-from scenarios_app.tests.test_import_export import database_state, run, write
+from scenarios_app.tests.factories import (
+    GREENVALE,
+    database_state,
+    dump,
+    other_scenario_document,
+    run,
+    valid_document,
+    write,
+)
 
 pytestmark = pytest.mark.django_db
 

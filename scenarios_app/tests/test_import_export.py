@@ -2,64 +2,33 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from django.core.management import call_command
 from django.db.models import ProtectedError
 
 from baitbench_site.immutability import ImmutableError
 from scenarios_app.files import load_scenario_files
-from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion
+from scenarios_app.models import Scenario, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 from scenarios_app.services import scenario_record_version
 from scenarios_app.tests.factories import (
     GREENVALE,
     SHIPPED,
     SHIPPED_FILES,
-    dump,
+    database_state,
     make_scenario,
     other_scenario_document,
     pin_in_release,
+    run,
     valid_document,
+    write,
 )
 
 pytestmark = pytest.mark.django_db
 
 SHIPPED_COUNT = len(SHIPPED_FILES)
-
-
-def run(command: str, *args: str) -> tuple[int, str, str]:
-    """Run a management command as the shell would: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command(command, *args, stdout=out, stderr=err)
-    except SystemExit as exit_:
-        return exit_.code, out.getvalue(), err.getvalue()
-    return 0, out.getvalue(), err.getvalue()
-
-
-def write(folder: Path, name: str, document: dict[str, Any] | str) -> str:
-    path = folder / name
-    path.write_text(document if isinstance(document, str) else dump(document), encoding="utf-8")
-    return str(path)
-
-
-def database_state() -> dict[str, Any]:
-    """Everything an import could change: row counts, and each scenario's versions."""
-    return {
-        "counts": [model.objects.count()
-                   for model in (Scenario, ScenarioVersion, Fact, KnowledgeQuestion)],
-        "scenarios": sorted(Scenario.objects.values_list(
-            "slug", "title", "current_version__number", "current_version__content_hash"
-        )),
-        "versions": sorted(ScenarioVersion.objects.values_list(
-            "scenario__slug", "number", "content_hash"
-        )),
-    }
 
 
 def current_hashes() -> dict[str, str]:

@@ -37,6 +37,10 @@ from tests.kept import world_kept
 PUBLIC = ["greenvale-listeria", "cobaltcloud-breach"]
 HELD_OUT = "northmere-gas-outage"
 WRITERS = ["fixture/candid", "fixture/advocate", "fixture/spinner", "fixture/refuser"]
+# Every public address of arena.0: its pages, its download and its API answer.
+ARENA_URLS = ["/arena/", "/arena/arena.0/", "/arena/arena.0/pair/",
+              "/arena/arena.0/results/", "/arena/arena.0/results.csv",
+              "/api/v1/releases/arena.0/arena/"]
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from audits_app.arena.models import ArenaEvent, ArenaVote, EthicsReview, ShadowReason
 from audits_app.arena.services import ArenaError, arena_close, arena_open, arena_prepare
 from audits_app.arena.tests.conftest import (
+    ARENA_URLS,
     approve,
     consent,
     next_pair,
@@ -23,11 +24,6 @@ from audits_app.arena.tests.conftest import (
 from audits_app.models import PopulationWeights
 
 pytestmark = pytest.mark.django_db
-
-ARENA_URLS = ["/arena/", "/arena/arena.0/", "/arena/arena.0/pair/",
-              "/arena/arena.0/results/", "/arena/arena.0/results.csv",
-              "/api/v1/releases/arena.0/arena/"]
-
 
 def test_anonymous_visitors_get_404_before_approval(client, release, publisher):
     arena_prepare(release=release, user=publisher)  # prepared, even tested by staff: not public

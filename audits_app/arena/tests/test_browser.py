@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from django.contrib.auth.models import Group, User
 
 from audits_app.arena.models import ArenaVote
 from audits_app.arena.services import arena_open
 from audits_app.arena.tests.conftest import HELD_OUT, PUBLIC, approve, published_arena_release
-from audits_app.tests.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from tests.browser import ARTIFACTS, chromium_launch
 
 pytestmark = pytest.mark.browser
 
@@ -43,11 +41,9 @@ def tab_to(page, selector: str, limit: int = 60) -> None:
 def test_a_voter_consents_and_votes_by_keyboard_alone(live_arena, live_server):
     from playwright.sync_api import sync_playwright
 
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
     errors: list[str] = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: errors.append(str(error)))

@@ -21,6 +21,7 @@ from audits_app.arena.models import ArenaPair, ArenaResult, ArenaShowing, Recogn
 from audits_app.arena.services import results_current, results_refresh
 from audits_app.arena.simulation import simulation_drain
 from audits_app.arena.tests.conftest import (
+    ARENA_URLS,
     WRITERS,
     consent,
     next_pair,
@@ -28,7 +29,6 @@ from audits_app.arena.tests.conftest import (
     vote,
     vote_next,
 )
-from audits_app.arena.tests.test_access import ARENA_URLS
 from audits_app.csv_files import spreadsheet_cell as neutralise
 from audits_app.templatetags.numbers import MINUS, true_minus
 

@@ -6,7 +6,6 @@ on, which axe needs). Screenshots: /tmp/shots/h-study/ (BAITBENCH_SHOTS names an
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,10 @@ from audits_app.calibration.studies.tests.conftest import (
     study_scenarios_import,
 )
 from audits_app.models import StudyParticipant
-from audits_app.tests.test_browser import CHROMIUM, CHROMIUM_ARGS, watch
-from audits_app.tests.test_browser_answer import axe_violations
+from tests.browser import NO_SIDEWAYS_SCROLL, axe_violations, chromium_launch, watch
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
-NO_SIDEWAYS_SCROLL = "() => document.documentElement.scrollWidth <= window.innerWidth"
 # Each 1-7 scale's radios, by their tops: one distinct top per scale when it fits one row.
 SCALE_ROWS = """() => [...document.querySelectorAll('fieldset.scale')].map(scale => new Set(
     [...scale.querySelectorAll('input[type=radio]')].map(
@@ -61,12 +58,10 @@ def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
         live_study, live_server):
     from playwright.sync_api import sync_playwright
 
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: install it with `apt-get install -y chromium`")
     SHOTS.mkdir(parents=True, exist_ok=True)
     widths, steps, scale_rows = [], [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         context = browser.new_context(viewport={"width": 390, "height": 844},
                                       java_script_enabled=False)
         page = context.new_page()
@@ -125,7 +120,7 @@ def test_axe_finds_nothing_on_any_page_of_the_readers_path_or_its_progress_page(
 
     found, steps = {}, 0
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = chromium_launch(playwright)
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=AXE1&STUDY_ID=S1"
                   f"&SESSION_ID=X1")
