@@ -179,3 +179,28 @@ def test_the_checks_see_an_upward_import_and_a_cycle():
 def test_a_function_level_import_is_an_arrow_too():
     tree = ast.parse("def f():\n    from runs_app.tasks import x\n")
     assert imported(tree, {"runs_app.tasks"}) == {"runs_app.tasks"}
+
+
+def modules_of_tests(roots: tuple[str, ...] = (*APPS, "baitbench_site", "tests")) -> dict:
+    """Every test_*.py module of the project, by dotted name."""
+    return {module_name(path): path for top in roots for path in (ROOT / top).rglob("test_*.py")}
+
+
+def imports_between_test_modules(modules: dict[str, Path]) -> list[str]:
+    """Imports of one test module by another: what they share belongs in a module named for it
+    (tests/browser.py, tests/world.py, an app's conftest or factories), not in a test file
+    that others then load, fixtures and all."""
+    return sorted(f"{name} -> {target}" for name, path in modules.items()
+                  for target in imported(ast.parse(path.read_text()), set(modules))
+                  if target != name)
+
+
+def test_no_test_module_imports_another():
+    assert imports_between_test_modules(modules_of_tests()) == []
+
+
+def test_the_check_sees_a_test_module_imported_by_another(tmp_path):
+    (tmp_path / "test_a.py").write_text("from tests.test_b import helper\n")
+    (tmp_path / "test_b.py").write_text("def helper():\n    return 1\n")
+    modules = {"tests.test_a": tmp_path / "test_a.py", "tests.test_b": tmp_path / "test_b.py"}
+    assert imports_between_test_modules(modules) == ["tests.test_a -> tests.test_b"]

@@ -38,17 +38,15 @@ from runs_app.providers.base import CompletionRequest
 from runs_app.providers.fixture import ROLES
 from runs_app.providers.fixture.crossexam import answer_judge_role
 from runs_app.providers.pool import ProviderPool
-from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import load_scoring_file
 from runs_app.services import (
     ReleaseConfigError,
     release_config_from_file,
-    release_create,
-    release_freeze,
     release_retry_failed,
 )
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
+from runs_app.tests.releases import run, t4_release
 from scenarios_app.schemas import ScenarioFile
 
 CREDIT = load_scoring_file("v2").crossexam.answer_credit
@@ -83,21 +81,6 @@ class CutOnceWriterPool(RecordingPool):
             self.cut.add(key)
             return dataclasses.replace(result, finish_reason="length")
         return result
-
-
-def t4_release(code: str = "cross.0", **changes):
-    """demo.0's models on two scenarios, T4 x C0/C2 (see `small_demo_release`)."""
-    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
-    small = config.model_dump() | {
-        "code": code, "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
-        "tasks": ["T4"], "conditions": ["C0", "C2"],
-    } | changes
-    return release_freeze(release=release_create(config=ReleaseConfig.model_validate(small)))
-
-
-def run(release, *names: str, providers: ProviderPool | None = None) -> None:
-    for name in names:
-        drain(get_stage(name), release, concurrency=8, providers=providers)
 
 
 def turns_of(release, **filters):

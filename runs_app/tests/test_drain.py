@@ -33,7 +33,7 @@ from runs_app.services import run_pause, run_resume, run_set_budget, run_start
 from runs_app.stages import base, get_stage
 from runs_app.stages.base import DrainHooks, drain, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
-from runs_app.tests.openrouter_world import openrouter_release
+from runs_app.tests.releases import openrouter_release
 
 # The text under review, as the refusal and juror prompts embed it.
 EMBEDDED_TEXT = re.compile(r"<<<BEGIN TEXT>>>\n(.*?)\n<<<END TEXT>>>", re.DOTALL)

@@ -11,7 +11,7 @@ from runs_app.services import release_freeze, release_retry_failed
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
 from runs_app.testing.fake_openrouter import FakeOpenRouter
-from runs_app.tests.openrouter_world import openrouter_release
+from runs_app.tests.releases import openrouter_release
 
 
 @pytest.fixture

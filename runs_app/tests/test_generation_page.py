@@ -88,7 +88,7 @@ def test_only_operators_may_retry_failed_work(client, judged, staff):
 @pytest.mark.django_db
 def test_a_t4_text_shows_its_interview_with_the_judges_label_per_answer(
         client, imported_scenarios, staff):
-    from runs_app.tests.test_crossexam import run, t4_release
+    from runs_app.tests.releases import run, t4_release
 
     release = t4_release()
     run(release, "generate", "refusal", "crossexam")

@@ -33,7 +33,7 @@ from runs_app.stages import get_stage
 from runs_app.stages.base import DrainHooks, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.openrouter_world import (
+from runs_app.tests.releases import (
     MODELS,
     models_payload,
     openrouter_release,

@@ -22,7 +22,7 @@ from django.conf import settings
 from runs_app.providers.models_list import ModelListing, listings_as_payload
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.openrouter_world import RELEASE, kill, repeated_calls, start
+from runs_app.tests.releases import RELEASE, kill, repeated_calls, start
 from tests.browser import ARTIFACTS, chromium_launch, chromium_required
 from tests.scratch import Database, free_port, manage
 

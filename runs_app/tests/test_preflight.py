@@ -26,7 +26,7 @@ from runs_app.providers.models_list import (
 from runs_app.services import release_get_or_load
 from runs_app.stages import get_stage
 from runs_app.testing.fake_openrouter import FakeOpenRouter
-from runs_app.tests.openrouter_world import IDS, MODELS, listing, models_payload, openrouter_release
+from runs_app.tests.releases import IDS, MODELS, listing, models_payload, openrouter_release
 from scenarios_app.models import Condition, Task
 from scenarios_app.rendering import assemble_writer_prompt
 

@@ -25,7 +25,7 @@ from django.conf import settings
 
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.openrouter_world import RELEASE, kill, repeated_calls, start
+from runs_app.tests.releases import RELEASE, kill, repeated_calls, start
 from tests.scratch import Database, Shell, manage
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,7 @@
-"""What the generation, preflight, operator and worker tests share: five test models
-(two writers, three judges) and releases of them, their entries in a fake OpenRouter models
-list, a release file for worker processes, and how those processes are started and killed."""
+"""Releases the stage tests share, and what runs them: five OpenRouter test models (two
+writers, three judges) and releases of them, their entries in a fake OpenRouter models list,
+demo.0's models on T4 for the cross-examination, a release file for worker processes, and
+how those processes are started and killed."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ import signal
 import subprocess
 import sys
 
+from django.conf import settings
+
 from runs_app.providers.models_list import ModelListing, listings_as_payload
+from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
-from runs_app.services import release_create, release_freeze
+from runs_app.services import release_config_from_file, release_create, release_freeze
+from runs_app.stages import get_stage
+from runs_app.stages.base import drain
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from tests.scratch import ROOT
 
@@ -92,3 +98,18 @@ def start(*args: str, env: dict) -> subprocess.Popen:
 def kill(process: subprocess.Popen) -> None:
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
+
+
+def t4_release(code: str = "cross.0", **changes):
+    """demo.0's models on two scenarios, T4 x C0/C2 (see `small_demo_release`)."""
+    config = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml")
+    small = config.model_dump() | {
+        "code": code, "scenarios": ["greenvale-listeria", "cobaltcloud-breach"],
+        "tasks": ["T4"], "conditions": ["C0", "C2"],
+    } | changes
+    return release_freeze(release=release_create(config=ReleaseConfig.model_validate(small)))
+
+
+def run(release, *names: str, providers: ProviderPool | None = None) -> None:
+    for name in names:
+        drain(get_stage(name), release, concurrency=8, providers=providers)
