@@ -231,7 +231,8 @@ class ArenaPair(models.Model):
 class ArenaVoter(models.Model):
     """An anonymous voter: a random id held in a signed cookie, and nothing about the person.
 
-    No IP address, user agent or account is stored; `flags` records why all of the voter's
+    No IP address, user agent or account is stored (a vote keeps only a daily keyed hash of
+    its network: `ArenaVote.origin`); `flags` records why all of the voter's
     votes became shadow votes (a failed attention check).
     """
 
@@ -302,6 +303,10 @@ class ArenaVote(models.Model):
     # The demo's simulated voters (never a person) say so here.
     simulated = models.BooleanField(default=False)
     note = models.CharField(max_length=200, blank=True)
+    # A daily keyed hash of the voter's network (`ratelimits.origin_key`), never the address:
+    # a batch of results needs votes from several origins, not only several cookies. Empty
+    # for staff, simulated and earlier votes.
+    origin = models.CharField(max_length=16, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -67,6 +67,25 @@ def connection_key(group: str, request: HttpRequest) -> str:
     return kept[1]
 
 
+def origin_key(request: HttpRequest) -> str:
+    """Where a vote came from, as wide as one person's connection can reach cheaply: an
+    HMAC of today's date and the client's IPv4 /24 or IPv6 /48 (a household's or a small
+    office's whole block), cut to 16 hex digits. Stored with each vote, and read only to
+    count how many different origins a batch of results holds (`services.counted_through`):
+    voters are cookies, which anyone makes by the dozen, but five origins take five
+    networks. Never the address itself, and a new key every day."""
+    address = client_address(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+        prefix = 48 if parsed.version == 6 else 24
+        network = str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False).network_address)
+    except ValueError:
+        network = address
+    message = f"{timezone.now():%Y-%m-%d}|{network}".encode()
+    secret = hashlib.sha256(f"arena-vote-origin|{settings.SECRET_KEY}".encode()).digest()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()[:16]
+
+
 def _connection_key(today: str, request: HttpRequest) -> str:
     address = client_address(request)
     try:

@@ -681,8 +681,9 @@ def vote_rows(release: Release) -> VoteRows:
     pair_fields = ("pair_id", "pair__model_a_id", "pair__model_b_id", "pair__scenario_id",
                    "pair__flagged")
     votes = list(ArenaVote.objects.filter(pair__release=release).order_by("pk").values(
-        "pk", "voter_id", "favourable", "honest", "a_on_left", "attention", "attention_passed",
-        "shadow", "shadow_reasons", "simulated", "created_at", *pair_fields))
+        "pk", "voter_id", "origin", "favourable", "honest", "a_on_left", "attention",
+        "attention_passed", "shadow", "shadow_reasons", "simulated", "created_at",
+        *pair_fields))
     simulated = list(SimulatedPairVote.objects.filter(
         pair__release=release, status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
     ).values("position", "a_first", "favourable", "honest", "pair__simulation_queued_at",
@@ -699,14 +700,21 @@ def result_latest(release: Release) -> ArenaResult | None:
 
 def result_is_stale(release: Release, latest: ArenaResult, *, votes: int, voters: int) -> bool:
     """A batch of counted votes after those `latest` holds (at least `votes` by at least
-    `voters`; one query). Shadow votes and the simulated public's answers wait for the next
-    batch: figures that moved between batches would say which pair someone was just shown.
-    The same rule as `services.counted_through`, which applies it to the rows themselves."""
-    found = ArenaVote.objects.filter(
-        pair__release=release, shadow=False, attention=False,
-        pk__gt=latest.counted_votes_through,
-    ).aggregate(votes=Count("pk"), voters=Count("voter", distinct=True))
-    return found["votes"] >= votes and found["voters"] >= voters
+    `voters` from as many origins; one query). Shadow votes and the simulated public's
+    answers wait for the next batch: figures that moved between batches would say which pair
+    someone was just shown. The same rule as `services.counted_through`, which applies it to
+    the rows themselves (where a vote of before origins were kept counts as its voter's own
+    origin; here all such votes count as one, so a batch of them may wait a little longer)."""
+    found = votes_after(release, latest).aggregate(
+        votes=Count("pk"), voters=Count("voter", distinct=True),
+        origins=Count("origin", distinct=True))
+    return found["votes"] >= votes and min(found["voters"], found["origins"]) >= voters
+
+
+def votes_after(release: Release, latest: ArenaResult):
+    """The counted votes that `latest` does not hold yet: they wait for the next batch."""
+    return ArenaVote.objects.filter(pair__release=release, shadow=False, attention=False,
+                                    pk__gt=latest.counted_votes_through)
 
 
 def has_answers(release: Release) -> bool:

@@ -80,8 +80,10 @@ ATTENTION_EVERY = 10
 # Stored results are recomputed on a page view at most this often, and only after new votes.
 RESULTS_REFRESH_SECONDS = 120
 # Counted votes reach the public results in batches of at least this many votes by at least
-# this many voters: a voter who compares the figures before and after their own vote must
-# not find which writers their blind pair had (only their vote would have moved them).
+# this many voters from as many origins (networks: `ratelimits.origin_key`): a voter who
+# compares the figures before and after their own vote must not find which writers their
+# blind pair had (only their vote would have moved them). Voters alone would not do: a
+# voter is a cookie, and one person can make five.
 RESULTS_BATCH_VOTES = 20
 RESULTS_BATCH_VOTERS = 5
 SIMULATE_TASK = "audits_app.arena.tasks.simulate_pairs"
@@ -458,13 +460,14 @@ def vote_record(
     *, showing: ArenaShowing, voter: ArenaVoter, favourable: str, honest: str = "",
     recognised: bool = False, staff: bool = False, rate_limited: bool = False,
     now: datetime | None = None, simulated: bool = False, note: str = "",
-    state: ArenaState | None = None,
+    state: ArenaState | None = None, origin: str = "",
 ) -> ArenaVote:
     """Record a voter's answer on a pair they were shown; `favourable` names the position
     ("left"/"right") or neither ("tie", "both_bad"), `honest` the position or "". The vote
     is a shadow vote when any reason in `ShadowReason` holds; a failed attention check makes
     all the voter's votes shadow votes.
-    `state` saves reading the arena's state again when the caller has just read it.
+    `state` saves reading the arena's state again when the caller has just read it; `origin`
+    is where the vote came from (`ratelimits.origin_key`).
     """
     if showing.voter_id != voter.pk:
         raise ArenaError("this pair was shown to someone else")
@@ -483,7 +486,7 @@ def vote_record(
         recognised=recognised, a_on_left=showing.a_on_left, attention=attention,
         attention_passed=(favourable == showing.attention) if attention else None,
         shadow=bool(reasons), shadow_reasons=reasons, seconds_to_vote=round(seconds, 3),
-        simulated=simulated, note=note, created_at=now,
+        simulated=simulated, note=note, origin=origin, created_at=now,
     )
     try:
         if vote.attention_passed is False:
@@ -556,7 +559,6 @@ def results_refresh(*, release: Release) -> ArenaResult:
         scenario_ids=scenario_ids, counts=counts, level=config.bootstrap.level,
         rule=config.ranking_rule, published=_published_points(load_snapshot(publication)),
     )
-    data["votes"]["waiting"] = sum(1 for v in rows.votes if v["pk"] > through and _counted(v))
     data["votes"]["batch"] = {"votes": RESULTS_BATCH_VOTES, "voters": RESULTS_BATCH_VOTERS}
     return ArenaResult.objects.create(
         release=release, votes_counted=data["votes"]["counted"],
@@ -572,10 +574,13 @@ def _counted(vote: dict) -> bool:
 def counted_through(votes: list[dict], previous: int) -> int:
     """The last counted vote the results may hold: the newest one when the counted votes
     after `previous` make a batch (RESULTS_BATCH_VOTES by RESULTS_BATCH_VOTERS), else
-    `previous` (those votes wait for more)."""
+    `previous` (those votes wait for more). A vote stored before votes kept their origin
+    counts as an origin of its own voter."""
     new = [v for v in votes if v["pk"] > previous and _counted(v)]
     if (len(new) >= RESULTS_BATCH_VOTES
-            and len({v["voter_id"] for v in new}) >= RESULTS_BATCH_VOTERS):
+            and len({v["voter_id"] for v in new}) >= RESULTS_BATCH_VOTERS
+            and len({v["origin"] or f"voter {v['voter_id']}" for v in new})
+            >= RESULTS_BATCH_VOTERS):
         return max(v["pk"] for v in new)
     return previous
 

@@ -222,6 +222,7 @@ def arena_vote(request: HttpRequest, code: str) -> HttpResponse:
             showing=showing, voter=voter, favourable=form.cleaned_data["favourable"],
             honest=form.cleaned_data["honest"], recognised=form.cleaned_data["recognised"],
             staff=arena.staff, rate_limited=limits.soft, state=arena.state,
+            origin=ratelimits.origin_key(request),
         )
     except services.AlreadyVoted:
         # The same form sent again: without JavaScript, a reload of the page the vote answered
