@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from audits_app.models import SpotCheck
+from audits_app.models import Publication, SpotCheck
 from audits_app.publication.gate import release_counts, release_gate
 from audits_app.publication.same_words import copies_on_publishing
 from audits_app.publication.services import (
@@ -45,6 +45,9 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
             return redirect(release.get_absolute_url())
     context = {
         "release": release,
+        # Published: the page says so first, in the past tense, and offers nothing to do.
+        "publication": Publication.objects.filter(release=release).select_related(
+            "published_by").defer("snapshot").first(),
         "counts": release_counts(release),
         "stages": release_progress(release),
         "gaps": [counts for counts in release_row_counts(release)

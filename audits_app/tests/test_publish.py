@@ -222,6 +222,21 @@ def test_publishing_twice_is_refused(client, scored, publisher):
     assert Publication.objects.count() == 1
 
 
+def test_a_published_releases_publish_page_says_so_first_and_offers_nothing(
+        client, scored, publisher):
+    """A tryout found it still reading as a draft after publishing: "What will be frozen",
+    "will hold", then "Cannot publish yet: already published"."""
+    release_publish(release=scored, user=publisher)
+    client.force_login(publisher)
+    page = client.get(publish_url(scored)).content.decode()
+    assert f"<h1>Release {scored.code} is published</h1>" in page
+    assert f"by {publisher.get_username()}" in page and scored.get_absolute_url() in page
+    assert "What was frozen" in page and "holds " in page
+    for draft_words in ("What will be frozen", "will hold", "Cannot publish yet",
+                        f"Publish {scored.code}</button>"):
+        assert draft_words not in page, draft_words
+
+
 # --- when a release may be published --------------------------------------------------------
 
 
