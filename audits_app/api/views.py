@@ -12,6 +12,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
@@ -349,3 +350,10 @@ class ModelHistoryView(query_params.DeclaredParameters, GenericAPIView):
         history = {**history, "entries": [{**entry, "provenance": provenance[entry["release"]]}
                                           for entry in history["entries"]]}
         return Response(self.get_serializer(history).data)
+
+
+class SchemaView(query_params.DeclaredParameters, SpectacularAPIView):
+    """The OpenAPI schema (drf-spectacular), refusing an unknown parameter as every API
+    answer does: it reads `lang` and `version`, and `format` picks YAML or JSON."""
+
+    query_parameters = ("lang", "version")

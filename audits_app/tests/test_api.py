@@ -314,6 +314,15 @@ def test_a_parameter_an_endpoint_does_not_take_is_a_400_naming_it_and_the_accept
     assert "format" in why, why
 
 
+def test_the_schema_answers_the_parameters_it_reads_and_refuses_others(client, world):
+    for query in ("format=json", "format=yaml", "lang=en"):
+        assert client.get(f"/api/v1/schema/?{query}").status_code == 200, query
+    refused = client.get("/api/v1/schema/?x=1&format=json")
+    assert refused.status_code == 400 and list(refused.json()) == ["x"]
+    in_yaml = client.get("/api/v1/schema/?x=1")  # the schema's own default: YAML
+    assert in_yaml.status_code == 400 and "unknown parameter 'x'" in in_yaml.content.decode()
+
+
 def test_a_parameter_given_twice_is_a_400_naming_it(client, world):
     for url, name in (("/api/v1/releases/?limit=1&limit=2", "limit"),
                       ("/api/v1/releases/pub.0/texts/?task=T1&task=T2", "task"),
