@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django import forms
@@ -338,14 +338,23 @@ class ScenarioUploadForm(forms.Form):
         members, problems = read_zip(upload.name, upload, upload.size)
         if problems:
             raise forms.ValidationError(problems)
-        return [(f"{Path(upload.name).name}/{Path(member).name}", content)
+        return [(f"{Path(upload.name).name}/{_inside(member)}", content)
                 for member, content in members]
 
     def write_files(self, folder: Path) -> list[str]:
         """Write the uploads into `folder` (zips unpacked into a sub-folder named after them),
-        keeping their names so that problem lines name the file the curator uploaded.
-        Only base names are used: a member called ../../x.yaml stays inside `folder`."""
+        keeping their names, and a zip member's folders, so that problem lines name the file
+        the curator uploaded where it lies (`_inside`: a member called ../../x.yaml stays
+        inside `folder`)."""
         return [_write(folder / name, content) for name, content in self._contents]
+
+
+def _inside(member: str) -> str:
+    """A zip member's path with its folders, less anything that would lead out of the folder
+    it is unpacked into: `..`, `.`, a leading `/` or a drive, backslashes as separators."""
+    parts = PurePosixPath(member.replace("\\", "/")).parts
+    kept = [part for part in parts if part not in ("", ".", "..", "/") and not part.endswith(":")]
+    return "/".join(kept) or "unnamed.yaml"
 
 
 def _refuse_if_too_large(name: str, size: int, limit: int) -> None:

@@ -580,3 +580,30 @@ def test_a_brief_a_frozen_release_ran_with_is_offered_no_delete(curator_client, 
         f"{url}{free.pk}/change/").content.decode()
     assert curator_client.post(f"{url}{free.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Task.objects.filter(pk=free.pk).exists()
+
+
+def test_a_problem_in_a_zip_names_the_member_with_its_folders(curator_client, tmp_path):
+    """A tryout found a file in a zip's sub-folder named without its folder; a member whose
+    path would lead out of the upload's folder is still kept inside it."""
+    from scenarios_app.forms import ScenarioUploadForm
+
+    broken = valid_document()
+    broken["facts"][0]["label"] = "sideways"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("set/greenvale.yaml", dump(valid_document()))
+        archive.writestr("set/drafts/broken.yaml", dump(broken))
+    upload = SimpleUploadedFile("set.zip", buffer.getvalue(), content_type="application/zip")
+
+    page = curator_client.post(UPLOAD, {"files": [upload]}).content.decode()
+
+    assert "set.zip/set/drafts/broken.yaml" in page
+    assert not Scenario.objects.exists()  # all or none
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("../../escaped.yaml", "x: 1\n")
+    form = ScenarioUploadForm(files={"files": SimpleUploadedFile("up.zip", buffer.getvalue())})
+    assert form.is_valid(), form.errors
+    (written,) = form.write_files(tmp_path)
+    assert written == str(tmp_path / "up.zip" / "escaped.yaml")
