@@ -58,10 +58,17 @@ def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
 
 @query_params.reads("a", "b")
 def compare_choose(request: HttpRequest) -> HttpResponse:
-    """The release list's form: two codes in, the comparison's address out."""
+    """The release list's form: two codes in, the comparison's address out. With neither,
+    the release list, where the form is; with one, a 400 naming the one missing (it quietly
+    went to the release list, as if the address had been understood)."""
     code_a, code_b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
-    if not code_a or not code_b:
+    if not code_a and not code_b:
         return redirect("audits:release-list")
+    if not code_a or not code_b:
+        missing, given = ("b", code_a) if code_a else ("a", code_b)
+        raise BadRequest(f"Choose two releases to compare: {missing} is missing (only "
+                         f"{public.shown_code(given)} was given). The form on the release "
+                         f"list sends both.")
     two_releases(code_a, code_b)
     for code in (code_a, code_b):  # a code with "/" (or "..") has no comparison address
         public.published_release_named(code, request.user)

@@ -401,4 +401,14 @@ def test_a_release_compared_with_itself_is_refused_saying_why(client, admin_clie
         assert "public" not in answer.get("Cache-Control", "")
     # Two different releases still compare.
     assert client.get("/compare/?a=pub.0&b=pub.1").status_code == 302
+
+
+def test_the_compare_form_with_one_release_is_refused_naming_the_other(client, two_releases):
+    """`/compare/?a=X` went quietly to the release list, as if it had been understood."""
+    for url, missing in (("/compare/?a=pub.0", "b"), ("/compare/?b=pub.1", "a")):
+        response = client.get(url)
+        assert response.status_code == 400, url
+        assert f"Choose two releases to compare: {missing} is missing" in html.unescape(
+            response.content.decode()), url
+    assert client.get("/compare/").url == "/"  # nothing chosen: the list, with the form
     assert client.get("/api/v1/releases/pub.1/compare/pub.0/").status_code == 200
