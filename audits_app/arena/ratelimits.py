@@ -74,28 +74,27 @@ def origin_key(request: HttpRequest) -> str:
     count how many different origins a batch of results holds (`services.counted_through`):
     voters are cookies, which anyone makes by the dozen, but five origins take five
     networks. Never the address itself, and a new key every day."""
-    address = client_address(request)
-    try:
-        parsed = ipaddress.ip_address(address)
-        prefix = 48 if parsed.version == 6 else 24
-        network = str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False).network_address)
-    except ValueError:
-        network = address
-    message = f"{timezone.now():%Y-%m-%d}|{network}".encode()
-    secret = hashlib.sha256(f"arena-vote-origin|{settings.SECRET_KEY}".encode()).digest()
-    return hmac.new(secret, message, hashlib.sha256).hexdigest()[:16]
+    today = f"{timezone.now():%Y-%m-%d}"
+    return _network_key("arena-vote-origin", today, request, ipv4=24, ipv6=48)[:16]
 
 
 def _connection_key(today: str, request: HttpRequest) -> str:
+    return _network_key("arena-rate-limit", today, request, ipv4=32, ipv6=64)
+
+
+def _network_key(purpose: str, today: str, request: HttpRequest, *, ipv4: int,
+                 ipv6: int) -> str:
+    """HMAC-SHA256 (a key of its own per `purpose`, from SECRET_KEY) of `today` and the
+    client's network: its address cut to the first `ipv4` or `ipv6` bits."""
     address = client_address(request)
     try:
         parsed = ipaddress.ip_address(address)
-        prefix = 64 if parsed.version == 6 else 32
+        prefix = ipv6 if parsed.version == 6 else ipv4
         network = str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False).network_address)
     except ValueError:
         network = address
     message = f"{today}|{network}".encode()
-    secret = hashlib.sha256(f"arena-rate-limit|{settings.SECRET_KEY}".encode()).digest()
+    secret = hashlib.sha256(f"{purpose}|{settings.SECRET_KEY}".encode()).digest()
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
