@@ -96,6 +96,17 @@ CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
 BAITBENCH_STAFF_SESSION_SECONDS = envint("BAITBENCH_STAFF_SESSION_SECONDS", 8 * 3600)
 
+# Staff passwords (`manage.py staff_add`, `demo --password`, the admin's password forms): at
+# least 12 characters, not a common password, not all digits, not the user name. Logins reach
+# unpublished releases and the writers of blind pairs.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
 # Login throttle (django-axes): after AXES_FAILURE_LIMIT failed logins from one address, or
 # for one user name from anywhere, further logins are refused (429) for the cool-off time; a
 # successful login clears the count. Tests log in with `force_login`, which never reaches it.

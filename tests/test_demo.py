@@ -10,7 +10,9 @@ import pytest
 import yaml
 from django.conf import settings
 from django.contrib.auth import authenticate as _authenticate
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client, RequestFactory, override_settings
 
 from audits_app.models import Publication
@@ -141,3 +143,9 @@ def test_the_password_changes_only_when_asked(small_demo):
     assert "Leaderboard: http://127.0.0.1:8001/releases/demo.0/" in output
     assert "Staff login for http://127.0.0.1:8001/admin/ " in output
     assert ":8000" not in output
+
+
+def test_a_weak_demo_password_is_refused_before_any_work(db):
+    with pytest.raises(CommandError, match="--password is refused: .*This password is too short"):
+        demo("--password", "demo")
+    assert not get_user_model().objects.filter(username="demo").exists()

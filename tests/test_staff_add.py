@@ -123,3 +123,16 @@ def test_the_password_is_no_argument(password):
     with pytest.raises(CommandError):
         staff_add("x", "--role", "curator", "--password", "in-the-history")
     assert not User.objects.filter(username="x").exists()
+
+
+@pytest.mark.parametrize("weak, says", [
+    ("password", "This password is too short"),
+    ("password1234", "This password is too common"),
+    ("204863197532", "This password is entirely numeric"),
+    ("winifred-smith", "The password is too similar to the username"),
+])
+def test_a_weak_password_is_refused_with_the_rule_it_breaks(monkeypatch, weak, says):
+    monkeypatch.setenv("BAITBENCH_STAFF_PASSWORD", weak)
+    with pytest.raises(CommandError, match=f"the password is refused: .*{says}"):
+        staff_add("winifred-smith", "--role", "publisher")
+    assert not User.objects.filter(username="winifred-smith").exists()

@@ -13,6 +13,8 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
@@ -62,6 +64,12 @@ class Command(BaseCommand):
                **options) -> None:
         if not 0 < port < 65536:
             raise CommandError(f"--port {port} is not a port number (1 to 65535)")
+        if password is not None:  # refused before any work, by the rules every login keeps
+            try:
+                validate_password(password, get_user_model()(username=DEMO_USER))
+            except ValidationError as refused:
+                raise CommandError(f"--password is refused: {' '.join(refused.messages)}"
+                                   ) from None
         call_command("migrate", interactive=False, verbosity=0)
         self._import_scenarios()
         user, new_password = self._staff_login(password, reset_password)
