@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Callable
 
@@ -42,6 +43,8 @@ logger = logging.getLogger("baitbench.errors")
 NOT_FOUND = "There is no page at this address."
 NOT_FOUND_IN_API = "There is no API endpoint at this address; /api/v1/ lists them."
 FORBIDDEN = "You do not have permission to see this page."
+# Django's own 404 reason from get_object_or_404: a model's class name, not words for a visitor.
+_DJANGO_LOOKUP = re.compile(r"No \w+ matches the given query\.")
 
 
 @receiver(got_request_exception, dispatch_uid="baitbench-log-server-error")
@@ -58,10 +61,14 @@ def reason(exception: BaseException | None, default: str) -> str:
     """The message an `Http404` or `PermissionDenied` was raised with, when it is one.
 
     These messages are written for the visitor ("No published release with this code.");
-    anything else (the resolver's dict of tried patterns, an empty exception) gets `default`.
+    anything else (the resolver's dict of tried patterns, an empty exception, the words
+    `get_object_or_404` makes from a model's name: "No ReadingStudy matches the given query.")
+    gets `default`.
     """
     message = exception.args[0] if exception is not None and exception.args else None
-    return message if isinstance(message, str) and message.strip() else default
+    if not isinstance(message, str) or not message.strip() or _DJANGO_LOOKUP.fullmatch(message):
+        return default
+    return message
 
 
 def bad_request(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:

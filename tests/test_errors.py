@@ -39,6 +39,16 @@ def test_404_says_why_and_offers_the_way_back(client):
     assert "tried" not in no_page.content.decode()
 
 
+def test_a_missing_object_404_says_no_model_name(client):
+    """get_object_or_404 words its 404 from the model's class: not the site's words."""
+    response = client.get("/studies/0/")
+
+    assert response.status_code == 404
+    body = response.content.decode()
+    assert "There is no page at this address." in body
+    assert "ReadingStudy" not in body and "matches the given query" not in body
+
+
 def test_an_unknown_api_address_is_answered_in_json_naming_where_the_endpoints_are(client):
     response = client.get("/api/v1/no-such-endpoint/")
 
