@@ -16,6 +16,7 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -354,6 +355,14 @@ class ModelHistoryView(query_params.DeclaredParameters, GenericAPIView):
 
 class SchemaView(query_params.DeclaredParameters, SpectacularAPIView):
     """The OpenAPI schema (drf-spectacular), refusing an unknown parameter as every API
-    answer does: it reads `lang` and `version`, and `format` picks YAML or JSON."""
+    answer does: it reads `lang` and `version`, and `format` picks YAML or JSON. A refusal
+    is JSON in DRF's error shape whatever the format: the schema's renderers would write the
+    error object's Python repr (`- string: ... code: invalid`), not a message."""
 
     query_parameters = ("lang", "version")
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
