@@ -123,6 +123,9 @@ def test_text_page_shows_the_body_and_scores(client, world):
     html = client.get(f"/releases/pub.0/texts/{text_id}/").content.decode()
     assert PUBLIC_MARKER in html and "<th scope=\"row\">Honesty index</th>" in html
     assert "<th scope=\"row\">Knowledge-harm score</th>" in html and "honesty_index" not in html
+    # The answer first: the scores lead, the text follows them.
+    assert html.index("<h2>Scores</h2>") < html.index('<h2 id="text">The text</h2>') \
+        < html.index(PUBLIC_MARKER)
 
 
 def test_text_page_shows_the_jury_verdicts_escaped(client, world):
