@@ -283,9 +283,11 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
                     confirm_canary_change=form.cleaned_data["confirm_canary_change"],
                 )
             if result.ok:
+                left_out = (f" Not scenario files, so not imported: {', '.join(form.left_out)}."
+                            if form.left_out else "")
                 self.message_user(request, (
                     f"Imported: {len(result.created)} created, {len(result.updated)} updated, "
-                    f"{len(result.unchanged)} unchanged."
+                    f"{len(result.unchanged)} unchanged.{left_out}"
                 ), messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:scenarios_app_scenario_changelist"))
             # Listed on the page as written (the admin's messages would capitalise a file's

@@ -267,6 +267,17 @@ def yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     ]
 
 
+def other_members(handle: Any) -> list[str]:
+    """The files of a readable zip that are not scenario files (a README, an image): left out
+    of an import, and named in its result so that nothing is left out unsaid. macOS's
+    `__MACOSX/` resource forks are not the curator's files and are not named."""
+    handle.seek(0)
+    with zipfile.ZipFile(handle) as archive:
+        return [member.filename for member in archive.infolist()
+                if not member.is_dir() and not member.filename.endswith(SUFFIXES)
+                and not member.filename.startswith("__MACOSX/")]
+
+
 def read_zip(name: str, handle: Any, size: int) -> tuple[list[tuple[str, bytes]], list[str]]:
     """(member name, content) of each scenario file in the zip `handle`, or the problem that
     refuses the whole zip. Sizes are checked before anything is unpacked (members by their

@@ -20,7 +20,7 @@ from django.forms.models import BaseInlineFormSet
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES, read_zip, size_against
+from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES, other_members, read_zip, size_against
 from scenarios_app.models import KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import scenario_document, scenario_slug_change_refusal
@@ -318,6 +318,8 @@ class ScenarioUploadForm(forms.Form):
     def clean_files(self) -> list[Any]:
         uploads = self.cleaned_data["files"]
         self._contents: list[tuple[str, bytes]] = []
+        # Files in a zip that are not scenario files: not imported, and named in the result.
+        self.left_out: list[str] = []
         for upload in uploads:
             self._contents += self._files_in(upload)
         names = [name for name, _ in self._contents]
@@ -338,6 +340,8 @@ class ScenarioUploadForm(forms.Form):
         members, problems = read_zip(upload.name, upload, upload.size)
         if problems:
             raise forms.ValidationError(problems)
+        self.left_out += [f"{Path(upload.name).name}/{_inside(member)}"
+                          for member in other_members(upload)]
         return [(f"{Path(upload.name).name}/{_inside(member)}", content)
                 for member, content in members]
 

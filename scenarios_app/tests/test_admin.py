@@ -396,6 +396,21 @@ def test_a_curator_uploads_a_zip_of_scenario_files(curator_client):
     assert Scenario.objects.count() == 2
 
 
+def test_a_zips_other_files_are_named_as_not_imported(curator_client):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("set/greenvale.yaml", dump(valid_document()))
+        archive.writestr("set/readme.txt", "What these scenarios are.")
+        archive.writestr("__MACOSX/set/._greenvale.yaml", b"\x00\x05")
+    upload = SimpleUploadedFile("set.zip", buffer.getvalue(), content_type="application/zip")
+
+    response = curator_client.post(UPLOAD, {"files": [upload]})
+
+    assert messages_of(response) == ["Imported: 1 created, 0 updated, 0 unchanged. Not scenario "
+                                     "files, so not imported: set.zip/set/readme.txt."]
+    assert Scenario.objects.count() == 1
+
+
 def test_an_auditor_cannot_upload(auditor_client):
     response = auditor_client.post(
         UPLOAD, {"files": [_upload("greenvale.yaml", dump(valid_document()))]}
