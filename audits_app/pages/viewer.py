@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
@@ -287,14 +287,17 @@ def may_download_staff_archive(user, published: PublishedRelease) -> bool:
         published.snapshot, revealed_holders(published.release.pk))
 
 
-def withheld_generations() -> Q | None:
-    """The rows of every text a published release still holds back, as a filter on
-    `Generation` (None when no release holds any): what the generation admin leaves out for
-    staff who do not publish, as `snapshot_for_viewer` leaves them off the pages. One query
-    reads the held cells of every publication (not whole snapshots); reveals are cached."""
+def withheld_generations(release_id: int | None = None) -> Q | None:
+    """The rows of every text a published release (or the one given) still holds back, as a
+    filter on `Generation` (None when no release holds any): what the generation admin and
+    the out-of-band audit's texts leave out for staff who do not publish, as
+    `snapshot_for_viewer` leaves them off the pages. One query reads the held cells of every
+    publication (not whole snapshots); reveals are cached."""
     held: dict[tuple[int, str, str, str], set[int]] = {}
-    for row in Publication.objects.values("release_id", *(f"snapshot__{holder.value}"
-                                                           for holder in Holder)):
+    publications = Publication.objects.all() if release_id is None else \
+        Publication.objects.filter(release_id=release_id)
+    for row in publications.values("release_id", *(f"snapshot__{holder.value}"
+                                                   for holder in Holder)):
         cells = withheld_cells(held_parts({holder.value: row[f"snapshot__{holder.value}"]
                                            for holder in Holder}),
                                revealed_holders(row["release_id"]))
@@ -306,6 +309,17 @@ def withheld_generations() -> Q | None:
                  condition=condition, variant__in=sorted(variants))
         query = cell if query is None else query | cell
     return query
+
+
+def withheld_texts(user, release_id: int | None = None) -> QuerySet:
+    """The ids of the texts published releases (or the one given) still hold for their
+    arena or reading studies, for staff who do not publish; none for publishers. Only
+    publishers may know the writers of blind pairs and study texts: the generation admin and
+    the out-of-band audit's texts leave these out, as `snapshot_for_viewer` leaves them off
+    the pages (404 for one, absent from lists and CSVs)."""
+    query = None if may_publish(user) else withheld_generations(release_id)
+    return Generation.objects.filter(query).values("pk") if query is not None \
+        else Generation.objects.none().values("pk")
 
 
 def _release_without_held_out(release: ReleaseEntry, public: set[str]) -> ReleaseEntry:
