@@ -30,14 +30,14 @@ from audits_app.models import (
     SpotCheckCorrection,
     SpotCheckItem,
 )
-from audits_app.pages.viewer import withheld_generations
+from audits_app.pages.viewer import withheld_texts
 from audits_app.text_codes import text_code
 from baitbench_site.admin_refusals import (
     DeletesOnlyWhatItMay,
     RefusalsAsMessages,
     related_refusal,
 )
-from baitbench_site.roles import may_publish, sees_only_own_checks
+from baitbench_site.roles import sees_only_own_checks
 from runs_app import admin as runs_admin
 from runs_app.admin_checks import ReadOnlyAdmin
 from runs_app.models import Generation
@@ -55,15 +55,6 @@ def blinded_texts(user) -> QuerySet:
     """Every text of those releases, not only the pending ones: a list that left out just the
     pending texts would show them as gaps (filtered by writer, the gaps are that writer's)."""
     return Generation.objects.filter(release_id__in=blinded_releases(user)).values("pk")
-
-
-def withheld_texts(user) -> QuerySet:
-    """The texts published releases still hold for their arena or reading studies, for staff
-    who do not publish: only publishers may know the writers of blind pairs and study texts
-    (`pages.viewer.snapshot_for_viewer` leaves them off the pages alike)."""
-    query = None if may_publish(user) else withheld_generations()
-    return Generation.objects.filter(query).values("pk") if query is not None \
-        else Generation.objects.none().values("pk")
 
 
 # The generation admin (runs_app) hides these texts from the person checking them, and held

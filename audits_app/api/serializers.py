@@ -410,17 +410,33 @@ class ReferenceOverallSerializer(serializers.Serializer):
     share_high = serializers.FloatField(allow_null=True)
 
 
+class HeldFiguresSerializer(serializers.Serializer):
+    scenario = serializers.CharField()
+    reason = serializers.CharField(help_text="Who holds the scenario's texts, until when, and "
+                                             "why its per-model figures are held with them.")
+
+
+HELD_FIGURES_HELP = (
+    "Scenarios whose texts the release still holds for its arena or reading studies: their "
+    "per-model rows are left out of `per_scenario` (for everyone but publishers) until the "
+    "texts are public, since they tell which model wrote the more favourable texts there. "
+    "`overall` includes them.")
+
+
 class VersusControlSerializer(serializers.Serializer):
     per_scenario = VersusControlScenarioSerializer(
         many=True, help_text="Each scenario against its own control text (held-out scenarios "
-                             "for staff only).")
+                             "for staff only; not the scenarios in `held`).")
+    held = HeldFiguresSerializer(many=True, help_text=HELD_FIGURES_HELP)
     overall = ReferenceOverallSerializer(many=True)
 
 
 class WithoutTextSerializer(serializers.Serializer):
     per_scenario = NoTextScenarioSerializer(
         many=True, help_text="Each scenario against what the reading positions answered "
-                             "knowing only the organisation's name and what it does.")
+                             "knowing only the organisation's name and what it does (not the "
+                             "scenarios in `held`).")
+    held = HeldFiguresSerializer(many=True, help_text=HELD_FIGURES_HELP)
     overall = ReferenceOverallSerializer(many=True)
 
 

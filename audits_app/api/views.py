@@ -191,6 +191,9 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
 
         boards = snapshot.leaderboards
         keys = public.measure_keys(snapshot)
+        # Scenarios whose per-model rows the viewer's snapshot left out, and why.
+        held = [{"scenario": slug, "reason": public.figures_held_because(holders)}
+                for slug, holders in published.figures_held.items()]
         data = {
             "release": published.code, "published": published.draft is None,
             "provenance": published.provenance.as_dict(),
@@ -208,9 +211,11 @@ class LeaderboardView(query_params.DeclaredParameters, GenericAPIView):
             "thresholds": {key: named(getattr(snapshot, key))
                            for key in ("c2_vs_c0", "c1_minus_c3")},
             "versus_control": {"per_scenario": named(snapshot.versus_control),
+                               "held": held,
                                "overall": named(snapshot.versus_control_overall)},
             "without_text": {
                 "per_scenario": named(snapshot.baseline_without_text),
+                "held": held,
                 "overall": named(snapshot.baseline_without_text_overall)},
             "chart": chart_frame(snapshot).model_dump(mode="json"),
             "caveat": measures.RANKING_ONLY,

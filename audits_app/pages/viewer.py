@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, Q, TextField
+from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.http import Http404
 
@@ -26,7 +27,14 @@ from audits_app.arena.models import ArenaEvent
 from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
 from audits_app.publication.drafts import draft_get
-from audits_app.publication.held_cells import Holder, held_parts, text_cell, withheld_cells
+from audits_app.publication.held_cells import (
+    Holder,
+    held_cells,
+    held_parts,
+    text_cell,
+    withheld_cells,
+    withheld_holders,
+)
 from audits_app.publication.snapshot_model import (
     ReleaseEntry,
     ReleaseSnapshot,
@@ -72,6 +80,9 @@ class PublishedRelease:
     publication: Publication
     snapshot: ReleaseSnapshot  # already filtered for the viewer
     draft: Any = None  # audits_app.publication.drafts.Draft for an unpublished release
+    # The scenarios whose per-model figures `snapshot_for_viewer` left out for this viewer,
+    # with who holds each (`scenarios_held`): the pages and answers say why.
+    figures_held: Mapping[str, tuple[Holder, ...]] = field(default_factory=dict)
 
     @property
     def release(self) -> Release:
@@ -186,9 +197,10 @@ def draft_view(release: Release) -> PublishedRelease:
 
 
 def published_from(publication: Publication, user) -> PublishedRelease:
-    return PublishedRelease(publication, snapshot_for_viewer(
-        load_snapshot(publication), user,
-        revealed=revealed_holders(publication.release_id)))
+    snapshot = load_snapshot(publication)
+    revealed = revealed_holders(publication.release_id)
+    return PublishedRelease(publication, snapshot_for_viewer(snapshot, user, revealed=revealed),
+                            figures_held=scenarios_held(snapshot, user, revealed))
 
 
 # Which holders of a release's held cells have made their texts public, kept in the shared
@@ -245,6 +257,39 @@ def public_scenario_slugs(snapshot: ReleaseSnapshot) -> set[str]:
     return {s.slug for s in snapshot.scenarios if s.visibility == Visibility.PUBLIC}
 
 
+# Who holds a scenario's cells, and until when, as the pages and answers say it.
+HELD_FOR = {Holder.ARENA: "the release's arena, until the arena closes",
+            Holder.READING_STUDIES: "the release's reading studies, until they are revealed"}
+# The snapshot's parts with a row per model and scenario: on a scenario whose texts are held,
+# they tell which model wrote the more favourable texts there (whoever judged a blind pair of
+# that scenario learns its writers), so they are held with the texts. Only those rows: every
+# overall figure includes every scenario, by design, as the publication froze it.
+PER_MODEL_BY_SCENARIO = ("versus_control", "baseline_without_text")
+
+
+def scenarios_held(snapshot: ReleaseSnapshot, user,
+                   revealed: frozenset[Holder] = frozenset()) -> dict[str, tuple[Holder, ...]]:
+    """The scenarios whose cells the release still holds from this viewer, with who holds
+    each: none for publishers (who see everything), the scenarios of every cell held and not
+    yet revealed for anyone else (`publication.held_cells`; whole scenarios are held). The
+    one rule `snapshot_for_viewer` applies to a held scenario's per-model rows."""
+    if may_publish(user):
+        return {}
+    found: dict[str, tuple[Holder, ...]] = {}
+    for holder in withheld_holders(snapshot, revealed):
+        for slug in sorted({cell[0] for cell in held_cells(snapshot, holder)}):
+            found[slug] = (*found.get(slug, ()), holder)
+    return found
+
+
+def figures_held_because(holders: tuple[Holder, ...]) -> str:
+    """Why a held scenario's page and answers carry no per-model figures."""
+    return ("Each model's figures on this scenario are held for "
+            + " and for ".join(HELD_FOR[holder] for holder in holders)
+            + ": they would tell which model wrote the more favourable of its texts, which are "
+              "read blind until then. The release's overall figures include this scenario.")
+
+
 def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
                         revealed: frozenset[Holder] = frozenset()) -> ReleaseSnapshot:
     """Publishers (and superusers, who hold every permission) see everything. Every text of
@@ -252,25 +297,30 @@ def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
     revealed its texts (`publication.held_cells`) for everyone else, staff of the other
     roles included: only publishers may know the writers of blind pairs and study texts, so
     an operator, curator or auditor gets a held text's page, list rows and CSV lines as an
-    anonymous visitor does (404, absent). Anyone not staff also loses every row about a
-    held-out scenario. A shallow copy: the parts it keeps are the shared snapshot's own
-    (frozen)."""
+    anonymous visitor does (404, absent). So are the per-model rows of a held scenario
+    (`PER_MODEL_BY_SCENARIO`, `scenarios_held`), not the overall figures. Anyone not staff
+    also loses every row about a held-out scenario. A shallow copy: the parts it keeps are
+    the shared snapshot's own (frozen); the stored snapshot, frozen and hashed, is never
+    changed."""
     if may_publish(user):
         return snapshot
     held = withheld_cells(snapshot, revealed)
+    held_scenarios = set(scenarios_held(snapshot, user, revealed))
+    figures = {key: [row for row in getattr(snapshot, key) if row.scenario not in held_scenarios]
+               for key in PER_MODEL_BY_SCENARIO}
     if is_staff(user):
         if not held:
             return snapshot
         return snapshot.model_copy(update={
-            "texts": [t for t in snapshot.texts if text_cell(t) not in held]})
+            "texts": [t for t in snapshot.texts if text_cell(t) not in held], **figures})
     public = public_scenario_slugs(snapshot)
     return snapshot.model_copy(update={
         "scenarios": [s for s in snapshot.scenarios if s.slug in public],
         "texts": [t for t in snapshot.texts
                   if t.scenario in public and t.visibility == "public"
                   and text_cell(t) not in held],
-        **{key: [row for row in getattr(snapshot, key) if row.scenario in public]
-           for key in ("versus_control", "baseline_without_text", "anchors")},
+        **{key: [row for row in rows if row.scenario in public]
+           for key, rows in {**figures, "anchors": snapshot.anchors}.items()},
         "scenario_content": {slug: content for slug, content
                              in snapshot.scenario_content.items() if slug in public},
         "release": _release_without_held_out(snapshot.release, public),
@@ -287,14 +337,17 @@ def may_download_staff_archive(user, published: PublishedRelease) -> bool:
         published.snapshot, revealed_holders(published.release.pk))
 
 
-def withheld_generations() -> Q | None:
-    """The rows of every text a published release still holds back, as a filter on
-    `Generation` (None when no release holds any): what the generation admin leaves out for
-    staff who do not publish, as `snapshot_for_viewer` leaves them off the pages. One query
-    reads the held cells of every publication (not whole snapshots); reveals are cached."""
+def withheld_generations(release_id: int | None = None) -> Q | None:
+    """The rows of every text a published release (or the one given) still holds back, as a
+    filter on `Generation` (None when no release holds any): what the generation admin and
+    the out-of-band audit's texts leave out for staff who do not publish, as
+    `snapshot_for_viewer` leaves them off the pages. One query reads the held cells of every
+    publication (not whole snapshots); reveals are cached."""
     held: dict[tuple[int, str, str, str], set[int]] = {}
-    for row in Publication.objects.values("release_id", *(f"snapshot__{holder.value}"
-                                                           for holder in Holder)):
+    publications = Publication.objects.all() if release_id is None else \
+        Publication.objects.filter(release_id=release_id)
+    for row in publications.values("release_id", *(f"snapshot__{holder.value}"
+                                                   for holder in Holder)):
         cells = withheld_cells(held_parts({holder.value: row[f"snapshot__{holder.value}"]
                                            for holder in Holder}),
                                revealed_holders(row["release_id"]))
@@ -306,6 +359,17 @@ def withheld_generations() -> Q | None:
                  condition=condition, variant__in=sorted(variants))
         query = cell if query is None else query | cell
     return query
+
+
+def withheld_texts(user, release_id: int | None = None) -> QuerySet:
+    """The ids of the texts published releases (or the one given) still hold for their
+    arena or reading studies, for staff who do not publish; none for publishers. Only
+    publishers may know the writers of blind pairs and study texts: the generation admin and
+    the out-of-band audit's texts leave these out, as `snapshot_for_viewer` leaves them off
+    the pages (404 for one, absent from lists and CSVs)."""
+    query = None if may_publish(user) else withheld_generations(release_id)
+    return Generation.objects.filter(query).values("pk") if query is not None \
+        else Generation.objects.none().values("pk")
 
 
 def _release_without_held_out(release: ReleaseEntry, public: set[str]) -> ReleaseEntry:

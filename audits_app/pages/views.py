@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from statistics import fmean
 from typing import Any
 
@@ -126,7 +127,7 @@ def release_page(request: HttpRequest, published: public.PublishedRelease) -> Ht
             _named(measured_rows(snapshot.c1_minus_c3), names), labels),
         "c2_vs_c0": tables.labelled(
             _named(measured_rows(snapshot.c2_vs_c0), names), labels),
-        "versus_control": _versus_control(snapshot, names),
+        "versus_control": _versus_control(snapshot, names, published.figures_held),
         "versus_control_overall": _named(snapshot.versus_control_overall, names),
         "refusal_rates": _named(snapshot.refusal_rates, names),
         "anchors": tables.anchor_tables(snapshot),
@@ -228,12 +229,11 @@ def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
         "model_means": _model_means(texts, names),
         "text_count": len(texts),
         "no_texts_because": "" if texts else _why_no_texts(published, slug),
+        # Left out of the viewer's snapshot with the scenario's held texts; the page says why.
+        "figures_held_because": public.figures_held_because(published.figures_held[slug])
+        if slug in published.figures_held else "",
     }
     return render(request, "audits_app/scenario_detail.html", context)
-
-
-HELD_FOR = {Holder.ARENA: "the release's arena, until the arena closes",
-            Holder.READING_STUDIES: "the release's reading studies, until they are revealed"}
 
 
 def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
@@ -245,7 +245,7 @@ def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
     holders = [holder for holder in withheld_holders(snapshot, revealed)
                if any(cell[0] == slug for cell in held_cells(snapshot, holder))]
     if holders:
-        return ("Its texts are held for " + " and for ".join(HELD_FOR[h] for h in holders)
+        return ("Its texts are held for " + " and for ".join(public.HELD_FOR[h] for h in holders)
                 + ": no page lists them before then.")
     if published.draft is None and any(
             text.scenario == slug for text in public.load_snapshot(published.publication).texts):
@@ -393,13 +393,23 @@ def _chart_table(snapshot: ReleaseSnapshot) -> list[dict[str, Any]]:
     return [point.__dict__ for point in chart_points(snapshot)]
 
 
-def _versus_control(snapshot: ReleaseSnapshot, names: dict[str, str]) -> dict[str, Any]:
-    """A model x scenario grid of 'text minus that scenario's control text'."""
+def _versus_control(snapshot: ReleaseSnapshot, names: dict[str, str],
+                    held: Mapping[str, tuple[Holder, ...]]) -> dict[str, Any]:
+    """A model x scenario grid of 'text minus that scenario's control text'; a scenario
+    whose per-model figures are held from this viewer (`viewer.scenarios_held`) has its
+    column marked held, and the page says why."""
     scenarios = [s.slug for s in snapshot.scenarios]
     cells = {(r.model, r.scenario): r.diff for r in snapshot.versus_control}
-    rows = [{"model_name": name, "cells": [cells.get((model, s)) for s in scenarios]}
+    rows = [{"model_name": name,
+             "cells": [{"held": s in held, "diff": cells.get((model, s))} for s in scenarios]}
             for model, name in names.items()]
-    return {"scenarios": scenarios, "rows": rows}
+    held_for = sorted({holder for slug in scenarios for holder in held.get(slug, ())})
+    return {"scenarios": scenarios, "rows": rows,
+            "held_because": "" if not held_for else (
+                "Figures on a scenario marked held are held for "
+                + " and for ".join(public.HELD_FOR[holder] for holder in held_for)
+                + ": they would tell which model wrote the more favourable of its texts, "
+                  "which are read blind until then. The overall figures include them.")}
 
 
 def _model_means(texts: list[TextEntry], names: dict[str, str]) -> list[dict[str, Any]]:

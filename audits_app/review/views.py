@@ -21,6 +21,7 @@ from audits_app import csv_files
 from audits_app.calibration.readers_import import human_readers_import
 from audits_app.calibration.selectors import calibration_summary
 from audits_app.models import SpotCheck, SpotCheckBatch
+from audits_app.pages.viewer import withheld_texts
 from audits_app.publication import same_words
 from audits_app.review.forms import (
     TECHNIQUES,
@@ -372,13 +373,25 @@ def csv_download(text: str, name: str) -> HttpResponse:
     return response
 
 
+def _held_from(request: HttpRequest, release: Release) -> set[int]:
+    """The texts the release still holds for its arena or reading studies, unless this
+    person publishes: the rule every public page follows (`viewer.withheld_texts`). Held
+    texts are left off the audit's list, worksheet and template, and their pages are a 404,
+    as on the public pages: an auditor who met one in the arena or a study would otherwise
+    find it here under its cell, with its jury's claims, and the public list's gaps would
+    name its writer."""
+    return set(withheld_texts(request.user, release.pk).values_list("pk", flat=True))
+
+
 @auditor_required
 def oob_texts(request: HttpRequest, code: str) -> HttpResponse:
     """The texts an out-of-band audit may cover, by code: never their writer nor the jury's
     labels, which an auditor learns only after a verdict (the review screens' rule)."""
     release = get_object_or_404(Release, code=code)
+    held = _held_from(request, release)
     return render(request, "review/oob_texts.html", {
-        "release": release, "texts": selectors.auditable_texts(release)})
+        "release": release, "held": bool(held),
+        "texts": selectors.auditable_texts(release, leave_out=held)})
 
 
 @auditor_required
@@ -387,7 +400,7 @@ def oob_worksheet(request: HttpRequest, code: str) -> HttpResponse:
     Its label, agree and note columns are empty; imported back, unfilled rows are skipped."""
     release = get_object_or_404(Release, code=code)
     rows = []
-    for text in selectors.auditable_texts(release):
+    for text in selectors.auditable_texts(release, leave_out=_held_from(request, release)):
         cell = {"text": text.code, "scenario": text.scenario, "task": text.task,
                 "condition": text.condition}
         rows += [{**cell, "claim": claim.position, "quote": claim.quote} for claim in text.claims]
@@ -400,7 +413,8 @@ def oob_template(request: HttpRequest, code: str) -> HttpResponse:
     """The columns of an out-of-band CSV, explained in comment rows, with two example rows
     (commented out) for one of the release's texts."""
     release = get_object_or_404(Release, code=code)
-    example = next(iter(sorted(selectors.audit_text_codes(release))), "t0123456789ab")
+    example = next(iter(sorted(selectors.audit_text_codes(
+        release, leave_out=_held_from(request, release)))), "t0123456789ab")
     notes = [
         "# One row per verdict. Rows whose first cell starts with # are skipped.",
         f"# text: a code from the list of texts to audit "
@@ -422,7 +436,8 @@ def oob_text(request: HttpRequest, code: str, text: str) -> HttpResponse:
     """One text to audit, blind: the text with the jury's claims marked and numbered (no
     labels), and the scenario's facts; no writer."""
     release = get_object_or_404(Release, code=code)
-    generation_id = selectors.audit_text_codes(release).get(text.lower())
+    generation_id = selectors.audit_text_codes(
+        release, leave_out=_held_from(request, release)).get(text.lower())
     if generation_id is None:
         raise Http404("No such text to audit in this release.")
     generation = get_object_or_404(

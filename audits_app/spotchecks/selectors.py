@@ -15,6 +15,7 @@ Definitions used throughout (DESIGN sections 2 and 6):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -356,10 +357,12 @@ def next_pending(user, after: SpotCheck | None = None) -> SpotCheck | None:
 
 # --- out-of-band audits: the texts, blind -----------------------------------------------------
 
-def audit_text_codes(release: Release) -> dict[str, int]:
-    """Text code -> generation id, for every scored text of the release."""
+def audit_text_codes(release: Release, leave_out: Collection[int] = ()) -> dict[str, int]:
+    """Text code -> generation id, for every scored text of the release but those left out
+    (the texts the release still holds from this viewer: `pages.viewer.withheld_texts`)."""
     ids = scored_verdicts(release).values_list("generation_id", flat=True).distinct()
-    return {text_code(release.code, generation_id): generation_id for generation_id in ids}
+    return {text_code(release.code, generation_id): generation_id for generation_id in ids
+            if generation_id not in leave_out}
 
 
 @dataclass(frozen=True)
@@ -373,12 +376,13 @@ class AuditableText:
     claims: list[JuryClaim]  # positions and quotes; their labels are never shown
 
 
-def auditable_texts(release: Release,
-                    texts: dict[int, JuryText] | None = None) -> list[AuditableText]:
-    """The texts an out-of-band audit may cover (the release's scored texts), by scenario,
-    task and condition, then by code, so that neither the order nor any field tells the
-    writer."""
+def auditable_texts(release: Release, texts: dict[int, JuryText] | None = None,
+                    leave_out: Collection[int] = ()) -> list[AuditableText]:
+    """The texts an out-of-band audit may cover (the release's scored texts but those left
+    out, as `audit_text_codes`), by scenario, task and condition, then by code, so that
+    neither the order nor any field tells the writer."""
     texts = jury_texts(release) if texts is None else texts
+    texts = {pk: text for pk, text in texts.items() if pk not in leave_out}
     cells = Generation.objects.filter(pk__in=texts).values_list(
         "pk", "task", "condition", "scenario_version__scenario__slug",
         "scenario_version__content__title")  # the title the release pinned

@@ -32,6 +32,12 @@ def jury_labels(index: int, seat: int, claim: int) -> str:
 def build_jury(release, labels=jury_labels, claims_per_text: int = 3) -> list[Generation]:
     """Generate the texts, then write scored verdicts and claims directly (three jurors each)."""
     drain(get_stage("generate"), release)
+    return jury_verdicts_write(release, labels, claims_per_text)
+
+
+def jury_verdicts_write(release, labels=jury_labels, claims_per_text: int = 3
+                        ) -> list[Generation]:
+    """`build_jury` on texts the release has already generated."""
     jurors = [LlmModel.objects.get(openrouter_id=model_id) for model_id in JURORS]
     generations = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
                        .order_by("pk"))
