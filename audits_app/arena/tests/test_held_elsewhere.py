@@ -167,6 +167,9 @@ def test_a_held_scenarios_per_model_figures_are_held_with_its_texts(
         release_page = html.unescape(client.get(f"/releases/{CODE}/").content.decode())
         assert ">held</td>" in release_page and "Figures on a scenario marked held are held " \
             f"for {HELD_FOR[holder]}" in release_page
+        # The header's count of scenarios says how many of them are held.
+        assert "scenarios shown, the texts and per-model figures of 1 of them held until " \
+            "their arena or reading studies end" in release_page
         client.logout()
 
     archive = zipfile.ZipFile(io.BytesIO(client.get(f"/releases/{CODE}/archive.zip").content))
@@ -190,3 +193,4 @@ def test_a_held_scenarios_per_model_figures_are_held_with_its_texts(
     assert board["without_text"]["held"] == []
     assert slug in {row["scenario"] for row in board["without_text"]["per_scenario"]}
     assert ">held</td>" not in client.get(f"/releases/{CODE}/").content.decode()
+    assert "of them held until" not in client.get(f"/releases/{CODE}/").content.decode()
