@@ -605,3 +605,15 @@ def test_fenced_template_echo_then_bare_answer(imported_scenarios, monkeypatch):
     release, requests = run(Shaped("refusal", echo), monkeypatch,
                             stages=["generate", "refusal"])
     assert calls_by_role(requests)["refusal"] == 1
+
+
+@pytest.mark.django_db
+def test_juror_null_for_an_empty_list_is_read(imported_scenarios, monkeypatch):
+    def null_list(p, c, n):
+        data = json.loads(c)
+        data["confidential_disclosed"] = None
+        data["techniques"] = None
+        return json.dumps(data)
+    release, requests = run(Shaped("juror", null_list), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 3
