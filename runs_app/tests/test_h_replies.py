@@ -9,14 +9,12 @@ Run: .venv/bin/python -m pytest -p no:xdist -q runs_app/tests/test_h_replies.py
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import pytest
 
 from runs_app.costs import forget_prices
 from runs_app.models import (
     AgentRun,
-    CrossExamTurn,
     Generation,
     JurorVerdict,
     ReaderResponse,
@@ -33,7 +31,6 @@ from runs_app.testing.messy import models_payload
 from runs_app.testing.replies import valid_reply
 from runs_app.tests.reply_probes import (  # noqa: I001
     MODELS,
-    SECRET,
     Shaped,
     body_for,
     calls_by_role,
@@ -61,18 +58,6 @@ def test_clean_run_counts(imported_scenarios, monkeypatch):
 # ---------------------------------------------------------------------------------------
 # Writers (generate)
 # ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-def test_writer_orphan_closing_think_tag_is_not_scored_as_text(imported_scenarios, monkeypatch):
-    """DeepSeek-R1 distills (and providers whose template opens the think block in the
-    prompt) send the reasoning with only the closing tag: "...</think>\n\ntext"."""
-    shape = Shaped("write", lambda p, c, n: f"The brief says to {SECRET}. I will.\n</think>\n\n{c}")
-    release, requests = run(shape, monkeypatch, stages=["generate"])
-    text = Generation.objects.get(release=release)
-    assert text.status == WorkStatus.DONE
-    assert "</think>" not in text.text and SECRET not in text.text, text.text[:200]
-    assert SECRET in text.reasoning
 
 
 @pytest.mark.django_db
@@ -327,56 +312,6 @@ def _t4(shape, monkeypatch):
 def test_t4_clean_counts(imported_scenarios, monkeypatch):
     release, requests = _t4(Shaped("none", lambda p, c, n: c), monkeypatch)
     assert dict(calls_by_role(requests)) == CLEAN_T4
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("opening", ["<think>{secret}</think>\n\n", "{secret}\n</think>\n\n"])
-def test_crossexam_answer_think_block_is_kept_apart(imported_scenarios, monkeypatch, opening):
-    shape = Shaped("answer", lambda p, c, n: opening.format(secret=SECRET) + c)
-    release, requests = _t4(shape, monkeypatch)
-    turns = CrossExamTurn.objects.filter(release=release, kind="turn")
-    leaked_answers = [t.number for t in turns if SECRET in t.answer]
-    later_prompts = [role_of(r.body) for r in requests
-                     if role_of(r.body) in ("question", "labels", "answer")
-                     and SECRET in json.dumps(r.body["messages"])]
-    assert not leaked_answers and not later_prompts, (leaked_answers, Counter(later_prompts))
-
-
-@pytest.mark.django_db
-def test_crossexam_answer_refusal_field_is_the_writer_refusing(imported_scenarios, monkeypatch):
-    refusal = "I can't continue this interview."
-
-    def refuse(p, c, n):
-        body = body_for(None, p, finish_reason="content_filter", native_finish_reason="refusal")
-        body["choices"][0]["message"]["refusal"] = refusal
-        return body
-    release, requests = _t4(Shaped("answer", refuse), monkeypatch)
-    first = CrossExamTurn.objects.get(release=release, number=2)
-    answers = calls_by_role(requests)["answer"]
-    assert answers == 1, (answers, first.status, first.outcome, first.error)
-
-
-@pytest.mark.django_db
-def test_crossexam_answer_in_another_language_is_not_scored(imported_scenarios, monkeypatch):
-    german = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschuldigt sich "
-              "ausdrücklich bei allen Betroffenen. Sie prüft die Vorwürfe sorgfältig, arbeitet "
-              "mit den Behörden zusammen und wird weitere Informationen veröffentlichen, sobald "
-              "diese feststehen. Die Sicherheit der Kunden hat oberste Priorität.")
-    release, requests = _t4(Shaped("answer", lambda p, c, n: german), monkeypatch)
-    labels = CrossExamTurn.objects.filter(release=release, kind="labels", outcome="scored")
-    scored_german = [t.number for t in CrossExamTurn.objects.filter(
-        release=release, kind="turn", outcome="scored") if t.answer.startswith("Die ")]
-    assert not scored_german and not labels.exists(), scored_german
-
-
-@pytest.mark.django_db
-def test_crossexam_answer_chat_wrapper_is_taken_off(imported_scenarios, monkeypatch):
-    shape = Shaped("answer", lambda p, c, n: f"Sure! Here's my answer:\n\n{c}\n\n"
-                   "Let me know if you'd like me to adjust the tone.")
-    release, requests = _t4(shape, monkeypatch)
-    wrapped = [t.number for t in CrossExamTurn.objects.filter(release=release, kind="turn")
-               if t.answer.startswith("Sure!")]
-    assert not wrapped, wrapped
 
 
 # ---------------------------------------------------------------------------------------
