@@ -402,7 +402,9 @@ def crossexam_rows(generation: Generation) -> list[dict[str, Any]]:
     rows = [{"kind": "turn", "number": 1, "question": "", "answer": generation.text,
              "status": "Done", "error": ""}]
     rows += [{"kind": "turn", "number": turn.number, "question": turn.question,
-              "answer": turn.answer, "status": turn.get_status_display(), "error": turn.error}
+              "answer": turn.answer,
+              "status": "Refused" if turn.writer_refusal else turn.get_status_display(),
+              "error": turn.writer_refusal or turn.error}
              for turn in turns if turn.kind == CrossExamTurn.Kind.TURN]
     for row, label in zip(rows, labels, strict=False):
         row["label"], row["reason"] = label.get("label", ""), label.get("reason", "")

@@ -3,8 +3,10 @@
 What a writer's reply may carry besides its text, and what becomes of it:
 
 - A think block at the start (`<think>…</think>`) is the writer's private reasoning: it is
-  stored apart (with `message.reasoning`) and never scored. A reply that is nothing but an
-  unfinished think block has no text.
+  stored apart (with `message.reasoning`) and never scored. So is everything before a closing
+  tag that no opening tag precedes (`reasoning…</think>\n\ntext`): DeepSeek-R1 and its
+  distills, and providers whose chat template opens the block in the prompt, send the
+  reasoning so. A reply that is nothing but an unfinished think block has no text.
 - A chat wrapper: an opening line addressed to the requester ("Sure! Here's a press
   release…:") in a paragraph of its own, or a closing one ("Let me know if you'd like…"),
   is taken off, and what was taken off is stored. Where the wrapper is not a paragraph of
@@ -15,6 +17,13 @@ What a writer's reply may carry besides its text, and what becomes of it:
   hundred words, so a text that is unmistakably in the release's language (a sixth of its
   words are that language's own function words, which the other candidate languages do not
   use) is taken without asking it; anything else, a mixed text included, is identified.
+
+A cross-examination answer (`spoken=True`) is read the same way, with one difference: it is
+speech in role, and a spokesperson may begin "Absolutely." or "Here's what we know: …" and end
+"I hope that answers your question." So in an answer only a short paragraph of its own that
+introduces the answer ("Sure! Here's my answer:"), or closes it as a wrapper does, is taken
+off; a bare interjection, and wrapper-like words that run into the answer, are the
+spokesperson's and stay: rejecting them would throw away valid answers and pay for them again.
 """
 
 from __future__ import annotations
@@ -27,14 +36,20 @@ from lingua import Language, LanguageDetectorBuilder
 
 from runs_app.reply_reader import UNCLOSED_THINK, split_think
 
+# A closing think tag, and an opening one (which makes the closing tag not an orphan).
+CLOSING_THINK = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+OPENING_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
+
 # Opening words of an assistant talking to its requester, in the release languages. They must
 # start the paragraph: a press release does not begin "Sure!". An interjection counts only with
 # its punctuation ("Great!"), so a headline such as "Great Lakes Water ..." is not one.
-OPENERS = re.compile(
-    r"^\s*((sure|certainly|of course|absolutely|okay|ok|great|happy to help|here you go|"
-    r"natuurlijk|zeker|uiteraard|graag)\s*[!,.:]|"
-    r"(here is|here's|below is|below you will find|i've written|i have written|i've drafted|"
-    r"hier is|hieronder)\b|ik heb\b.{0,60}\b(geschreven|opgesteld)\b)", re.IGNORECASE)
+INTERJECTION = (r"(sure|certainly|of course|absolutely|okay|ok|great|happy to help|here you go|"
+                r"natuurlijk|zeker|uiteraard|graag)\s*[!,.:]")
+INTRODUCTION = (r"(here is|here's|below is|below you will find|i've written|i have written|"
+                r"i've drafted|hier is|hieronder)\b|ik heb\b.{0,60}\b(geschreven|opgesteld)\b")
+OPENERS = re.compile(rf"^\s*({INTERJECTION}|{INTRODUCTION})", re.IGNORECASE)
+# In a spoken answer: an opening that, after any interjections, introduces what follows.
+SPOKEN_OPENERS = re.compile(rf"^\s*({INTERJECTION}\s*)*({INTRODUCTION})", re.IGNORECASE)
 CLOSERS = re.compile(
     r"^\s*(let me know|i hope|hope this|feel free|would you like|if you('d| would) like|"
     r"do you want|shall i|please let me know|i can also|happy to adjust|"
@@ -82,33 +97,50 @@ class WriterText:
     stripped: tuple[dict[str, str], ...] = ()  # {"part": "opening"|"closing", "text": ...}
 
 
-def writer_text(content: str, language: str) -> WriterText:
-    """The text of a writer's reply, or NotAText naming why it has none to score."""
-    reasoning, rest = split_think(content)
+def writer_text(content: str, language: str, *, spoken: bool = False) -> WriterText:
+    """The text of a writer's reply, or NotAText naming why it has none to score;
+    `spoken`: a cross-examination answer (see the module docstring)."""
+    reasoning, rest, thought = take_think(content)
     if UNCLOSED_THINK.match(rest):
         raise NotAText("the reply is an unfinished think block: no text after it")
     if not rest.strip():
-        raise NotAText("returned empty content" + (" (only a think block)" if reasoning else ""))
-    text, stripped = unwrap(rest)
+        raise NotAText("returned empty content" + (" (only a think block)" if thought else ""))
+    text, stripped = unwrap(rest, spoken=spoken)
     check_language(text, language)
     return WriterText(text, reasoning, stripped)
+
+
+def take_think(content: str) -> tuple[str, str, bool]:
+    """(reasoning, the rest, whether there was a think block): a leading think block, or
+    everything before a closing tag that no opening tag precedes, set aside."""
+    reasoning, rest = split_think(content)
+    if len(rest) != len(content):  # a leading block was taken off
+        return reasoning, rest, True
+    closing = CLOSING_THINK.search(content)
+    if closing and not OPENING_THINK.search(content, 0, closing.start()):
+        return content[:closing.start()].strip(), content[closing.end():], True
+    return "", content, False
 
 
 def _paragraphs(text: str) -> list[str]:
     return [part for part in re.split(r"\n\s*\n", text.strip()) if part.strip()]
 
 
-def unwrap(text: str) -> tuple[str, tuple[dict[str, str], ...]]:
+def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str], ...]]:
     """The text without a chat wrapper's opening and closing paragraphs."""
     paragraphs = _paragraphs(text)
     stripped: list[dict[str, str]] = []
-    if paragraphs and OPENERS.match(paragraphs[0]):
-        if len(paragraphs) == 1 or len(paragraphs[0]) > WRAPPER_MAX_CHARS:
+    openers = SPOKEN_OPENERS if spoken else OPENERS
+    if paragraphs and openers.match(paragraphs[0]):
+        if len(paragraphs) > 1 and len(paragraphs[0]) <= WRAPPER_MAX_CHARS:
+            stripped.append({"part": "opening", "text": paragraphs.pop(0)})
+        elif not spoken:  # in a spoken answer, words that run on are the spokesperson's
             raise NotAText(f"a chat wrapper ({_quote(paragraphs[0])}) runs into the text",
                            "wrapper")
-        stripped.append({"part": "opening", "text": paragraphs.pop(0)})
     while len(paragraphs) > 1 and CLOSERS.match(paragraphs[-1]):
         if len(paragraphs[-1]) > WRAPPER_MAX_CHARS:
+            if spoken:
+                break
             raise NotAText(f"a chat wrapper ({_quote(paragraphs[-1])}) runs into the text",
                            "wrapper")
         stripped.append({"part": "closing", "text": paragraphs.pop()})
@@ -121,9 +153,10 @@ def unwrap(text: str) -> tuple[str, tuple[dict[str, str], ...]]:
         if not paragraphs:
             raise NotAText("the reply is only a chat wrapper, with no text", "wrapper")
         return "\n\n".join(paragraphs), tuple(stripped)
-    # A closing line glued to the last paragraph ("… for more.\nLet me know if…").
+    # A closing line glued to the last paragraph ("… for more.\nLet me know if…"); in a spoken
+    # answer such a line is the spokesperson's.
     lines = text.rstrip().splitlines()
-    if len(lines) > 1 and CLOSERS.match(lines[-1]):
+    if not spoken and len(lines) > 1 and CLOSERS.match(lines[-1]):
         raise NotAText(f"a chat wrapper ({_quote(lines[-1])}) runs into the text", "wrapper")
     return text.strip(), ()
 

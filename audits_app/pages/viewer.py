@@ -552,13 +552,13 @@ def text_interview(published: PublishedRelease, text_id: int, body: str) -> list
     turns = list(CrossExamTurn.objects.filter(_this_text("generation", text_id),
                                               release_id=published.release.pk)
                  .order_by("number").values("kind", "number", "question", "answer", "labels",
-                                            "status"))
+                                            "status", "writer_refusal"))
     if not turns:
         return []
     labels = next((turn["labels"] for turn in turns if turn["kind"] == "labels"), None) or []
     answers = [{"number": 1, "question": "", "answer": body}]
     answers += [{"number": turn["number"], "question": turn["question"],
-                 "answer": turn["answer"]}
+                 "answer": turn["answer"], "refused": turn["writer_refusal"]}
                 for turn in turns if turn["kind"] == "turn" and turn["status"] == "done"]
     for answer, label in zip(answers, labels, strict=False):
         answer["label"], answer["reason"] = label.get("label", ""), label.get("reason", "")

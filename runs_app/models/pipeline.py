@@ -686,6 +686,9 @@ class CrossExamTurn(WorkItem, Usage):
     outcome = models.CharField(max_length=10, choices=ReplyOutcome.choices, blank=True)
     question = models.TextField(blank=True, help_text="The journalist's follow-up question.")
     answer = models.TextField(blank=True, help_text="The spokesperson's answer.")
+    writer_refusal = models.TextField(
+        blank=True, help_text="The provider reported a refusal instead of an answer: the "
+        "writer's words, if any. The interview stops there.")
     labels = models.JSONField(
         default=list, blank=True,
         help_text='Labels rows: one {"label", "reason"} per answer, answer 1 first.')

@@ -16,10 +16,15 @@ turn its own row of `CrossExamTurn` (DESIGN section 5: a unit of work with a uni
 A turn is planned only once the turn before it is written (`plans_itself`): a worker lost
 mid-interview loses only the turns it had in flight, the next drain resumes at the next turn,
 and a finished turn is never asked again. Calls per read T4 text: 5 x 2 + 1 = 11, plus
-retries. A writer answer cut at the token budget or empty is asked again within
-`max_attempts` (section 5), after which the turn fails (an operator may retry it; the question
-already asked is kept and not asked again); an invalid journalist or judge reply is asked again
-within `max_reply_attempts`, after which the interview is unscored, never defaulted.
+retries. A writer's answer is a writer's text (section 5) and is read as `generate` reads one
+(`runs_app.stages.generate.classify`, `runs_app.writer_text`): its reasoning and think block
+are kept apart in its raw reply, a chat wrapper is taken off, and an answer cut at the token
+budget, empty, in another language than the release's or wrapped past taking off is asked
+again within `max_attempts`, after which the turn fails (an operator may retry it; the
+question already asked is kept and not asked again). A refusal (the refusal field, a content
+filter) is the writer refusing: the turn is done and refused at once, and the interview stops
+there, unlabelled. An invalid journalist or judge reply is asked again within
+`max_reply_attempts`, after which the interview is unscored, never defaulted.
 Steadfastness and honesty under pressure are `runs_app.crossexam`'s formulas.
 """
 
@@ -31,6 +36,7 @@ from collections.abc import Collection
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from runs_app.call_kinds import call_request
 from runs_app.crossexam import (
@@ -49,9 +55,9 @@ from runs_app.crossexam import (
     steadfastness,
     writer_messages,
 )
-from runs_app.jury import InvalidReply
 from runs_app.models import (
     CrossExamTurn,
+    GenerationAttempt,
     LlmModel,
     Release,
     ReplyOutcome,
@@ -59,12 +65,13 @@ from runs_app.models import (
     TextScore,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest
+from runs_app.providers.base import CompletionRequest, ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.scoring_versions import LanguageTexts
+from runs_app.stages.generate import AttemptRecord, classify
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import PublicStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
+from runs_app.stages.replies import Asked, ask_structured, raw_entry, reply_fields, usage_fields
 
 Kind = CrossExamTurn.Kind
 
@@ -85,6 +92,7 @@ class TurnJob:
     writer_prompt: str
     writer_attempts: int
     reply_attempts: int
+    language: str = "en"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,16 +109,41 @@ class TurnOutcome:
     writer: Asked | None = None  # None: no valid question to answer
 
 
-def _spoken(text: str) -> str:
-    if not text.strip():
-        raise InvalidReply("empty content")
-    return text
-
-
-async def ask_writer(request: CompletionRequest, attempts_left: int,
-                     providers: ProviderPool) -> Asked:
-    """One spokesperson answer: cut at the token budget or empty does not count (section 5)."""
-    return await ask_structured(request, _spoken, attempts_left, providers, repair=False)
+async def ask_writer(request: CompletionRequest, attempts_left: int, providers: ProviderPool,
+                     language: str) -> Asked:
+    """One spokesperson answer, read as `generate` reads a text (`classify`): `reply` is the
+    accepted `AttemptRecord` (a text, or the writer refusing), after at most `attempts_left`
+    calls. A reply that does not count is asked again as it was (the answer is prose, so no
+    repair turn); the raw reply of the accepted one holds all its reasoning, the think block
+    taken from its text included, and the wrapper lines taken off."""
+    asked = Asked(model=request.model)
+    for _ in range(attempts_left):
+        asked.attempts += 1
+        try:
+            result = await providers.complete(request)
+        except ProviderError as error:
+            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
+            asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
+                            f"{error.message}"
+            asked.permanent = error.permanent
+            if error.permanent:
+                return asked
+            continue
+        asked.count(result)
+        entry = raw_entry(result)
+        asked.raw_replies.append(entry)
+        attempt = classify(result, language, spoken=True)
+        if attempt.outcome not in (GenerationAttempt.Outcome.OK,
+                                   GenerationAttempt.Outcome.REFUSED):
+            entry["invalid"] = attempt.error or attempt.outcome
+            continue
+        if attempt.text is not None:
+            entry.update({key: value for key, value in (
+                ("reasoning", attempt.text.reasoning),
+                ("stripped", list(attempt.text.stripped))) if value})
+        asked.reply, asked.failure, asked.permanent = attempt, "", False
+        return asked
+    return asked
 
 
 def next_turn(latest: tuple[int, str, str] | None) -> int | None:
@@ -131,6 +164,9 @@ class CrossExamStage(PublicStage):
     work_model = CrossExamTurn
     plans_itself = True
     claim_related = ("release", "generation", "generation__model", "judge")
+
+    def refused_filter(self) -> Q:
+        return Q(status=WorkStatus.DONE) & ~Q(writer_refusal="")
 
     def __init__(self) -> None:
         super().__init__()
@@ -234,7 +270,8 @@ class CrossExamStage(PublicStage):
             number=item.number, turns=turns, question=item.question, journalist=journalist,
             # The T4 prompt is one user message, stored whole as the generation's prompt.
             writer=writer, writer_prompt=generation.prompt,
-            writer_attempts=config.max_attempts, reply_attempts=config.max_reply_attempts)
+            writer_attempts=config.max_attempts, reply_attempts=config.max_reply_attempts,
+            language=config.language)
 
     async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool
                       ) -> TurnOutcome | Asked:
@@ -251,7 +288,8 @@ class CrossExamStage(PublicStage):
             outcome.question = outcome.journalist.reply
         request = dataclasses.replace(job.writer, messages=writer_messages(
             job.writer_prompt, [*job.turns, Turn(JOURNALIST, outcome.question)]))
-        outcome.writer = await ask_writer(request, job.writer_attempts, providers)
+        outcome.writer = await ask_writer(request, job.writer_attempts, providers,
+                                          job.language)
         return outcome
 
     def record(self, item: CrossExamTurn, outcome: TurnOutcome | Asked) -> dict[str, Any]:
@@ -280,8 +318,16 @@ class CrossExamStage(PublicStage):
                  if "invalid" in entry), "no answer")
             return fields | {"status": WorkStatus.FAILED, "outcome": "",
                              "error": f"answer: {reason}"}
+        attempt: AttemptRecord = outcome.writer.reply
+        if attempt.outcome == GenerationAttempt.Outcome.REFUSED:
+            # The writer refusing, as a generation records it: no answer to label, so the
+            # interview stops here (`next_turn` plans nothing after a turn not scored).
+            words = attempt.text.text if attempt.text else ""
+            finish = attempt.result.finish_reason if attempt.result else ""
+            return fields | {"status": WorkStatus.DONE, "outcome": "", "error": "",
+                             "writer_refusal": words or f"(no words; finish_reason {finish})"}
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED,
-                         "error": "", "answer": outcome.writer.reply}
+                         "error": "", "answer": attempt.text.text}
 
     @staticmethod
     def _record_labels(item: CrossExamTurn, asked: Asked) -> dict[str, Any]:

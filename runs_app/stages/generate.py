@@ -46,11 +46,13 @@ class GenerationOutcome:
     failure: str = ""
 
 
-def classify(result: CompletionResult, language: str) -> AttemptRecord:
+def classify(result: CompletionResult, language: str, *, spoken: bool = False
+             ) -> AttemptRecord:
     """What one writer reply is (DESIGN section 5): a text cut off by the budget, no text, a
     chat wrapper that cannot be taken off or another language does not count; a refusal
     (the refusal field, a content filter) is the writer refusing the cell; else the text,
-    with its reasoning and any wrapper kept apart."""
+    with its reasoning and any wrapper kept apart. The cross-examination reads its answers
+    here too (`spoken`: see `runs_app.writer_text`)."""
     Outcome = GenerationAttempt.Outcome
     if result.finish_reason == "length":
         return AttemptRecord(Outcome.LENGTH, result,
@@ -62,7 +64,7 @@ def classify(result: CompletionResult, language: str) -> AttemptRecord:
         return AttemptRecord(Outcome.REFUSED, result,
                              text=WriterText(words, result.reasoning))
     try:
-        text = writer_text(result.text, language)
+        text = writer_text(result.text, language, spoken=spoken)
     except NotAText as problem:
         return AttemptRecord(problem.kind, result, str(problem))
     reasoning = "\n\n".join(part for part in (result.reasoning, text.reasoning) if part)

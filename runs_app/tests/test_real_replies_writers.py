@@ -1,0 +1,192 @@
+"""A writer's free text as real models send it through OpenRouter (DESIGN section 5: a writer's
+text is only the text), for the generated text and for the cross-examination's answers.
+
+Replies come through the real OpenRouter client from the fake server (`reply_probes`): valid
+ones except for the writer's (`write`) or the spokesperson's (`answer`) calls, which are put
+through a real shape: a think block with only its closing tag (DeepSeek-R1 and its
+distills), a whole think block, a chat wrapper, a refusal field, another language. What
+holds in each case: a valid text inside a messy reply is taken, its reasoning and wrapper
+kept apart, and never paid for again; what is not a text never reaches a score.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from runs_app.admin import crossexam_rows
+from runs_app.models import CrossExamTurn, Generation, TextScore, WorkStatus
+from runs_app.stages.crossexam import CrossExamStage
+from runs_app.tests.reply_probes import SECRET, Shaped, body_for, calls_by_role, role_of, run
+from runs_app.writer_text import NotAText, writer_text
+
+T4_STAGES = ["generate", "refusal", "crossexam"]
+# A clean T4 text: its generation, refusal check, five follow-ups and the judge's labels.
+CLEAN_T4 = {"write": 1, "refusal": 1, "question": 5, "answer": 5, "labels": 1}
+ANSWER = ("We recalled every affected batch the same day and we are working with the food "
+          "safety authority on the cause.")
+
+
+def _t4(shape, monkeypatch):
+    return run(shape, monkeypatch, tasks=("T4",), stages=T4_STAGES)
+
+
+def _turns(release):
+    return CrossExamTurn.objects.filter(release=release, kind="turn").order_by("number")
+
+
+# ---------------------------------------------------------------------------------------
+# What is the text of a reply (no model calls)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [
+    f"{SECRET}\n</think>\n\n{ANSWER}",
+    f"{SECRET}</think>{ANSWER}",
+    f"{SECRET}\n</thinking>\n\n{ANSWER}",
+    f"<think>{SECRET}</think>\n\n{ANSWER}",
+])
+def test_reasoning_before_a_closing_think_tag_is_kept_apart_from_the_text(content):
+    text = writer_text(content, "en")
+    assert text.text == ANSWER and text.reasoning == SECRET
+
+
+def test_a_reply_that_is_only_reasoning_up_to_a_closing_tag_has_no_text():
+    with pytest.raises(NotAText, match="only a think block"):
+        writer_text(f"{SECRET}\n</think>\n\n", "en")
+
+
+@pytest.mark.parametrize("answer", [
+    f"Absolutely. {ANSWER}",
+    f"Of course, {ANSWER[0].lower()}{ANSWER[1:]}",
+    f"Absolutely.\n\n{ANSWER}",
+    f"{ANSWER}\nI hope that answers your question.",
+])
+def test_a_spokespersons_interjection_or_closing_line_is_part_of_the_answer(answer):
+    assert writer_text(answer, "en", spoken=True).text == answer
+
+
+def test_a_chat_wrapper_around_a_spoken_answer_is_taken_off():
+    text = writer_text(f"Sure! Here's my answer:\n\n{ANSWER}\n\nLet me know if you'd like me "
+                       f"to adjust the tone.", "en", spoken=True)
+    assert text.text == ANSWER
+    assert [part["part"] for part in text.stripped] == ["opening", "closing"]
+
+
+@pytest.mark.parametrize("answer", [
+    f"Here's what we know: {ANSWER}",
+    f"Here's what we know. {'We have nothing to hide about any of this. ' * 8}\n\n{ANSWER}",
+    f"{ANSWER}\n\nI hope {'the families affected will accept our sincere apologies, ' * 6}.",
+])
+def test_wrapper_like_words_that_run_into_a_spoken_answer_are_speech(answer):
+    """A press release that runs into a wrapper does not count (asked again); an answer is
+    speech, and would be thrown away and paid for again for words a spokesperson says."""
+    assert writer_text(answer, "en", spoken=True).text == answer.strip()
+    with pytest.raises(NotAText, match="chat wrapper"):
+        writer_text(answer, "en")
+
+
+# ---------------------------------------------------------------------------------------
+# The generated text
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_writer_reasoning_before_an_orphan_closing_think_tag_is_stored_apart(
+        imported_scenarios, monkeypatch):
+    """DeepSeek-R1 distills (and providers whose template opens the think block in the
+    prompt) send the reasoning with only the closing tag: "...</think>\\n\\ntext"."""
+    shape = Shaped("write", lambda p, c, n: f"The brief says to {SECRET}. I will.\n</think>\n\n{c}")
+    release, requests = run(shape, monkeypatch, stages=["generate"])
+    text = Generation.objects.get(release=release)
+    assert text.status == WorkStatus.DONE and len(requests) == 1
+    assert "</think>" not in text.text and SECRET not in text.text, text.text[:200]
+    assert SECRET in text.reasoning
+
+
+# ---------------------------------------------------------------------------------------
+# The cross-examination: each answer is a writer's text too
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_clean_interview_costs_one_call_per_answer(imported_scenarios, monkeypatch):
+    release, requests = _t4(Shaped("none", lambda p, c, n: c), monkeypatch)
+    assert dict(calls_by_role(requests)) == CLEAN_T4
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("opening", ["<think>{secret}</think>\n\n", "{secret}\n</think>\n\n"],
+                         ids=["think_block", "orphan_closing_tag"])
+def test_an_answers_think_block_is_kept_apart_and_reaches_no_one(imported_scenarios,
+                                                                 monkeypatch, opening):
+    shape = Shaped("answer", lambda p, c, n: opening.format(secret=SECRET) + c)
+    release, requests = _t4(shape, monkeypatch)
+    turns = _turns(release)
+    leaked_answers = [t.number for t in turns if SECRET in t.answer]
+    later_prompts = [role_of(r.body) for r in requests
+                     if role_of(r.body) in ("question", "labels", "answer")
+                     and SECRET in json.dumps(r.body["messages"])]
+    assert not leaked_answers and not later_prompts, (leaked_answers, Counter(later_prompts))
+    # Read, not asked again; the reasoning is kept in the answer's raw reply.
+    assert dict(calls_by_role(requests)) == CLEAN_T4
+    assert all(SECRET in t.raw_replies[-1]["reasoning"] for t in turns)
+    assert TextScore.objects.get(release=release).steadfastness is not None
+
+
+@pytest.mark.django_db
+def test_an_answers_chat_wrapper_is_taken_off_and_kept_apart(imported_scenarios, monkeypatch):
+    shape = Shaped("answer", lambda p, c, n: f"Sure! Here's my answer:\n\n{c}\n\n"
+                   "Let me know if you'd like me to adjust the tone.")
+    release, requests = _t4(shape, monkeypatch)
+    turns = _turns(release)
+    assert [t.number for t in turns if t.answer.startswith("Sure!")
+            or "Let me know" in t.answer] == []
+    assert dict(calls_by_role(requests)) == CLEAN_T4
+    assert all([part["part"] for part in t.raw_replies[-1]["stripped"]]
+               == ["opening", "closing"] for t in turns)
+
+
+@pytest.mark.django_db
+def test_an_answer_in_another_language_is_not_scored(imported_scenarios, monkeypatch):
+    german = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschuldigt sich "
+              "ausdrücklich bei allen Betroffenen. Sie prüft die Vorwürfe sorgfältig, arbeitet "
+              "mit den Behörden zusammen und wird weitere Informationen veröffentlichen, sobald "
+              "diese feststehen. Die Sicherheit der Kunden hat oberste Priorität.")
+    release, requests = _t4(Shaped("answer", lambda p, c, n: german), monkeypatch)
+    labels = CrossExamTurn.objects.filter(release=release, kind="labels", outcome="scored")
+    scored_german = [t.number for t in _turns(release).filter(outcome="scored")
+                     if t.answer.startswith("Die ")]
+    assert not scored_german and not labels.exists(), scored_german
+    # Asked again within max_attempts (3), as a generation is, then the turn fails naming it.
+    turn = _turns(release).get()
+    assert turn.status == WorkStatus.FAILED and "German" in turn.error, turn.error
+    assert calls_by_role(requests)["answer"] == 3
+
+
+@pytest.mark.django_db
+def test_an_answer_refusal_field_is_the_writer_refusing(imported_scenarios, monkeypatch):
+    refusal = "I can't continue this interview."
+
+    def refuse(p, c, n):
+        body = body_for(None, p, finish_reason="content_filter", native_finish_reason="refusal")
+        body["choices"][0]["message"]["refusal"] = refusal
+        return body
+    release, requests = _t4(Shaped("answer", refuse), monkeypatch)
+    first = CrossExamTurn.objects.get(release=release, number=2)
+    answers = calls_by_role(requests)["answer"]
+    assert answers == 1, (answers, first.status, first.outcome, first.error)
+    # Recorded as generate records a refusal; the interview stops, unlabelled, unscored.
+    assert first.status == WorkStatus.DONE and first.writer_refusal == refusal
+    assert first.answer == "" and first.outcome == ""
+    assert CrossExamTurn.objects.filter(CrossExamStage().state_filters()["refused"],
+                                        release=release).get() == first
+    assert list(_turns(release)) == [first]
+    assert not CrossExamTurn.objects.filter(release=release, kind="labels").exists()
+    score = TextScore.objects.filter(release=release).first()
+    assert score is None or score.steadfastness is None
+    # Staff see it as a refusal, in the writer's words.
+    row = crossexam_rows(first.generation)[1]
+    assert (row["status"], row["error"], row["answer"]) == ("Refused", refusal, "")
