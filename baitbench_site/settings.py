@@ -139,6 +139,9 @@ INSTALLED_APPS = [
 FORM_RENDERER = "django.forms.renderers.TemplatesSetting"
 
 MIDDLEWARE = [
+    # First, so that it sees every response, with every cookie set: `private, no-store` unless
+    # a view made it cacheable for an anonymous reader (WhiteNoise's files keep their own).
+    "baitbench_site.cache_headers.CacheControlMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -4,7 +4,8 @@ view does not take answered 405 before the CSRF check (`baitbench_site.methods`)
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AnonymousUser, User
+from django.http import HttpResponse
 from django.test import Client
 
 from audits_app.tests.factories import published_release_create
@@ -34,6 +35,63 @@ def csrf_client():
     return Client(enforce_csrf_checks=True)
 
 
+def test_an_answer_that_says_nothing_about_caching_is_never_stored(client):
+    # A permanent redirect and a 404 are cacheable by default (RFC 9111): not here.
+    for url, status in (("/releases/", 301), ("/favicon.ico", 301), ("/no-such-page/", 404)):
+        response = client.get(url)
+        assert response.status_code == status, url
+        assert never_stored(response), (url, response.get("Cache-Control"))
+
+
+def test_static_files_keep_whitenoises_own_caching(client, admin_client):
+    for who in (client, admin_client):
+        response = who.get("/static/favicon.svg")
+        assert response.status_code == 200
+        assert "public" in directives(response) and "no-store" not in directives(response)
+        assert any(part.startswith("max-age=") for part in directives(response))
+
+
+def test_published_answers_stay_cacheable_and_304_still_answers(client, published):
+    url = f"/releases/{published.release.code}/"
+    page = client.get(url)
+    assert page.status_code == 200 and PUBLIC <= directives(page)
+    again = client.get(url, HTTP_IF_NONE_MATCH=page["ETag"])
+    assert again.status_code == 304 and again["ETag"] == page["ETag"]
+    assert PUBLIC <= directives(again)
+
+
+def rule_applied(request, *, cookie: bool = False) -> HttpResponse:
+    from baitbench_site.cache_headers import CacheControlMiddleware
+
+    def view(request):
+        response = HttpResponse("shown", headers={"Cache-Control": "public, max-age=300"})
+        if cookie:
+            response.set_cookie("visitor", "1")
+        return response
+
+    return CacheControlMiddleware(view)(request)
+
+
+def test_a_cookie_or_a_signed_in_user_makes_even_a_public_answer_private(rf):
+    anonymous = rf.get("/")
+    anonymous.user = AnonymousUser()
+    assert directives(rule_applied(anonymous)) == {"public", "max-age=300"}
+    assert directives(rule_applied(anonymous, cookie=True)) == {"private", "no-store"}
+
+    signed_in = rf.get("/")
+    signed_in.user = User(username="staff", is_staff=True)
+    assert directives(rule_applied(signed_in)) == {"private", "no-store"}
+
+    class Unreadable:  # the session store failed: whoever it was, never kept
+        @property
+        def is_authenticated(self):
+            raise ConnectionError("session store down")
+
+    unknown = rf.get("/")
+    unknown.user = Unreadable()
+    assert directives(rule_applied(unknown)) == {"private", "no-store"}
+
+
 @pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
 def test_a_method_a_read_only_page_does_not_take_is_405_not_a_csrf_failure(
         csrf_client, published, method):
@@ -44,6 +102,7 @@ def test_a_method_a_read_only_page_does_not_take_is_405_not_a_csrf_failure(
         assert response.status_code == 405, (url, response.status_code)
         assert response["Allow"] == "GET, HEAD", url
         assert b"Not taken here" in response.content, url
+        assert never_stored(response), url
 
 
 def test_a_post_without_a_token_to_a_view_that_takes_posts_is_still_refused(

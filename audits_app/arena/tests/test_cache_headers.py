@@ -23,6 +23,27 @@ def never_stored(response) -> bool:
     return {"private", "no-store"} <= said and "public" not in said
 
 
+def test_the_consent_page_sets_the_csrf_cookie_and_is_never_stored(client, open_arena):
+    response = client.get("/arena/arena.0/")
+    assert response.status_code == 200
+    assert "csrftoken" in response.cookies
+    assert never_stored(response), response.get("Cache-Control")
+
+
+def test_answers_that_change_with_the_votes_are_never_stored(client, open_arena):
+    for url in CHANGING:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert never_stored(response), (url, response.get("Cache-Control"))
+        assert "ETag" not in response, url
+
+
+def test_the_management_page_is_never_stored(admin_client, open_arena):
+    response = admin_client.get("/arena/arena.0/manage/")
+    assert response.status_code == 200
+    assert never_stored(response), response.get("Cache-Control")
+
+
 def test_a_form_sent_to_the_results_is_405_and_the_vote_still_needs_its_token(open_arena):
     browser = Client(enforce_csrf_checks=True)
     for url in ("/arena/arena.0/results/", "/arena/arena.0/results.csv", "/arena/arena.0/"):
