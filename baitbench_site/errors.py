@@ -10,7 +10,8 @@
 - Under `/api/` the same answers are JSON (`{"detail": …}`, as the API's own errors are), so a
   client that mistyped a path gets an answer it can read, not a page.
 - A 405 that a view answered with an empty body (Django's `require_POST`) becomes a short page
-  with a link to the page one level up (`templates/405.html`), under `/api/` a JSON answer.
+  with a link to the page one level up (`templates/405.html`), under `/api/` a JSON answer; a
+  form sent to a page that is only read (`methods.MethodNotAllowedFirstMiddleware`) is told so.
 - A change refused because it would touch a published release (`ImmutableError`) is the user's
   doing, not a server fault: submitted from a form, in the admin or elsewhere, it comes back
   as an error message on the page it was sent from instead of a 500.
@@ -154,8 +155,10 @@ class MethodNotAllowedMiddleware:
             response["Content-Type"] = "application/json"
             return response
         back = request.path.rstrip("/").rsplit("/", 1)[0] + "/"
-        response.content = loader.render_to_string(
-            "405.html", {"request_path": request.path, "back": back}, request).encode()
+        allowed = [method.strip() for method in response.get("Allow", "").split(",")]
+        response.content = loader.render_to_string("405.html", {
+            "request_path": request.path, "back": back, "method": request.method,
+            "readable": "GET" in allowed}, request).encode()
         response["Content-Type"] = "text/html; charset=utf-8"
         return response
 

@@ -4,7 +4,8 @@ A browser opens such an address by GET when someone reloads a page the POST answ
 error shown at /vote/), follows a shared link or types it: Django's `require_POST` answers an
 empty 405, a blank page. A GET or HEAD is sent on, with 303, to the page that holds the form;
 any other method gets 405 (with the human page of `errors.MethodNotAllowedMiddleware`). The
-POST itself is untouched: CSRF and rate limits apply as before.
+POST itself is untouched: CSRF and rate limits apply as before. POST is declared on the view
+(`methods.declare`), so that a PUT or DELETE gets its 405 before the CSRF check's 403.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import resolve_url
+
+from baitbench_site.methods import declare
 
 View = Callable[..., HttpResponse]
 
@@ -33,6 +36,6 @@ def post_only(get_goes_to: str) -> Callable[[View], View]:
                 return HttpResponseNotAllowed(["POST"])
             return view(request, *args, **kwargs)
 
-        return wrapped
+        return declare(wrapped, ["POST"])
 
     return decorator

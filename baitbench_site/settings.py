@@ -150,10 +150,15 @@ INSTALLED_APPS = [
 FORM_RENDERER = "django.forms.renderers.TemplatesSetting"
 
 MIDDLEWARE = [
+    # First, so that it sees every response, with every cookie set: `private, no-store` unless
+    # a view made it cacheable for an anonymous reader (WhiteNoise's files keep their own).
+    "baitbench_site.cache_headers.CacheControlMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before the CSRF check: a method the view does not take is a 405, not a 403.
+    "baitbench_site.methods.MethodNotAllowedFirstMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -26,8 +26,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
 
+from baitbench_site.methods import require_GET, require_POST
 from baitbench_site.roles import can_operate
 from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
 from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight

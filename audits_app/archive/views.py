@@ -16,6 +16,7 @@ from audits_app.archive.export import archive_name, release_archive_kept
 from audits_app.archive.signing import SigningKeyError
 from audits_app.arena.ratelimits import connection_key
 from audits_app.pages.viewer import may_download_staff_archive, published_release_get
+from baitbench_site.methods import require_safe
 from baitbench_site.roles import is_staff
 
 log = logging.getLogger("baitbench.archive")
@@ -24,6 +25,7 @@ log = logging.getLogger("baitbench.archive")
 DOWNLOADS = ("archive.downloads", "30/10m")
 
 
+@require_safe
 @query_params.reads()
 def release_archive_download(request: HttpRequest, code: str, *, staff: bool) -> HttpResponse:
     """A published release as one ZIP (`audits_app.archive`): the public archive for anyone,

@@ -20,7 +20,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
 
 from audits_app import query_params
 from audits_app.arena import ratelimits, selectors, services
@@ -31,6 +30,7 @@ from audits_app.arena.presentation import results_context
 from audits_app.arena.selectors import ArenaAccess, VoterShowings
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
+from baitbench_site.methods import require_GET, require_http_methods
 from baitbench_site.post_only import post_only
 from runs_app.models import Release
 

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from audits_app import csv_files, query_params
 from audits_app.leaderboard import compare
 from audits_app.pages import viewer as public
+from baitbench_site.methods import require_safe
 
 
 def two_releases(code_a: str, code_b: str) -> None:
@@ -40,6 +41,7 @@ def release_comparison(request: HttpRequest, code_a: str, code_b: str) -> dict:
     return {"release_a": a, "release_b": b, **compare.compare_snapshots(a.snapshot, b.snapshot)}
 
 
+@require_safe
 @query_params.reads()
 def compare_detail(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     context = release_comparison(request, code_a, code_b)
@@ -47,6 +49,7 @@ def compare_detail(request: HttpRequest, code_a: str, code_b: str) -> HttpRespon
     return render(request, "audits_app/compare.html", context)
 
 
+@require_safe
 @query_params.reads()
 def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     comparison = release_comparison(request, code_a, code_b)
@@ -56,6 +59,7 @@ def compare_csv(request: HttpRequest, code_a: str, code_b: str) -> HttpResponse:
     return response
 
 
+@require_safe
 @query_params.reads("a", "b")
 def compare_choose(request: HttpRequest) -> HttpResponse:
     """The release list's form: two codes in, the comparison's address out. With neither,
@@ -75,6 +79,7 @@ def compare_choose(request: HttpRequest) -> HttpResponse:
     return redirect("audits:compare", code_a=code_a, code_b=code_b)
 
 
+@require_safe
 @query_params.reads()
 def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
     boards = public.published_leaderboards()
@@ -87,6 +92,7 @@ def model_detail(request: HttpRequest, model_id: str) -> HttpResponse:
         "model": history, "tables": compare.history_tables(history), "unverified": unverified})
 
 
+@require_safe
 @query_params.reads()
 def model_csv(request: HttpRequest, model_id: str) -> HttpResponse:
     history = compare.model_history(model_id, public.published_leaderboards())

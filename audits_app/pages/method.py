@@ -33,6 +33,7 @@ from audits_app.calibration.trial_report import (
 )
 from audits_app.pages import viewer as public
 from audits_app.publication.snapshot_model import ReleaseSnapshot
+from baitbench_site.methods import require_safe
 
 CALIBRATION_PENDING = (
     "No human reader results exist for this release yet, so the simulated public is not "
@@ -90,6 +91,7 @@ def _calibration_or_404(request: HttpRequest, code: str):
     return published, summary
 
 
+@require_safe
 @query_params.reads()
 def release_calibration_svg(request: HttpRequest, code: str) -> HttpResponse:
     published, summary = _calibration_or_404(request, code)
@@ -99,6 +101,7 @@ def release_calibration_svg(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@require_safe
 @query_params.reads()
 def release_calibration_csv(request: HttpRequest, code: str) -> HttpResponse:
     published, summary = _calibration_or_404(request, code)

@@ -32,12 +32,14 @@ from audits_app.publication.snapshot_model import (
     TextEntry,
 )
 from audits_app.templatetags.numbers import fixed
+from baitbench_site.methods import require_safe
 from runs_app.models import Release
 
 TEXTS_PER_PAGE = 50
 CALIBRATION_MISSING = "The panel is not calibrated against human readers."
 
 
+@require_safe
 @query_params.reads()
 def release_list(request: HttpRequest) -> HttpResponse:
     """The front page: what BaitBench measures, the newest release's answer (its overview
@@ -83,6 +85,7 @@ def _newest_answer(row: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@require_safe
 @query_params.reads()
 def release_detail(request: HttpRequest, code: str) -> HttpResponse:
     publication = public.publication_get(code)
@@ -180,6 +183,7 @@ def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
     return release_page(request, public.draft_view(release))
 
 
+@require_safe
 @query_params.reads()
 def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
@@ -192,6 +196,7 @@ def release_chart(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@require_safe
 @query_params.reads()
 def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
@@ -208,6 +213,7 @@ def release_leaderboard_csv(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@require_safe
 @query_params.reads()
 def scenario_detail(request: HttpRequest, code: str, slug: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
@@ -256,6 +262,7 @@ def _why_no_texts(published: public.PublishedRelease, slug: str) -> str:
 NO_TEXTS = "This release has no texts of this scenario."
 
 
+@require_safe
 @query_params.reads(*public.TEXT_FILTERS, "order", "page")
 def text_list(request: HttpRequest, code: str) -> HttpResponse:
     """A release's texts, filtered, sorted and paged; a filter, order or page it does not have
@@ -330,6 +337,7 @@ def _text_columns(filters, order: str) -> list[dict[str, Any]]:
     return columns
 
 
+@require_safe
 @query_params.reads()
 def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
     """A text with everything measured about it, and the same item by every other model."""

@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
 
 from audits_app.models import Publication, SpotCheck
 from audits_app.publication.gate import release_counts, release_gate
@@ -21,6 +20,7 @@ from audits_app.publication.services import (
     release_publish,
     release_publish_problems,
 )
+from baitbench_site.methods import require_http_methods
 from baitbench_site.roles import may_publish
 from runs_app.models import Release, ReleaseStatus
 from runs_app.selectors import release_progress, release_row_counts

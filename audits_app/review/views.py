@@ -15,7 +15,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_POST
 
 from audits_app import csv_files
 from audits_app.calibration.readers_import import human_readers_import
@@ -33,6 +32,7 @@ from audits_app.review.forms import (
 )
 from audits_app.spotchecks import selectors, services
 from audits_app.spotchecks.imports import oob_audit_import
+from baitbench_site.methods import require_POST
 from baitbench_site.roles import RECORD_PERMISSION, is_auditor
 from runs_app.models import Generation, Release
 

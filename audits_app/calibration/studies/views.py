@@ -16,7 +16,6 @@ from datetime import timedelta
 from django.core import signing
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
 
 from audits_app import query_params
 from audits_app.arena import ratelimits
@@ -27,6 +26,7 @@ from audits_app.calibration.studies.forms import AnswersForm, AttitudeForm, Cons
 from audits_app.calibration.studies.words import PAGE
 from audits_app.models import ReadingStudy, StudyParticipant, StudyReading, StudyStimulus
 from audits_app.pages.viewer import is_staff, load_snapshot
+from baitbench_site.methods import require_GET, require_http_methods
 from baitbench_site.post_only import post_only
 from runs_app.readers import ReaderBrief, reader_brief
 
