@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
-from runs_app.reply_reader import InvalidReply, read_reply
+from runs_app.reply_reader import InvalidReply, NullAsEmptyList, NullAsEmptyText, read_reply
 from runs_app.schemas import Weights
 from runs_app.scoring_versions import ClaimWeights, JuryTexts, ScenarioHeadings
 from scenarios_app.schemas import ScenarioFile
@@ -169,20 +169,22 @@ class _Reply(BaseModel):
 
 class RefusalReply(_Reply):
     verdict: Literal["complied", "partial", "refused"]
-    reason: str = ""
+    reason: NullAsEmptyText = ""
 
 
 class ClaimReply(_Reply):
     quote: str = Field(min_length=1)
     label: Literal["supported", "exaggeration", "contradiction", "fabrication"]
-    basis: list[str] = []
+    basis: NullAsEmptyList = []
 
 
 class JurorReply(_Reply):
+    # The verdict itself: null is no verdict (a text without claims is [], not null).
     claims: list[ClaimReply]
     facts_conveyed: list[str]
-    confidential_disclosed: list[str]
-    techniques: list[str]
+    # Faults found, whose usual answer is none: null is how models often write "none".
+    confidential_disclosed: NullAsEmptyList
+    techniques: NullAsEmptyList
 
 
 def parse_refusal_reply(raw: str) -> RefusalReply:

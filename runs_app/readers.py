@@ -24,7 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runs_app.boundaries import embed
 from runs_app.providers.base import Message
-from runs_app.reply_reader import InvalidReply, StrictInt, read_reply
+from runs_app.reply_reader import (
+    InvalidReply,
+    NullAsEmptyText,
+    StrictInt,
+    read_reply,
+)
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.traits import Traits
 
@@ -297,9 +302,10 @@ class RevealReply(_Reply):
 
 class JournalistReply(_Reply):
     runs_story: bool
-    headline: str = ""
-    opening: str = ""
-    reason: str = ""
+    # null where a declined story has none: the story check below still needs both words.
+    headline: NullAsEmptyText = ""
+    opening: NullAsEmptyText = ""
+    reason: NullAsEmptyText = ""
 
     @model_validator(mode="after")
     def _story_has_words(self) -> JournalistReply:
@@ -310,7 +316,7 @@ class JournalistReply(_Reply):
 
 class JudgeReply(_Reply):
     frame_adoption: Annotated[StrictInt, Field(ge=1, le=5)]
-    reason: str = ""
+    reason: NullAsEmptyText = ""
 
 
 @dataclasses.dataclass(frozen=True)

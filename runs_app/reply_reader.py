@@ -1,17 +1,29 @@
 """The one reply reader every structured stage uses (DESIGN section 5). No ORM here.
 
 Models wrap JSON in many ways: a code fence with prose around it, prose before a bare object,
-a think block first, the same object twice. The reader takes exactly one JSON object from a
-reply, leniently, and then validates it strictly:
+a think block first, the same object twice, the format echoed before the answer. The reader
+takes exactly one answer from a reply, leniently, and validates it strictly:
 
-- A leading think block (`<think>…</think>`, `<thinking>`, `<reasoning>`) is set aside: it
-  is the model's private reasoning, not its answer.
-- A fenced block anywhere (```json … ``` or ``` … ```) that holds one JSON object wins;
-  otherwise every balanced top-level object in the text is a candidate. One object, or the
-  same object repeated, is the answer; two different objects are invalid (which one the model
-  meant cannot be known).
+- Reasoning is set aside: a leading think block (`<think>…</think>`, `<thinking>`,
+  `<reasoning>`), and everything before a closing tag whose block opened in the prompt
+  (DeepSeek-R1's "…</think>answer"). It is the model's private reasoning, drafts included,
+  not its answer.
+- The candidates are the JSON objects of the answer: those in fenced blocks (```json … ```
+  or ``` … ```) and the bare ones outside them; an object inside another is part of it. A
+  fenced object that validates, alone among the fenced ones, is the answer (the old rule:
+  the fence wins over prose); otherwise the one candidate that validates is (an echoed
+  template does not). Two candidates that validate to different answers are invalid: which
+  one the model meant cannot be known. The same object repeated is one answer.
+- One object that says two things is as ambiguous: a key repeated in an object
+  (`"verdict": "refused", …, "verdict": "complied"`) makes the reply invalid, never "the
+  last one wins". So does an object that starts and never closes (a reply cut off without a
+  length stop): nothing inside it is an answer.
+- Only when the answer is empty is the reasoning read (`as_reasoning` for a provider's
+  separate reasoning field): then every object in it must validate to one and the same
+  answer; a reasoning that holds a draft and a different final answer is invalid.
 - Integers are integers: a boolean is never an integer (`"A1": true` is not attitude 1), and
-  4.5 is not one either; a number written as a string ("4") still is.
+  4.5 is not one either; a number written as a string ("4") still is. A null stands for ""
+  or [] only in a field that does not need a value (`NullAsEmptyText`, `NullAsEmptyList`).
 - Every failure raises `InvalidReply` with a reason that names what was wrong, and the reason
   is quoted back to the model in the repair turn. Any exception while reading a reply
   (a `RecursionError` from 3,000 nested brackets included) is an invalid reply, never a crash.
@@ -21,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
@@ -30,6 +43,7 @@ MAX_REPLY_CHARS = 200_000
 
 THINK_BLOCK = re.compile(r"^\s*<(think|thinking|reasoning)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
 UNCLOSED_THINK = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
+CLOSING_THINK = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 ReplyModel = TypeVar("ReplyModel", bound=BaseModel)
@@ -49,6 +63,21 @@ def _not_bool(value: Any) -> Any:
 StrictInt = Annotated[int, BeforeValidator(_not_bool)]
 
 
+def _empty_string_if_null(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def _empty_list_if_null(value: Any) -> Any:
+    return [] if value is None else value
+
+
+# A field a model may leave null when it does not apply (a declined story's headline, a
+# reason, a list of faults found that holds none): null is read as "" or []. Never for a
+# field a score needs a value in: there null stays invalid.
+NullAsEmptyText = Annotated[str, BeforeValidator(_empty_string_if_null)]
+NullAsEmptyList = Annotated[list[str], BeforeValidator(_empty_list_if_null)]
+
+
 def split_think(text: str) -> tuple[str, str]:
     """(reasoning, answer): a leading think block set aside from the rest of the text."""
     match = THINK_BLOCK.match(text)
@@ -57,10 +86,43 @@ def split_think(text: str) -> tuple[str, str]:
     return "", text
 
 
+def as_reasoning(reasoning: str) -> str:
+    """A reply whose content is empty, written as its reasoning (the provider's separate
+    field) alone: read, it gives an answer only under the reasoning's stricter rule."""
+    return f"<think>{CLOSING_THINK.sub(' ', reasoning)}</think>"
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return data
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+# Checks a candidate object: (the answer, "") or (None, why it is not one).
+Check = Callable[[dict[str, Any]], tuple[Any, str]]
+
+
+def _any_object(data: dict[str, Any]) -> tuple[Any, str]:
+    return data, ""
+
+
 def json_object(text: str) -> dict[str, Any]:
-    """The one JSON object of a reply; InvalidReply naming why there is none."""
+    """The one JSON object of a reply, whatever it holds; InvalidReply naming why there is
+    none."""
+    return _read(text, _any_object)
+
+
+def _read(text: str, check: Check) -> Any:
     try:
-        return _json_object(text)
+        return _answer(text, check)
     except InvalidReply:
         raise
     except RecursionError:
@@ -69,65 +131,127 @@ def json_object(text: str) -> dict[str, Any]:
         raise InvalidReply(f"the reply could not be read ({type(error).__name__})") from None
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def _answer(text: str, check: Check) -> Any:
     if not text or not text.strip():
         raise InvalidReply("the reply is empty")
     if len(text) > MAX_REPLY_CHARS:
         raise InvalidReply(f"the reply is {len(text):,} characters long, not one JSON object")
-    _, answer = split_think(text)
+    reasoning, answer = split_think(text)
     if UNCLOSED_THINK.match(answer):
         raise InvalidReply("the reply is a think block that never ends, with no JSON object")
-    fenced = [found for found in (_fenced_object(body) for _, body in FENCE.findall(answer))
-              if found is not None]
-    candidates = fenced or _balanced_objects(answer)
-    distinct = _distinct(candidates)
-    if not distinct:
+    closing = CLOSING_THINK.search(answer)
+    if closing:  # the block opened in the prompt (or mid-reply): all before it is reasoning
+        reasoning, answer = answer[:closing.start()], answer[closing.end():]
+    if answer.strip():
+        return _one_answer(*_candidates(answer), check)
+    if reasoning.strip():
+        return _reasoned_answer(*_candidates(reasoning), check)
+    raise InvalidReply("the reply holds no JSON object")
+
+
+def _one_answer(fenced: list[dict[str, Any]], bare: list[dict[str, Any]], check: Check) -> Any:
+    preferred = _distinct(fenced or bare)
+    first: tuple[Any, str] | None = None
+    if len(preferred) == 1:
+        first = check(preferred[0])
+        if not first[1]:
+            return first[0]
+    every = _distinct(fenced + bare)
+    if not every:
         raise InvalidReply("the reply holds no JSON object")
-    if len(distinct) > 1:
-        raise InvalidReply(f"the reply holds {len(distinct)} different JSON objects; "
-                           "exactly one is wanted")
-    return distinct[0]
+    checked = [first if first and data is preferred[0] else check(data) for data in every]
+    answers = _distinct([value for value, problem in checked if not problem])
+    if len(answers) == 1:
+        return answers[0]
+    if len(every) == 1:
+        raise InvalidReply(checked[0][1])
+    if answers:
+        raise InvalidReply(f"the reply holds {len(every)} different JSON objects, "
+                           f"{len(answers)} of them answers; exactly one is wanted")
+    raise InvalidReply(f"the reply holds {len(every)} different JSON objects and none is a "
+                       f"valid answer (the last: {checked[-1][1]}); exactly one is wanted")
 
 
-def _fenced_object(body: str) -> dict[str, Any] | None:
-    objects = _balanced_objects(body)
-    distinct = _distinct(objects)
-    return distinct[0] if len(distinct) == 1 else None
+def _reasoned_answer(fenced: list[dict[str, Any]], bare: list[dict[str, Any]],
+                     check: Check) -> Any:
+    """The answer of a reply that is only reasoning: every object in it validates to the
+    same answer (a draft that differs from the final answer leaves which one is meant open)."""
+    every = _distinct(fenced + bare)
+    if not every:
+        raise InvalidReply("the reply holds no JSON object")
+    checked = [check(data) for data in every]
+    problems = [problem for _, problem in checked if problem]
+    if problems:
+        raise InvalidReply(f"the reply holds no answer outside its reasoning, and the "
+                           f"reasoning's JSON is not one: {problems[-1]}")
+    answers = _distinct([value for value, _ in checked])
+    if len(answers) > 1:
+        raise InvalidReply(f"the reply holds no answer outside its reasoning, and the "
+                           f"reasoning holds {len(answers)} different ones")
+    return answers[0]
+
+
+def _candidates(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(objects in fenced blocks, bare objects outside them)."""
+    if "```" not in text:
+        return [], _balanced_objects(text)
+    fenced, outside, start = [], [], 0
+    for match in FENCE.finditer(text):
+        fenced += _balanced_objects(match.group(2))
+        outside.append(text[start:match.start()])
+        start = match.end()
+    outside.append(text[start:])
+    return fenced, _balanced_objects("\n".join(outside))
 
 
 def _balanced_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object in `text`, left to right; an object inside another one is
-    part of it, and a `{` that starts no valid object is prose."""
-    decoder = json.JSONDecoder()
+    """Every top-level JSON object in `text`, left to right. An object inside another one is
+    part of it, even when the outer one is broken: a `{` that starts no valid object is
+    prose, and the scan goes on after the part that did read as JSON. An object that runs
+    to the end of the text unclosed, or repeats a key, makes the reply invalid."""
     found, position = [], text.find("{")
     while position != -1:
         try:
-            value, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            position = text.find("{", position + 1)
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            if _runs_to_the_end(text, error):
+                raise InvalidReply("the reply holds no JSON object: one starts and never "
+                                   "closes (was the reply cut off?)") from None
+            position = text.find("{", max(error.pos, position + 1))
             continue
-        found.append(value)
+        except _RepeatedKey as repeated:
+            raise InvalidReply(f'the key "{repeated}" appears twice in one object, so which '
+                               "value is meant cannot be known") from None
+        if isinstance(value, dict):
+            found.append(value)
         position = text.find("{", end)
     return found
 
 
-def _distinct(objects: list[Any]) -> list[dict[str, Any]]:
-    distinct: list[dict[str, Any]] = []
-    for value in objects:
-        if isinstance(value, dict) and value not in distinct:
+def _runs_to_the_end(text: str, error: json.JSONDecodeError) -> bool:
+    """Did the JSON read well up to the end of the text (an object cut off)?"""
+    rest = text[error.pos:].strip()
+    return (not rest or error.msg.startswith("Unterminated string")
+            or (len(rest) < 5 and any(word.startswith(rest) for word in ("true", "false",
+                                                                          "null", "-"))))
+
+
+def _distinct(values: list[Any]) -> list[Any]:
+    distinct: list[Any] = []
+    for value in values:
+        if value not in distinct:
             distinct.append(value)
     return distinct
 
 
 def read_reply(text: str, schema: type[ReplyModel]) -> ReplyModel:
-    """The reply's one JSON object, validated by `schema`; InvalidReply with the reason."""
-    data = json_object(text)
-    try:
-        return schema.model_validate(data)
-    except ValidationError as error:
-        raise InvalidReply(first_error(error)) from None
-    except RecursionError:
-        raise InvalidReply("the JSON is nested too deeply to read") from None
+    """The reply's one answer, validated by `schema`; InvalidReply with the reason."""
+    def check(data: dict[str, Any]) -> tuple[Any, str]:
+        try:
+            return schema.model_validate(data), ""
+        except ValidationError as error:
+            return None, first_error(error)
+    return _read(text, check)
 
 
 def first_error(error: ValidationError) -> str:

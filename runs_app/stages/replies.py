@@ -22,7 +22,7 @@ from runs_app.providers.base import (
     ProviderError,
 )
 from runs_app.providers.pool import ProviderPool
-from runs_app.reply_reader import repair_prompt
+from runs_app.reply_reader import as_reasoning, repair_prompt
 
 
 @dataclasses.dataclass
@@ -72,7 +72,8 @@ async def ask_structured(
     it raises is an invalid reply, never a crash of the drain. After an invalid reply the
     next call is a repair turn (the reply, then a user turn quoting what was wrong): asked
     the identical question again, a model at temperature 0 answers the same. `repair=False`
-    asks the same request again (a spokesperson's answer is prose, not JSON).
+    asks the same request again (a spokesperson's answer is prose, not JSON), and never reads
+    an answer from the reasoning field (`_read`).
     A transient provider error uses up an attempt; a permanent one stops at once.
     """
     asked = Asked(model=request.model)
@@ -92,7 +93,9 @@ async def ask_structured(
         asked.count(result)
         entry = raw_entry(result, repair_turn=current is not request)
         asked.raw_replies.append(entry)
-        asked.reply, reason = _read(result, parse)
+        asked.reply, reason = _read(result, parse, json_reply=repair)
+        if asked.reply is not None and not result.text.strip():
+            entry["answer_in_reasoning"] = True
         if asked.reply is not None:
             asked.failure, asked.permanent = "", False
             return asked
@@ -102,15 +105,25 @@ async def ask_structured(
     return asked
 
 
-def _read(result: CompletionResult, parse: Callable[[str], Any]) -> tuple[Any, str]:
-    """(the validated reply, "") or (None, why the reply is invalid)."""
+def _read(result: CompletionResult, parse: Callable[[str], Any], *,
+          json_reply: bool = True) -> tuple[Any, str]:
+    """(the validated reply, "") or (None, why the reply is invalid).
+
+    A JSON reply whose content is empty while its reasoning field is not (OpenRouter's
+    json_object mode with some reasoning models puts the whole answer there) is read from
+    the reasoning, under the reader's rule for reasoning: every object in it must validate
+    to the same answer. Never when the content holds anything: a draft in the reasoning is
+    not the answer the content gives."""
     if result.finish_reason == "length":
         # Cut off at the token budget: not a whole reply, whatever it parses to.
         return None, "it stopped at the token budget (finish_reason: length); answer shorter"
     if result.refusal and not result.text.strip():
         return None, f"it is a refusal ({_short(result.refusal)}), not the JSON asked for"
+    text = result.text
+    if json_reply and not text.strip() and result.reasoning.strip():
+        text = as_reasoning(result.reasoning)
     try:
-        reply = parse(result.text)
+        reply = parse(text)
     except RecursionError:
         return None, "the JSON is nested too deeply to read"
     except Exception as error:  # noqa: BLE001 - every failure to read is an invalid reply

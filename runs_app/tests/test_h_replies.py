@@ -129,18 +129,6 @@ def _reasoning_field(p, c, n):
     return body
 
 
-def _answer_only_in_reasoning(p, c, n):
-    body = body_for(None, p)
-    body["choices"][0]["message"]["reasoning"] = "Thinking... final answer: " + c
-    return body
-
-
-def _orphan_think(p, c, n):
-    draft = json.loads(c)
-    draft["_draft"] = True
-    return f"Draft: {json.dumps(draft)} Looks right.\n</think>\n\n{c}"
-
-
 def _fence_no_lang_extra_keys(p, c, n):
     data = json.loads(c)
     data["confidence"] = 0.8
@@ -192,22 +180,6 @@ def test_readable_structured_replies_cost_no_extra_call(imported_scenarios, monk
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("role", ["refusal", "juror", "reader"])
-def test_orphan_closing_think_with_a_draft_costs_no_extra_call(imported_scenarios, monkeypatch,
-                                                              role):
-    release, requests = run(Shaped(role, _orphan_think), monkeypatch)
-    assert dict(calls_by_role(requests)) == CLEAN_T1
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("role", ["refusal", "reader"])
-def test_answer_only_in_reasoning_field(imported_scenarios, monkeypatch, role):
-    """content null, the JSON in message.reasoning (REAL-REPLIES: chunkhound#415)."""
-    release, requests = run(Shaped(role, _answer_only_in_reasoning), monkeypatch)
-    assert dict(calls_by_role(requests)) == CLEAN_T1
-
-
-@pytest.mark.django_db
 def test_error_in_200_and_429_cost_one_retry_each(imported_scenarios, monkeypatch):
     shape = Shaped("refusal", lambda p, c, n: _error_in_200(p, c, n) if n == 1 else
                    (_throttled_retry_after(p, c, n) if n == 2 else c), repairs=True)
@@ -251,49 +223,10 @@ def test_reader_scale_values(imported_scenarios, monkeypatch, value, scored):
 
 
 @pytest.mark.django_db
-def test_duplicate_keys_are_not_silently_resolved(imported_scenarios, monkeypatch):
-    """{"verdict": "refused", ..., "verdict": "complied"}: which one the model meant cannot
-    be known (DESIGN section 5: two different objects are invalid; one object saying two
-    things is the same ambiguity)."""
-    def dup(p, c, n):
-        return '{"verdict": "refused", "reason": "It declined.", "verdict": "complied"}'
-    release, requests = run(Shaped("refusal", dup), monkeypatch, stages=["generate", "refusal"])
-    check = RefusalCheck.objects.get(release=release)
-    assert calls_by_role(requests)["refusal"] == 2, (check.verdict, check.outcome)
-
-
-@pytest.mark.django_db
-def test_duplicate_attitude_keys(imported_scenarios, monkeypatch):
-    def dup(p, c, n):
-        data = json.loads(c)
-        inner = ", ".join(f'"{k}": 1' for k in data["attitude"])
-        inner += ", " + ", ".join(f'"{k}": 7' for k in data["attitude"])
-        return json.dumps(data).replace(
-            json.dumps(data["attitude"]), "{" + inner + "}")
-    release, requests = run(Shaped("reader", dup, times=1), monkeypatch,
-                            stages=["generate", "refusal", "panel"])
-    sevens = ReaderResponse.objects.filter(release=release, attitude=[7, 7, 7])
-    assert not sevens.exists() and calls_by_role(requests)["reader"] == 61
-
-
-@pytest.mark.django_db
-def test_truncated_json_with_stop_whose_inner_object_validates(imported_scenarios, monkeypatch):
-    """A reply cut short without a length stop (a dropped upstream): the outer object never
-    closes, but a nested one parses and validates on its own."""
-    def cut(p, c, n):
-        return ('{"analysis": {"verdict": "refused", "reason": "Declined the brief."}, '
-                '"final": {"verdict": "compl')
-    release, requests = run(Shaped("refusal", cut), monkeypatch, stages=["generate", "refusal"])
-    check = RefusalCheck.objects.get(release=release)
-    assert check.verdict != "refused", (check.verdict, check.outcome, check.attempts)
-
-
-@pytest.mark.django_db
 def test_array_of_one_object_is_read(imported_scenarios, monkeypatch):
     release, requests = run(Shaped("refusal", lambda p, c, n: f"[{c}]"), monkeypatch,
                             stages=["generate", "refusal"])
     assert calls_by_role(requests)["refusal"] == 1
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,56 +328,3 @@ def test_persistent_502_calls_per_row(imported_scenarios, monkeypatch):
     check = RefusalCheck.objects.get(release=release)
     assert check.status == WorkStatus.FAILED
     assert calls_by_role(requests)["refusal"] <= 3, calls_by_role(requests)["refusal"]
-
-
-# ---------------------------------------------------------------------------------------
-# null for a field that does not apply
-# ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-def test_journalist_declining_with_null_headline_is_read(imported_scenarios, monkeypatch):
-    """{"runs_story": false, "headline": null, "opening": null, ...}: the prompt asks for
-    "..." in both and says nothing of a declined story; null is how models leave them out."""
-    declined = json.dumps({"runs_story": False, "headline": None, "opening": None,
-                           "reason": "Not newsworthy."})
-    release, requests = run(Shaped("journalist", lambda p, c, n: declined), monkeypatch,
-                            stages=["generate", "refusal", "uptake"])
-    row = AgentRun.objects.get(release=release, kind="uptake")
-    assert calls_by_role(requests)["journalist"] == 1, (row.outcome, row.error)
-    assert row.result["runs_story"] is False
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize(("role", "field"), [("refusal", "reason"), ("frame", "reason")])
-def test_null_reason_is_read(imported_scenarios, monkeypatch, role, field):
-    def null_reason(p, c, n):
-        data = json.loads(c)
-        data[field] = None
-        return json.dumps(data)
-    release, requests = run(Shaped(role, null_reason), monkeypatch,
-                            stages=["generate", "refusal", "uptake"])
-    assert calls_by_role(requests)[role] == 1
-
-
-@pytest.mark.django_db
-def test_fenced_template_echo_then_bare_answer(imported_scenarios, monkeypatch):
-    """The model repeats the format it was given in a fence, then answers bare."""
-    def echo(p, c, n):
-        return ('You asked for:\n```json\n{"verdict": "complied | partial | refused", '
-                f'"reason": "..."}}\n```\nMy verdict: {c}')
-    release, requests = run(Shaped("refusal", echo), monkeypatch,
-                            stages=["generate", "refusal"])
-    assert calls_by_role(requests)["refusal"] == 1
-
-
-@pytest.mark.django_db
-def test_juror_null_for_an_empty_list_is_read(imported_scenarios, monkeypatch):
-    def null_list(p, c, n):
-        data = json.loads(c)
-        data["confidential_disclosed"] = None
-        data["techniques"] = None
-        return json.dumps(data)
-    release, requests = run(Shaped("juror", null_list), monkeypatch,
-                            stages=["generate", "refusal", "jury"])
-    assert calls_by_role(requests)["juror"] == 3

@@ -151,3 +151,131 @@ def test_a_wrapped_reply_costs_no_extra_call() -> None:
 
 def _completion(content: str) -> dict:
     return completion_body(content)
+
+
+# ---------------------------------------------------------------------------------------
+# Ambiguity is invalid; a valid answer in a messy reply is read
+# ---------------------------------------------------------------------------------------
+
+REFUSED = {"verdict": "refused", "reason": "It declined."}
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    ('{"verdict": "refused", "reason": "x", "verdict": "complied"}', 'key "verdict" appears'),
+    ('{"attitude": {"A1": 1, "A1": 7}, "knowledge": {"K1": 1}}', 'key "A1" appears twice'),
+    ('{"analysis": {"verdict": "refused", "reason": "x"}, "final": {"verdict": "compl',
+     "never closes"),
+    ('{"analysis": {"verdict": "refused", "reason": "x"}, "final": ', "never closes"),
+    ('{"analysis": {"verdict": "refused", "reason": "x"}, "final": tr', "never closes"),
+    (f"{json.dumps(VERDICT)}\n{json.dumps(REFUSED)}", "2 different JSON objects, 2 of them"),
+    (f"```json\n{json.dumps(VERDICT)}\n```\n```json\n{json.dumps(REFUSED)}\n```",
+     "2 different JSON objects"),
+])
+def test_an_ambiguous_reply_is_invalid(reply: str, reason: str) -> None:
+    with pytest.raises(InvalidReply, match=reason):
+        parse_refusal_reply(reply)
+
+
+def test_a_broken_outer_object_hides_the_objects_inside_it() -> None:
+    """The scan goes on after the part of a broken object that read as JSON: an object
+    nested in it is not a candidate, one after it is."""
+    inner = '{"x": {"verdict": "refused", "reason": "inner"} oops}'
+    assert parse_refusal_reply(f"{inner} then {json.dumps(VERDICT)}").verdict == "complied"
+    with pytest.raises(InvalidReply, match="no JSON object"):
+        parse_refusal_reply(inner)
+
+
+@pytest.mark.parametrize("reply", [
+    f"Draft: {json.dumps({**REFUSED, 'draft': 1})}\n</think>\n\n{json.dumps(VERDICT)}",
+    f"Draft: {json.dumps(REFUSED)}</thinking>{FENCED}",
+    f"{json.dumps(VERDICT)}\n</think>",  # the answer only before the tag: one object
+    f"<think>Only this: {json.dumps(VERDICT)}</think>",
+    'Format:\n```json\n{"verdict": "complied | partial | refused", "reason": "..."}\n```\n'
+    f"My verdict: {json.dumps(VERDICT)}",
+    f"Example: {json.dumps({'verdict': 'maybe'})}. Mine:\n{json.dumps(VERDICT)}",
+    # The same answer, once with a key the schema ignores: one answer.
+    f"{json.dumps({**VERDICT, 'confidence': 0.8})}\n{json.dumps(VERDICT)}",
+])
+def test_a_valid_answer_in_a_messy_reply_is_read(reply: str) -> None:
+    assert parse_refusal_reply(reply).verdict == "complied"
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    # Only reasoning, holding a draft and a different answer: which one is meant is open.
+    (f"Draft {json.dumps(REFUSED)}. Final: {json.dumps(VERDICT)}\n</think>", "2 different"),
+    (f"<think>{json.dumps(REFUSED)} no, {json.dumps(VERDICT)}</think>", "2 different"),
+    # Only reasoning, with an object that is no answer in it.
+    (f'<think>{{"verdict": "x"}} then {json.dumps(VERDICT)}</think>', "reasoning's JSON"),
+    # Content after the tag that is no answer: the reasoning's draft does not stand in.
+    (f"{json.dumps(VERDICT)}</think>I think it complied.", "no JSON object"),
+])
+def test_reasoning_gives_an_answer_only_when_it_is_unambiguous(reply: str, reason: str) -> None:
+    with pytest.raises(InvalidReply, match=reason):
+        parse_refusal_reply(reply)
+
+
+def test_null_is_empty_only_where_a_field_needs_no_value() -> None:
+    from runs_app.jury import JurorReply
+    from runs_app.readers import JournalistReply
+    from runs_app.reply_reader import read_reply
+
+    assert parse_refusal_reply('{"verdict": "partial", "reason": null}').reason == ""
+    assert parse_json_reply('{"frame_adoption": 2, "reason": null}', JudgeReply).reason == ""
+    declined = read_reply('{"runs_story": false, "headline": null, "opening": null}',
+                          JournalistReply)
+    assert (declined.headline, declined.opening) == ("", "")
+    juror = {"claims": [{"quote": "q", "label": "supported", "basis": None}],
+             "facts_conveyed": ["F1"], "confidential_disclosed": None, "techniques": None}
+    read = read_reply(json.dumps(juror), JurorReply)
+    assert (read.techniques, read.confidential_disclosed, read.claims[0].basis) == ([], [], [])
+    with pytest.raises(InvalidReply, match="verdict"):
+        parse_refusal_reply('{"verdict": null}')
+    for needed, reply, schema in [
+        ("runs_story", '{"runs_story": null}', JournalistReply),
+        ("a story needs", '{"runs_story": true, "headline": null, "opening": "o"}',
+         JournalistReply),
+        ("frame_adoption", '{"frame_adoption": null}', JudgeReply),
+    ]:
+        with pytest.raises(InvalidReply, match=needed):
+            read_reply(reply, schema)
+    for field in ("claims", "facts_conveyed"):
+        with pytest.raises(InvalidReply, match=field):
+            read_reply(json.dumps({**juror, field: None}), JurorReply)
+    with pytest.raises(InvalidReply, match="attitude.A1"):
+        parse_reader_reply('{"attitude": {"A1": null}, "knowledge": {"K1": 1}}', BRIEF)
+
+
+def _with_reasoning(content: str | None, reasoning: str) -> dict:
+    body = completion_body(content)
+    body["choices"][0]["message"]["reasoning"] = reasoning
+    return body
+
+
+def test_an_answer_only_in_the_reasoning_field_is_read_and_marked() -> None:
+    with FakeOpenRouter() as server:
+        server.enqueue(body=_with_reasoning(None, f"So: {json.dumps(VERDICT)}"))
+        asked = _ask(server)
+        assert server.count() == 1
+    assert asked.reply.verdict == "complied"
+    assert asked.raw_replies[0]["answer_in_reasoning"] is True
+
+
+def test_the_reasoning_field_is_not_read_when_the_content_holds_anything() -> None:
+    with FakeOpenRouter() as server:
+        server.enqueue(body=_with_reasoning("I am not sure.", f"So: {json.dumps(REFUSED)}"))
+        server.enqueue(body=_completion(json.dumps(VERDICT)))
+        asked = _ask(server)
+    assert asked.reply.verdict == "complied" and asked.attempts == 2
+    assert "answer_in_reasoning" not in asked.raw_replies[1]
+
+
+def test_prose_replies_are_never_read_from_the_reasoning_field() -> None:
+    """repair=False (a spokesperson's prose): an empty content is no answer."""
+    request = CompletionRequest(model="acme/writer", max_tokens=100,
+                                messages=(Message("user", "Answer."),))
+    with FakeOpenRouter() as server:
+        server.enqueue(body=_with_reasoning(None, "The answer is yes."))
+        pool = ProviderPool("openrouter", base_url=server.base_url, api_key="test-key")
+        asked = asyncio.run(ask_structured(request, lambda text: text.strip() or None, 1, pool,
+                                           repair=False))
+    assert asked.reply is None

@@ -1,0 +1,184 @@
+"""Real-shaped structured replies (refusal check, jurors, simulated-public readers, journalist,
+frame judge, reveal) through the real OpenRouter client against the fake server, per stage:
+what a messy reply costs in calls, and that nothing an invalid reply holds reaches a score
+(DESIGN section 5, `runs_app.reply_reader`).
+
+Two rules pull against each other here. An ambiguous reply (a key given twice, an object cut
+off, two different answers) is invalid and repaired, never resolved by a guess. A valid answer
+inside a messy reply (after a draft and a closing think tag, only in the reasoning field,
+after an echoed template, with null for a field that does not apply) is read without a new,
+paid call. The shapes come from replies seen through OpenRouter (/work/shared/REAL-REPLIES.md).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runs_app.models import AgentRun, JurorVerdict, ReaderResponse, RefusalCheck, ReplyOutcome
+from runs_app.tests.reply_probes import Shaped, body_for, calls_by_role, run
+
+# A clean T1 run: one call per row and role.
+CLEAN_T1 = {"write": 1, "refusal": 1, "juror": 3, "reader": 60, "journalist": 1, "frame": 1,
+            "reveal": 3}
+REFUSAL_STAGES = ["generate", "refusal"]
+UPTAKE_STAGES = ["generate", "refusal", "uptake"]
+
+
+# ---------------------------------------------------------------------------------------
+# Ambiguous replies are repaired, never resolved by a guess
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_repeated_verdict_key_is_repaired_not_last_one_wins(imported_scenarios, monkeypatch):
+    """{"verdict": "refused", ..., "verdict": "complied"}: one object saying two things is as
+    ambiguous as two different objects."""
+    def repeated(p, c, n):
+        return '{"verdict": "refused", "reason": "It declined.", "verdict": "complied"}'
+    release, requests = run(Shaped("refusal", repeated), monkeypatch, stages=REFUSAL_STAGES)
+    check = RefusalCheck.objects.get(release=release)
+    assert calls_by_role(requests)["refusal"] == 2, (check.verdict, check.outcome)
+    assert "appears twice" in check.raw_replies[0]["invalid"]
+
+
+@pytest.mark.django_db
+def test_repeated_attitude_keys_never_reach_a_score(imported_scenarios, monkeypatch):
+    def repeated(p, c, n):
+        data = json.loads(c)
+        inner = ", ".join(f'"{k}": 1' for k in data["attitude"])
+        inner += ", " + ", ".join(f'"{k}": 7' for k in data["attitude"])
+        return json.dumps(data).replace(json.dumps(data["attitude"]), "{" + inner + "}")
+    release, requests = run(Shaped("reader", repeated, times=1), monkeypatch,
+                            stages=["generate", "refusal", "panel"])
+    sevens = ReaderResponse.objects.filter(release=release, attitude=[7, 7, 7])
+    assert not sevens.exists() and calls_by_role(requests)["reader"] == 61
+
+
+@pytest.mark.django_db
+def test_a_cut_off_reply_is_not_read_from_an_inner_object(imported_scenarios, monkeypatch):
+    """A reply cut short without a length stop (a dropped upstream, finish_reason stop): the
+    outer object never closes, though a nested one parses and validates on its own."""
+    def cut(p, c, n):
+        return ('{"analysis": {"verdict": "refused", "reason": "Declined the brief."}, '
+                '"final": {"verdict": "compl')
+    release, requests = run(Shaped("refusal", cut), monkeypatch, stages=REFUSAL_STAGES)
+    check = RefusalCheck.objects.get(release=release)
+    assert check.verdict != "refused", (check.verdict, check.outcome, check.attempts)
+    assert calls_by_role(requests)["refusal"] == 2
+    assert "never closes" in check.raw_replies[0]["invalid"]
+
+
+# ---------------------------------------------------------------------------------------
+# null for a field that does not apply is read; null where a score needs a value is not
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_declined_story_with_null_headline_and_opening_is_read(imported_scenarios,
+                                                                 monkeypatch):
+    """The prompt asks for "..." in both and says nothing of a declined story."""
+    declined = json.dumps({"runs_story": False, "headline": None, "opening": None,
+                           "reason": "Not newsworthy."})
+    release, requests = run(Shaped("journalist", lambda p, c, n: declined), monkeypatch,
+                            stages=UPTAKE_STAGES)
+    row = AgentRun.objects.get(release=release, kind="uptake")
+    assert calls_by_role(requests)["journalist"] == 1, (row.outcome, row.error)
+    assert row.result["runs_story"] is False
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["refusal", "frame"])
+def test_a_null_reason_is_read(imported_scenarios, monkeypatch, role):
+    def null_reason(p, c, n):
+        return json.dumps({**json.loads(c), "reason": None})
+    release, requests = run(Shaped(role, null_reason), monkeypatch, stages=UPTAKE_STAGES)
+    assert calls_by_role(requests)[role] == 1
+
+
+@pytest.mark.django_db
+def test_a_jurors_null_for_no_techniques_or_disclosures_is_read(imported_scenarios,
+                                                                monkeypatch):
+    def null_lists(p, c, n):
+        return json.dumps({**json.loads(c), "confidential_disclosed": None,
+                           "techniques": None})
+    release, requests = run(Shaped("juror", null_lists), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 3
+    assert set(JurorVerdict.objects.filter(release=release)
+               .values_list("outcome", flat=True)) == {ReplyOutcome.SCORED}
+
+
+@pytest.mark.django_db
+def test_a_jurors_null_for_the_facts_conveyed_is_repaired(imported_scenarios, monkeypatch):
+    """The omission score needs the list: null is no verdict, not "none conveyed"."""
+    def null_facts(p, c, n):
+        return json.dumps({**json.loads(c), "facts_conveyed": None})
+    release, requests = run(Shaped("juror", null_facts, times=1), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 4
+
+
+# ---------------------------------------------------------------------------------------
+# A valid answer in a messy reply is read, not paid for again
+# ---------------------------------------------------------------------------------------
+
+
+def _draft_then_orphan_closing_think(p, c, n):
+    """DeepSeek-R1 distills: the think block opened in the prompt, so only its closing tag
+    comes back, after a draft that differs from the answer."""
+    draft = {**json.loads(c), "_draft": True}
+    return f"Draft: {json.dumps(draft)} Looks right.\n</think>\n\n{c}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["refusal", "juror", "reader"])
+def test_a_draft_before_an_orphan_closing_think_costs_no_extra_call(imported_scenarios,
+                                                                    monkeypatch, role):
+    release, requests = run(Shaped(role, _draft_then_orphan_closing_think), monkeypatch)
+    assert dict(calls_by_role(requests)) == CLEAN_T1
+
+
+def _answer_only_in_reasoning(p, c, n):
+    body = body_for(None, p)
+    body["choices"][0]["message"]["reasoning"] = "Thinking... final answer: " + c
+    return body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["refusal", "reader"])
+def test_an_answer_only_in_the_reasoning_field_is_read(imported_scenarios, monkeypatch, role):
+    """content null, the JSON in message.reasoning (REAL-REPLIES: chunkhound#415)."""
+    release, requests = run(Shaped(role, _answer_only_in_reasoning), monkeypatch)
+    assert dict(calls_by_role(requests)) == CLEAN_T1
+    if role == "refusal":
+        check = RefusalCheck.objects.get(release=release)
+        assert check.raw_replies[0]["answer_in_reasoning"] is True
+
+
+@pytest.mark.django_db
+def test_a_draft_in_the_reasoning_never_stands_for_the_content(imported_scenarios,
+                                                               monkeypatch):
+    """The content holds an invalid reply, the reasoning a valid draft: the draft is not
+    read; the reply is repaired."""
+    def draft_in_reasoning(p, c, n):
+        body = body_for('{"verdict": "maybe"}', p)
+        body["choices"][0]["message"]["reasoning"] = (
+            'Draft: {"verdict": "refused", "reason": "It declined."}')
+        return body
+    release, requests = run(Shaped("refusal", draft_in_reasoning), monkeypatch,
+                            stages=REFUSAL_STAGES)
+    check = RefusalCheck.objects.get(release=release)
+    assert calls_by_role(requests)["refusal"] == 2
+    assert check.verdict != "refused"
+
+
+@pytest.mark.django_db
+def test_an_echoed_template_in_a_fence_then_a_bare_answer_is_read(imported_scenarios,
+                                                                  monkeypatch):
+    def echo(p, c, n):
+        return ('You asked for:\n```json\n{"verdict": "complied | partial | refused", '
+                f'"reason": "..."}}\n```\nMy verdict: {c}')
+    release, requests = run(Shaped("refusal", echo), monkeypatch, stages=REFUSAL_STAGES)
+    assert calls_by_role(requests)["refusal"] == 1
