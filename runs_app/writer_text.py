@@ -34,10 +34,9 @@ import re
 
 from lingua import Language, LanguageDetectorBuilder
 
-from runs_app.reply_reader import UNCLOSED_THINK, split_think
+from runs_app.reply_reader import CLOSING_THINK, UNCLOSED_THINK, split_think
 
-# A closing think tag, and an opening one (which makes the closing tag not an orphan).
-CLOSING_THINK = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+# An opening think tag: one before a closing tag makes that closing tag not an orphan.
 OPENING_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 
 # Opening words of an assistant talking to its requester, in the release languages. They must
