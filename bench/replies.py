@@ -72,7 +72,7 @@ def handling_cpu() -> list[str]:
                                     "basis": ["F1"]}] * 6, "facts_conveyed": ["F1", "F2"],
                         "confidential_disclosed": [], "techniques": []})
     reader = json.dumps({"attitude": {"A1": 4, "A2": 3, "A3": 5},
-                         "knowledge": {"K1": 1, "K2": 0, "K3": None, "K4": 2}})
+                         "knowledge": {"K1": 1, "K2": 0, "K3": "dont_know", "K4": 2}})
     roles = {
         "juror": (juror, False, lambda text: read_reply(text, JurorReply)),
         "reader": (reader, False, lambda text: read_reply(text, ReaderReply)),
