@@ -23,6 +23,7 @@ from runs_app.providers.base import (
 )
 from runs_app.providers.pool import ProviderPool
 from runs_app.reply_reader import repair_prompt
+from runs_app.stages.base import parked
 
 
 @dataclasses.dataclass
@@ -32,6 +33,8 @@ class Asked:
     reply: Any = None
     failure: str = ""  # why no reply was had: set by provider errors
     permanent: bool = False  # the last provider error can never succeed
+    # Seconds the provider said to wait, longer than a call waits: the row is parked.
+    retry_after: float | None = None
     # What every reply cost, invalid ones included: they were paid for too.
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -73,7 +76,11 @@ async def ask_structured(
     next call is a repair turn (the reply, then a user turn quoting what was wrong): asked
     the identical question again, a model at temperature 0 answers the same. `repair=False`
     asks the same request again (a spokesperson's answer is prose, not JSON).
-    A transient provider error uses up an attempt; a permanent one stops at once.
+    A provider error stops at once: the provider has already retried a transient one
+    (with backoff, `max_retries`), and asking again here would multiply its retries by the
+    reply attempts (DESIGN section 5). The row then fails (an operator retries it), or, when
+    the provider said to wait longer than a call waits, is parked (`retry_after`); that
+    throttled call made no model call and uses up no attempt.
     """
     asked = Asked(model=request.model)
     current = request
@@ -86,9 +93,10 @@ async def ask_structured(
             asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
                             f"{error.message}"
             asked.permanent = error.permanent
-            if error.permanent:
-                return asked
-            continue
+            if error.retry_after is not None:
+                asked.attempts -= 1
+                asked.retry_after = error.retry_after
+            return asked
         asked.count(result)
         entry = raw_entry(result, repair_turn=current is not request)
         asked.raw_replies.append(entry)
@@ -170,11 +178,15 @@ def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
                               **usage_fields(item, asked)}
     if asked.reply is not None:
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
+    if asked.retry_after is not None:
+        return fields | parked(asked.retry_after, asked.failure)
     # A row re-claimed with no attempts left still counts the replies it got before.
     answered = asked.answered or (
         not asked.attempts and any("text" in entry for entry in item.raw_replies)
     )
-    if answered and not asked.permanent:
+    # Unscored only when the replies used up the budget: a provider error ended this claim's
+    # calls early, so the row fails instead and an operator's retry asks again.
+    if answered and not asked.failure:
         invalid = [entry["invalid"] for entry in fields["raw_replies"] if "invalid" in entry]
         reason = invalid[-1] if invalid else "no valid reply"
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
