@@ -23,6 +23,7 @@ from runs_app.models import (
 from runs_app.models.pipeline import DRAIN_DEAD_AFTER  # noqa: F401 (tasks read it here)
 from runs_app.schemas import STAGE_NAMES
 from runs_app.stages import get_stage
+from runs_app.stages.base import claimable_rows
 
 log = logging.getLogger("baitbench.runs")
 
@@ -229,11 +230,9 @@ def release_active_scope(release: Release) -> list[str]:
 
 
 def scope_claimable(release: Release) -> int:
-    """Rows of the active stages a worker could claim now: pending, or held by a dead worker."""
-    now = timezone.now()
-    claimable = Q(status=WorkStatus.PENDING) | Q(status=WorkStatus.CLAIMED,
-                                                 lease_expires_at__lt=now)
-    return sum(get_stage(name).rows(release).filter(claimable).count()
+    """Rows of the active stages a worker could claim now: pending (and not waiting out a
+    provider's Retry-After, `runs_app.stages.base.parked`), or held by a dead worker."""
+    return sum(get_stage(name).rows(release).filter(claimable_rows()).count()
                for name in release_active_scope(release))
 
 

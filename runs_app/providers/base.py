@@ -64,13 +64,20 @@ class CompletionResult:
 
 
 class ProviderError(Exception):
-    """A call that failed. `permanent` means retrying the same request is pointless."""
+    """A call that failed. `permanent` means retrying the same request is pointless.
 
-    def __init__(self, message: str, *, permanent: bool, status: int | None = None) -> None:
+    `retry_after` (seconds) is set when the provider was told to wait longer than a call
+    waits (a 429 with an hour's Retry-After): nothing should call it again before then, so a
+    stage puts its row back for later (`runs_app.stages.base.parked`) instead of failing it
+    or asking again at once."""
+
+    def __init__(self, message: str, *, permanent: bool, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
         self.status = status
+        self.retry_after = retry_after
 
 
 class Provider(Protocol):

@@ -46,12 +46,15 @@ class _AttemptFailed(Exception):
         status: int | None,
         permanent: bool,
         retry_after: float | None = None,
+        paid: CompletionResult | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.status = status
         self.permanent = permanent
         self.retry_after = retry_after
+        # A 200 that is still an error may report usage: what that attempt was billed.
+        self.paid = paid
 
 
 class OpenRouterProvider:
@@ -86,6 +89,10 @@ class OpenRouterProvider:
         # A Retry-After longer than this (a daily quota, say) is not worth sleeping through:
         # the work row's claim would expire while we wait, so give up and let it be drained later.
         self.max_retry_after = max_retry_after
+        # Model id -> monotonic time before which the provider told us not to call it again
+        # (a Retry-After above max_retry_after): other calls of that model fail at once
+        # instead of each drawing its own 429.
+        self._throttled_until: dict[str, float] = {}
         # Replaceable so tests record the waits instead of sleeping through them.
         self.sleep: Sleep = asyncio.sleep
         self._shards: _Shards | None = None
@@ -103,19 +110,36 @@ class OpenRouterProvider:
                 "OPENROUTER_API_KEY is not set: the openrouter provider cannot call any model",
                 permanent=True,
             )
+        self._raise_if_throttled(request)
         body = request_body(request)
         attempt = 1
+        paid: list[CompletionResult] = []  # failed attempts that reported usage
         while True:
             try:
-                return await self._attempt(body, attempt)
+                return with_paid_attempts(await self._attempt(body, attempt), paid)
             except _AttemptFailed as caught:
                 failure = caught
+            if failure.paid is not None:
+                paid.append(failure.paid)
             # Raised outside the `except`, so the unredacted failure is not kept as the
             # ProviderError's __context__ (an upstream message may echo the key).
             if failure.permanent or attempt > self.max_retries:
                 raise self._provider_error(request, failure, attempt)
             await self._wait_before_retry(request, failure, attempt)
             attempt += 1
+
+    def _raise_if_throttled(self, request: CompletionRequest) -> None:
+        until = self._throttled_until.get(request.model)
+        if until is None:
+            return
+        left = until - time.monotonic()
+        if left <= 0:
+            del self._throttled_until[request.model]
+            return
+        raise ProviderError(
+            f"openrouter {request.model}: rate limited: not called again for another "
+            f"{left:.0f}s (the provider's Retry-After)", permanent=False, status=429,
+            retry_after=left)
 
     async def aclose(self) -> None:
         # A client made in a loop that has since closed cannot be closed from this one;
@@ -191,8 +215,13 @@ class OpenRouterProvider:
         self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
     ) -> None:
         if failure.retry_after is not None and failure.retry_after > self.max_retry_after:
+            # Too long to sleep through (the row's claim would expire): give up now, without
+            # calling again, and say when the model may be called (DESIGN section 5).
             failure.detail += f" (Retry-After {failure.retry_after:.0f}s is too long to wait)"
-            raise self._provider_error(request, failure, attempt)
+            self._throttled_until[request.model] = time.monotonic() + failure.retry_after
+            error = self._provider_error(request, failure, attempt)
+            error.retry_after = failure.retry_after
+            raise error
         delay = self._backoff_delay(attempt, failure.retry_after)
         logger.warning(
             "openrouter %s: attempt %d failed (%s); retrying in %.1fs",
@@ -236,6 +265,26 @@ def with_estimated_tokens(result: CompletionResult, body: dict[str, Any]) -> Com
     received = len(result.text) + len(result.reasoning) + len(result.refusal)
     return dataclasses.replace(result, prompt_tokens=math.ceil(sent / CHARS_PER_TOKEN),
                                completion_tokens=math.ceil(received / CHARS_PER_TOKEN))
+
+
+def with_paid_attempts(result: CompletionResult,
+                       paid: list[CompletionResult]) -> CompletionResult:
+    """The result with the usage of the failed attempts before it that reported one (a 200
+    whose upstream failed mid-reply bills what it generated): paid means recorded."""
+    if not paid:
+        return result
+    costs = [attempt.cost_usd for attempt in paid if attempt.cost_usd is not None]
+    cost = result.cost_usd
+    if cost is not None or costs:
+        cost = (cost or 0.0) + sum(costs)
+    return dataclasses.replace(
+        result,
+        prompt_tokens=result.prompt_tokens + sum(a.prompt_tokens for a in paid),
+        completion_tokens=result.completion_tokens + sum(a.completion_tokens for a in paid),
+        reasoning_tokens=result.reasoning_tokens + sum(a.reasoning_tokens for a in paid),
+        cost_usd=cost,
+        cost_estimated=result.cost_estimated and cost is None,
+    )
 
 
 def request_body(request: CompletionRequest) -> dict[str, Any]:
@@ -290,8 +339,36 @@ def parse_response(
         ) from None
     if not isinstance(data, dict):
         raise _AttemptFailed("reply is not a JSON object", status=200, permanent=False)
-    _raise_for_error_in_body(data)
-    return _result_from_body(data, latency_ms=latency_ms, http_attempts=http_attempts)
+    try:
+        _raise_for_error_in_body(data)
+    except _AttemptFailed as failure:
+        failure.paid = _paid_usage(data)
+        raise
+    result = _result_from_body(data, latency_ms=latency_ms, http_attempts=http_attempts)
+    if result.finish_reason == "error":
+        # OpenRouter's own "the upstream failed mid-generation", here without the
+        # choice-level error object: the content is whatever came before the failure, not
+        # a reply. Retried like the documented shape; what it billed is kept.
+        raise _AttemptFailed("error in 200 reply: finish_reason error (the upstream failed "
+                             "mid-reply)", status=200, permanent=False,
+                             paid=_paid_usage(data))
+    return result
+
+
+def _paid_usage(data: dict[str, Any]) -> CompletionResult | None:
+    """The usage an error reply reports (tokens, cost), or None when it reports none."""
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    details = usage.get("completion_tokens_details")
+    paid = CompletionResult(
+        text="", finish_reason="error", upstream_provider=None, generation_id=None,
+        prompt_tokens=_tokens(usage.get("prompt_tokens")),
+        completion_tokens=_tokens(usage.get("completion_tokens")),
+        reasoning_tokens=_tokens(details.get("reasoning_tokens")
+                                 if isinstance(details, dict) else None),
+        cost_usd=call_cost(usage))
+    if paid.prompt_tokens or paid.completion_tokens or paid.cost_usd:
+        return paid
+    return None
 
 
 def _status_failure(response: httpx.Response) -> _AttemptFailed:

@@ -256,10 +256,28 @@ def unique_key(model: type[WorkItem]) -> tuple[str, ...]:
     raise TypeError(f"{model.__name__}: a work table needs a unique key to plan idempotently")
 
 
-def claimable_rows(stage: Stage, release: Release) -> Q:
-    """What a worker may claim: pending rows, and claimed rows whose lease has run out."""
-    return Q(status=WorkStatus.PENDING) | Q(
-        status=WorkStatus.CLAIMED, lease_expires_at__lt=timezone.now())
+# The `claim_token` of a pending row that waits out a provider's Retry-After (`parked`):
+# its `lease_expires_at` is then the time before which nobody claims it.
+WAITING = "waiting"
+
+
+def claimable_rows(stage: Stage | None = None, release: Release | None = None) -> Q:
+    """What a worker may claim: pending rows (a parked one once its wait is over), and
+    claimed rows whose lease has run out."""
+    return (Q(status=WorkStatus.PENDING) & ~Q(claim_token=WAITING)) | Q(
+        status__in=(WorkStatus.PENDING, WorkStatus.CLAIMED), lease_expires_at__lt=timezone.now())
+
+
+def parked(seconds: float, why: str) -> dict[str, Any]:
+    """The fields (for `Stage.record`) that give a row back for later: pending, claimable by
+    any worker once `seconds` have passed, not before. For a provider that said to wait
+    longer than a call waits (`ProviderError.retry_after`): the row is not failed, which an
+    operator would have to retry, nor asked again at once, which hammers the provider; the
+    scheduled `reenqueue_stalled` drains the release again, and the wait costs nothing."""
+    when = timezone.now() + dt.timedelta(seconds=max(0.0, seconds))
+    return {"status": WorkStatus.PENDING, "claim_token": WAITING, "claimed_by": "",
+            "lease_expires_at": when,
+            "error": f"{why}; waiting until {when:%Y-%m-%d %H:%M:%S} UTC"}
 
 
 def claimable_at_least(stage: Stage, release: Release, count: int) -> bool:

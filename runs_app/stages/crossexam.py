@@ -68,10 +68,18 @@ from runs_app.models import (
 from runs_app.providers.base import CompletionRequest, ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.scoring_versions import LanguageTexts
+from runs_app.stages.base import parked
 from runs_app.stages.generate import AttemptRecord, classify
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import PublicStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, raw_entry, reply_fields, usage_fields
+from runs_app.stages.replies import (
+    Asked,
+    ask_structured,
+    provider_failed,
+    raw_entry,
+    reply_fields,
+    usage_fields,
+)
 
 Kind = CrossExamTurn.Kind
 
@@ -122,13 +130,7 @@ async def ask_writer(request: CompletionRequest, attempts_left: int, providers: 
         try:
             result = await providers.complete(request)
         except ProviderError as error:
-            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
-            asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
-                            f"{error.message}"
-            asked.permanent = error.permanent
-            if error.permanent:
-                return asked
-            continue
+            return provider_failed(asked, error)  # as every stage's calls (`ask_structured`)
         asked.count(result)
         entry = raw_entry(result)
         asked.raw_replies.append(entry)
@@ -308,8 +310,14 @@ class CrossExamStage(PublicStage):
             # No valid question: unscored after invalid replies (the interview stops), or
             # failed after provider errors (an operator may retry).
             asked = reply_fields(item, outcome.journalist)
-            return fields | {key: asked[key] for key in ("status", "outcome")} | {
+            # (A parked row, `parked`, keeps its wait: its claim token and not-before time.)
+            keep = ("status", "outcome", "claim_token", "claimed_by", "lease_expires_at")
+            return fields | {key: asked[key] for key in keep if key in asked} | {
                 "error": f"question: {asked['error']}"}
+        if outcome.writer.reply is None and outcome.writer.retry_after is not None:
+            # The provider said to wait: the turn keeps its question and is asked later.
+            return fields | parked(outcome.writer.retry_after,
+                                   f"answer: {outcome.writer.failure}")
         if outcome.writer.reply is None:
             # Answers cut at the budget, empty or lost to provider errors never count
             # (section 5): the turn fails, as a generation does, and keeps its question.

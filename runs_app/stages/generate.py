@@ -15,7 +15,7 @@ from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
-from runs_app.stages.base import Stage
+from runs_app.stages.base import Stage, parked
 from runs_app.writer_text import NotAText, WriterText, writer_text
 from scenarios_app.models import Condition, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
@@ -44,6 +44,7 @@ class GenerationOutcome:
     attempts: list[AttemptRecord]
     accepted: CompletionResult | None = None
     failure: str = ""
+    retry_after: float | None = None  # the provider said to wait this long (seconds)
 
 
 def classify(result: CompletionResult, language: str, *, spoken: bool = False
@@ -158,6 +159,7 @@ class GenerateStage(Stage):
             outcome.attempts.append(AttemptRecord("error", error=error.message))
             if error.permanent:
                 outcome.failure = f"permanent provider error: {error.message}"
+            outcome.retry_after = error.retry_after
             return outcome
         attempt = classify(result, job.language)
         outcome.attempts.append(attempt)
@@ -189,6 +191,11 @@ class GenerateStage(Stage):
             **_usage(item, outcome.attempts),
         }
         accepted = outcome.accepted
+        if outcome.retry_after is not None:
+            # Throttled for longer than a call waits: no model call was made, so no attempt
+            # is used up; the cell is claimed again after the wait (logged all the same).
+            return fields | {"attempts": item.attempts} | parked(
+                outcome.retry_after, f"provider error: {outcome.attempts[-1].error}")
         if outcome.failure:
             return fields | {"status": WorkStatus.FAILED, "error": outcome.failure}
         if accepted is None:

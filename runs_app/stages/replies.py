@@ -23,6 +23,7 @@ from runs_app.providers.base import (
 )
 from runs_app.providers.pool import ProviderPool
 from runs_app.reply_reader import as_reasoning, repair_prompt
+from runs_app.stages.base import parked
 
 
 @dataclasses.dataclass
@@ -32,6 +33,8 @@ class Asked:
     reply: Any = None
     failure: str = ""  # why no reply was had: set by provider errors
     permanent: bool = False  # the last provider error can never succeed
+    # Seconds the provider said to wait, longer than a call waits: the row is parked.
+    retry_after: float | None = None
     # What every reply cost, invalid ones included: they were paid for too.
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -62,6 +65,19 @@ class Asked:
         return any("text" in entry for entry in self.raw_replies)
 
 
+def provider_failed(asked: Asked, error: ProviderError) -> Asked:
+    """`asked` ended by a provider error, the one rule for every stage's calls: no call after
+    it (the provider has retried a transient one already); a throttled call (`retry_after`)
+    made no model call, uses up no attempt and parks its row until the wait is over."""
+    asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
+    asked.failure = f"{'permanent ' if error.permanent else ''}provider error: {error.message}"
+    asked.permanent = error.permanent
+    if error.retry_after is not None:
+        asked.attempts -= 1
+        asked.retry_after = error.retry_after
+    return asked
+
+
 async def ask_structured(
     request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
     providers: ProviderPool, *, repair: bool = True,
@@ -74,7 +90,11 @@ async def ask_structured(
     the identical question again, a model at temperature 0 answers the same. `repair=False`
     asks the same request again (a spokesperson's answer is prose, not JSON), and never reads
     an answer from the reasoning field (`_read`).
-    A transient provider error uses up an attempt; a permanent one stops at once.
+    A provider error stops at once: the provider has already retried a transient one
+    (with backoff, `max_retries`), and asking again here would multiply its retries by the
+    reply attempts (DESIGN section 5). The row then fails (an operator retries it), or, when
+    the provider said to wait longer than a call waits, is parked (`retry_after`); that
+    throttled call made no model call and uses up no attempt.
     """
     asked = Asked(model=request.model)
     current = request
@@ -83,13 +103,7 @@ async def ask_structured(
         try:
             result = await providers.complete(current)
         except ProviderError as error:
-            asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
-            asked.failure = f"{'permanent ' if error.permanent else ''}provider error: " \
-                            f"{error.message}"
-            asked.permanent = error.permanent
-            if error.permanent:
-                return asked
-            continue
+            return provider_failed(asked, error)
         asked.count(result)
         entry = raw_entry(result, repair_turn=current is not request)
         asked.raw_replies.append(entry)
@@ -183,11 +197,15 @@ def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
                               **usage_fields(item, asked)}
     if asked.reply is not None:
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
+    if asked.retry_after is not None:
+        return fields | parked(asked.retry_after, asked.failure)
     # A row re-claimed with no attempts left still counts the replies it got before.
     answered = asked.answered or (
         not asked.attempts and any("text" in entry for entry in item.raw_replies)
     )
-    if answered and not asked.permanent:
+    # Unscored only when the replies used up the budget: a provider error ended this claim's
+    # calls early, so the row fails instead and an operator's retry asks again.
+    if answered and not asked.failure:
         invalid = [entry["invalid"] for entry in fields["raw_replies"] if "invalid" in entry]
         reason = invalid[-1] if invalid else "no valid reply"
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,

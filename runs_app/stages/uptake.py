@@ -5,6 +5,10 @@ text as incoming press material and decides whether to run a story, writing its 
 opening; if it runs one, a judge (the same model, purpose `frame_judge`) rates 1-5 how far the
 article adopts the organisation's frame, stored normalised to 0-1. Both replies are JSON,
 retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcript`.
+
+The two calls are two claims of the row: the story is written (the row pending again, the
+story in `result` with `judge_due`) before the judge is asked, so a judge that fails, an
+operator's retry or a killed worker never asks (and pays) the journalist twice.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from runs_app.readers import (
     parse_json_reply,
 )
 from runs_app.scoring_versions import LanguageTexts
+from runs_app.stages.base import parked
 from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 
@@ -38,14 +43,21 @@ class UptakeJob:
     text: str
     attempts_left: int
     judge_attempts: int
+    # The journalist's story, kept on the row by an earlier claim: only the judge is asked.
+    story: JournalistReply | None = None
 
 
 @dataclasses.dataclass
 class UptakeOutcome:
     job: UptakeJob
-    journalist: Asked
+    journalist: Asked | None  # None when the story was kept from an earlier claim
     judge: Asked | None = None
     judge_request: CompletionRequest | None = None
+
+
+# `result` keys of a row whose story is kept and whose frame judge is still to be asked;
+# `judge_from` is the row's `attempts` when the judge's turn began (its budget counts after it).
+JUDGE_DUE, JUDGE_FROM = "judge_due", "judge_from"
 
 
 class UptakeStage(AgentRunStage):
@@ -72,27 +84,38 @@ class UptakeStage(AgentRunStage):
         request = call_request("journalist", config=config, model=config.journalist,
                                messages=journalist_messages(texts, brief, generation.text))
         judge = call_request("frame_judge", config=config, model=config.journalist)
+        story, judge_attempts = None, config.max_reply_attempts
+        if item.result.get(JUDGE_DUE):
+            story = JournalistReply.model_validate(
+                {key: item.result[key] for key in ("runs_story", "headline", "opening",
+                                                   "reason")})
+            # An operator's retry resets `attempts` to 0: the judge's budget is whole again.
+            judge_attempts -= max(0, item.attempts - item.result.get(JUDGE_FROM, 0))
         return UptakeJob(request, judge, texts, generation.text,
                          attempts_left=max(0, config.max_reply_attempts - item.attempts),
-                         judge_attempts=config.max_reply_attempts)
+                         judge_attempts=max(0, judge_attempts), story=story)
 
     async def execute(self, job: UptakeJob, providers: ProviderPool) -> UptakeOutcome:
-        journalist = await ask_structured(
-            job.request, lambda text: parse_json_reply(text, JournalistReply),
-            job.attempts_left, providers)
-        outcome = UptakeOutcome(job, journalist)
-        story: JournalistReply | None = journalist.reply
-        if story is None or not story.runs_story:
-            return outcome
+        """The journalist, in one claim; the frame judge in the next. A story is paid for:
+        it is written before the judge is asked, so a judge that fails (or a worker that
+        dies meanwhile) never makes the journalist be asked, and paid, again."""
+        if job.story is None:
+            journalist = await ask_structured(
+                job.request, lambda text: parse_json_reply(text, JournalistReply),
+                job.attempts_left, providers)
+            return UptakeOutcome(job, journalist)
+        outcome = UptakeOutcome(job, None)
         outcome.judge_request = dataclasses.replace(
-            job.judge_request, messages=judge_messages(job.texts, job.text, story.headline,
-                                                       story.opening))
+            job.judge_request, messages=judge_messages(job.texts, job.text, job.story.headline,
+                                                       job.story.opening))
         outcome.judge = await ask_structured(
             outcome.judge_request, lambda text: parse_json_reply(text, JudgeReply),
             job.judge_attempts, providers)
         return outcome
 
     def record(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
+        if outcome.journalist is None:
+            return self._record_judge(item, outcome)
         fields = reply_fields(item, outcome.journalist)
         story: JournalistReply | None = outcome.journalist.reply
         transcript = _transcript(outcome.job.request, outcome.journalist)
@@ -101,24 +124,45 @@ class UptakeStage(AgentRunStage):
         result: dict[str, Any] = {"runs_story": story.runs_story, "headline": story.headline,
                                   "opening": story.opening, "reason": story.reason,
                                   "frame_rating": None, "frame_adoption": None}
+        if not story.runs_story:
+            return fields | {"transcript": transcript, "result": result}
+        # The story is kept; the row goes back to pending for its frame judge.
+        return fields | {
+            "transcript": transcript, "outcome": "", "error": "",
+            "result": result | {JUDGE_DUE: True, JUDGE_FROM: fields["attempts"]},
+            "status": WorkStatus.PENDING, "claim_token": "", "claimed_by": "",
+            "lease_expires_at": None}
+
+    def _record_judge(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
         judge = outcome.judge
-        if judge is not None and outcome.judge_request is not None:
-            transcript += _transcript(outcome.judge_request, judge)
-            fields["attempts"] += judge.attempts
-            fields |= usage_fields(item, outcome.journalist, judge)
-            fields["raw_replies"] += [entry | {"call": "frame_judge"}
-                                      for entry in judge.raw_replies]
-            if judge.reply is not None:
-                result |= {"frame_rating": judge.reply.frame_adoption,
-                           "frame_adoption": frame_adoption(judge.reply.frame_adoption)}
-            elif not judge.answered:
-                # No judge reply at all (provider errors): fail the row so an operator can retry.
-                return fields | {"status": WorkStatus.FAILED, "error": f"judge: {judge.failure}",
-                                 "outcome": "", "transcript": transcript}
-            else:
-                # The story is measured; its frame is not (unscored, never defaulted).
-                result["frame_outcome"] = ReplyOutcome.UNSCORED
-        return fields | {"transcript": transcript, "result": result}
+        assert judge is not None and outcome.judge_request is not None
+        transcript = list(item.transcript) + _transcript(outcome.judge_request, judge)
+        fields: dict[str, Any] = {
+            "attempts": item.attempts + judge.attempts, "transcript": transcript,
+            "raw_replies": list(item.raw_replies) + [entry | {"call": "frame_judge"}
+                                                     for entry in judge.raw_replies],
+            **usage_fields(item, judge)}
+        result = {key: value for key, value in item.result.items()
+                  if key not in (JUDGE_DUE, JUDGE_FROM)}
+        if judge.reply is not None:
+            result |= {"frame_rating": judge.reply.frame_adoption,
+                       "frame_adoption": frame_adoption(judge.reply.frame_adoption)}
+        elif judge.retry_after is not None:
+            # The provider said to wait: the story stays kept, the judge is asked later.
+            return fields | parked(judge.retry_after, f"judge: {judge.failure}")
+        elif judge.failure or not (judge.answered or judge.attempts == 0 and any(
+                "text" in entry and entry.get("call") == "frame_judge"
+                for entry in item.raw_replies)):
+            # A provider error ended the judge's turn, or it had no reply at all: fail the
+            # row so an operator can retry; the story stays kept, so only the judge is asked.
+            failure = judge.failure or "no attempts left (max_reply_attempts reached earlier)"
+            return fields | {"status": WorkStatus.FAILED, "error": f"judge: {failure}",
+                             "outcome": ""}
+        else:
+            # The story is measured; its frame is not (unscored, never defaulted).
+            result["frame_outcome"] = ReplyOutcome.UNSCORED
+        return fields | {"result": result, "status": WorkStatus.DONE,
+                         "outcome": ReplyOutcome.SCORED, "error": ""}
 
 
 def _transcript(request: CompletionRequest, asked: Asked) -> list[dict[str, Any]]:

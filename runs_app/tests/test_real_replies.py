@@ -1,10 +1,10 @@
-"""Probes (helper h-replies): replies shaped as real models send them through OpenRouter, per
-stage, through the real OpenRouter client against the fake server. Each test states what
-should happen (DESIGN section 5): a failing test is a finding, a passing one is what held.
-These tests are meant to fail on main until the findings are fixed (branch h-replies).
-
-Run: .venv/bin/python -m pytest -p no:xdist -q runs_app/tests/test_h_replies.py
-"""
+"""Replies shaped as real models send them through OpenRouter, per stage, through the real
+OpenRouter client against the fake server: what is read without an extra call (several
+fences, reasoning apart, extra keys, an array of one object, scale values as strings), what is
+never scored (booleans, NaN, out-of-range values), the minimum calls of a clean run, and
+the provider and language a text records. What was fixed after these probes found it lives
+beside them: test_real_replies_writers.py, test_real_replies_structured.py and
+test_real_replies_retries.py (shared support: reply_probes.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import json
 
 import pytest
 
-from runs_app.costs import forget_prices
 from runs_app.models import (
     AgentRun,
     Generation,
@@ -20,22 +19,13 @@ from runs_app.models import (
     ReaderResponse,
     RefusalCheck,
     ReplyOutcome,
-    RunControl,
     WorkStatus,
 )
-from runs_app.providers.models_list import models_list
-from runs_app.providers.pool import ProviderPool
-from runs_app.stages.base import drain_release
-from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse
-from runs_app.testing.messy import models_payload
-from runs_app.testing.replies import valid_reply
+from runs_app.testing.fake_openrouter import FakeResponse
 from runs_app.tests.reply_probes import (  # noqa: I001
-    MODELS,
     Shaped,
     body_for,
     calls_by_role,
-    release_for,
-    role_of,
     run,
 )
 
@@ -60,15 +50,6 @@ def test_clean_run_counts(imported_scenarios, monkeypatch):
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.django_db
-def test_writer_finish_reason_error_partial_text_is_not_a_text(imported_scenarios, monkeypatch):
-    """OpenRouter's normalised finish_reason "error": the upstream failed mid-generation and
-    the content is whatever came before (here without a choice-level error object)."""
-    def cut(p, c, n):
-        return body_for(c[: len(c) // 2], p, finish_reason="error", native_finish_reason="error")
-    release, requests = run(Shaped("write", cut, times=1), monkeypatch, stages=["generate"])
-    text = Generation.objects.get(release=release)
-    assert text.finish_reason != "error", (text.status, text.text)
 
 
 @pytest.mark.django_db
@@ -97,16 +78,6 @@ def test_writer_english_text_for_a_dutch_release_is_caught(imported_scenarios, m
     assert text.status == WorkStatus.FAILED and "English" in text.error
 
 
-@pytest.mark.django_db
-def test_writer_429_with_long_retry_after_is_not_hammered(imported_scenarios, monkeypatch):
-    """A 429 whose Retry-After is longer than the provider will wait (an hour): the row
-    should wait (or fail once), not call again at once, ignoring the header."""
-    def throttled(p, c, n):
-        return FakeResponse(429, {"error": {"code": 429, "message": "Rate limit"}},
-                            headers={"Retry-After": "3600"})
-    release, requests = run(Shaped("write", throttled), monkeypatch, stages=["generate"])
-    text = Generation.objects.get(release=release)
-    assert len(requests) == 1, (len(requests), text.status, text.error)
 
 
 # ---------------------------------------------------------------------------------------
@@ -252,38 +223,6 @@ def test_t4_clean_counts(imported_scenarios, monkeypatch):
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.django_db
-def test_uptake_retry_after_judge_errors_does_not_ask_the_journalist_again(
-        imported_scenarios, monkeypatch):
-    from runs_app.services import release_retry_failed
-
-    stages = ["generate", "refusal", "uptake"]
-    ids = [m["id"] for m in MODELS]
-    failing = {"on": True}
-
-    def responder(payload):
-        if role_of(payload) == "frame" and failing["on"]:
-            return FakeResponse(502, {"error": {"code": 502, "message": "Bad gateway"}})
-        return body_for(valid_reply(payload), payload)
-
-    with FakeOpenRouter(responder=responder, models=models_payload(ids)) as server:
-        monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
-        models_list(refresh=True)
-        forget_prices()
-        release = release_for("uptake.0", stages=stages)
-        RunControl.objects.get_or_create(release=release)
-        pool = ProviderPool(default="openrouter", base_url=server.base_url, api_key="test-key",
-                            backoff_base=0.01, backoff_cap=0.05, max_retries=0)
-        drain_release(release, stages, providers=pool, controlled=False, concurrency=4)
-        run_row = AgentRun.objects.get(release=release, kind="uptake")
-        assert run_row.status == WorkStatus.FAILED, run_row.error
-        failing["on"] = False
-        release_retry_failed(release=release, stage_name="uptake")
-        drain_release(release, stages, providers=pool, controlled=False, concurrency=4)
-        run_row.refresh_from_db()
-        roles = calls_by_role(server.requests)
-    assert run_row.status == WorkStatus.DONE and run_row.result["frame_rating"] == 3
-    assert roles["journalist"] == 1, dict(roles)
 
 
 # ---------------------------------------------------------------------------------------
@@ -291,40 +230,7 @@ def test_uptake_retry_after_judge_errors_does_not_ask_the_journalist_again(
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.django_db
-def test_writer_finish_error_with_choice_error_object_is_retried(imported_scenarios,
-                                                                 monkeypatch):
-    """OpenRouter's documented shape: partial content, finish_reason error, choices[0].error."""
-    def cut(p, c, n):
-        body = body_for(c[: len(c) // 2], p, finish_reason="error", native_finish_reason="error")
-        body["choices"][0]["error"] = {"code": 502, "message": "Upstream dropped"}
-        return body
-    release, requests = run(Shaped("write", cut, times=1), monkeypatch, stages=["generate"])
-    text = Generation.objects.get(release=release)
-    assert text.status == WorkStatus.DONE and text.finish_reason == "stop"
-    assert len(requests) == 2
 
 
-@pytest.mark.django_db
-def test_structured_429_with_long_retry_after_is_not_hammered(imported_scenarios, monkeypatch):
-    def throttled(p, c, n):
-        return FakeResponse(429, {"error": {"code": 429, "message": "Rate limit"}},
-                            headers={"Retry-After": "3600"})
-    release, requests = run(Shaped("refusal", throttled, repairs=True), monkeypatch,
-                            stages=["generate", "refusal"])
-    check = RefusalCheck.objects.get(release=release)
-    assert calls_by_role(requests)["refusal"] == 1, (calls_by_role(requests)["refusal"],
-                                                     check.status, check.error)
 
 
-@pytest.mark.django_db
-def test_persistent_502_calls_per_row(imported_scenarios, monkeypatch):
-    """The provider retries (max_retries=2 here, 5 by default) inside each of the stage's
-    max_reply_attempts (3): the retries multiply."""
-    def bad(p, c, n):
-        return FakeResponse(502, {"error": {"code": 502, "message": "Bad gateway"}})
-    release, requests = run(Shaped("refusal", bad, repairs=True), monkeypatch,
-                            stages=["generate", "refusal"])
-    check = RefusalCheck.objects.get(release=release)
-    assert check.status == WorkStatus.FAILED
-    assert calls_by_role(requests)["refusal"] <= 3, calls_by_role(requests)["refusal"]
