@@ -97,14 +97,17 @@ SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
 BAITBENCH_STAFF_SESSION_SECONDS = envint("BAITBENCH_STAFF_SESSION_SECONDS", 8 * 3600)
 
 # Staff passwords (`manage.py staff_add`, `demo --password`, the admin's password forms): at
-# least 12 characters, not a common password, not all digits, not the user name. Logins reach
-# unpublished releases and the writers of blind pairs.
+# least 12 characters, not a common password, not all digits, not like the user name, and no
+# pattern a guesser tries first (baitbench_site.passwords). Logins reach unpublished releases
+# and the writers of blind pairs.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
      "OPTIONS": {"min_length": 12}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Repeats, keyboard runs, few different characters, the login name inside it.
+    {"NAME": "baitbench_site.passwords.PatternValidator"},
 ]
 
 # Login throttle (django-axes): after AXES_FAILURE_LIMIT failed logins from one address, or

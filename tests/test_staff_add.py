@@ -130,9 +130,28 @@ def test_the_password_is_no_argument(password):
     ("password1234", "This password is too common"),
     ("204863197532", "This password is entirely numeric"),
     ("winifred-smith", "The password is too similar to the username"),
+    # What Django's four validators let through (baitbench_site.passwords).
+    ("aaaaaaaaaaaaaaaa", "This password is one short part repeated"),
+    ("passwordpassword", "This password is one short part repeated"),
+    ("baitbenchbaitbench", "This password is one short part repeated"),
+    ("qwertyuiopasdfgh", "This password is a run along the keyboard or the alphabet"),
+    ("111111111111111a", "This password has fewer than 6 different characters"),
+    ("xx-winifred-smith-77", "This password contains the login name"),
 ])
 def test_a_weak_password_is_refused_with_the_rule_it_breaks(monkeypatch, weak, says):
     monkeypatch.setenv("BAITBENCH_STAFF_PASSWORD", weak)
     with pytest.raises(CommandError, match=f"the password is refused: .*{says}"):
         staff_add("winifred-smith", "--role", "publisher")
     assert not User.objects.filter(username="winifred-smith").exists()
+
+
+def test_the_admins_password_change_refuses_a_weak_password_by_the_same_rules(password):
+    staff_add("rhea", "--role", "auditor")
+    client = Client()
+    client.force_login(User.objects.get(username="rhea"))
+    response = client.post("/admin/password_change/", {
+        "old_password": PASSWORD, "new_password1": "aaaaaaaaaaaaaaaa",
+        "new_password2": "aaaaaaaaaaaaaaaa"})
+    assert response.status_code == 200
+    assert "This password is one short part repeated." in response.content.decode()
+    assert User.objects.get(username="rhea").check_password(PASSWORD)
