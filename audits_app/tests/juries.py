@@ -39,8 +39,12 @@ def jury_verdicts_write(release, labels=jury_labels, claims_per_text: int = 3
                         ) -> list[Generation]:
     """`build_jury` on texts the release has already generated."""
     jurors = [LlmModel.objects.get(openrouter_id=model_id) for model_id in JURORS]
+    # In the order of their cells, not of their ids: ids are planned in a random order, so
+    # labelling by id gave other texts other labels (and so other disagreements, and other
+    # spot-check draws) in every run.
     generations = list(Generation.objects.filter(release=release, status=WorkStatus.DONE)
-                       .order_by("pk"))
+                       .order_by("model__openrouter_id", "scenario_version__scenario__slug",
+                                 "task", "condition", "variant"))
     for index, generation in enumerate(generations):
         quotes = sentences(generation.text, claims_per_text)
         for seat, juror in enumerate(jurors):
