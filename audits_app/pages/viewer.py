@@ -305,7 +305,7 @@ def snapshot_for_viewer(snapshot: ReleaseSnapshot, user, *,
     if may_publish(user):
         return snapshot
     held = withheld_cells(snapshot, revealed)
-    held_scenarios = set(scenarios_held(snapshot, user, revealed))
+    held_scenarios = {cell[0] for cell in held}  # whole scenarios are held (`scenarios_held`)
     figures = {key: [row for row in getattr(snapshot, key) if row.scenario not in held_scenarios]
                for key in PER_MODEL_BY_SCENARIO}
     if is_staff(user):
