@@ -268,6 +268,13 @@ def claimable_rows(stage: Stage | None = None, release: Release | None = None) -
         status__in=(WorkStatus.PENDING, WorkStatus.CLAIMED), lease_expires_at__lt=timezone.now())
 
 
+def given_back() -> dict[str, Any]:
+    """The fields (for `Stage.record`) that give a row back at once: pending, unclaimed,
+    claimable by any worker (a text's next attempt, an uptake row's frame judge)."""
+    return {"status": WorkStatus.PENDING, "claim_token": "", "claimed_by": "",
+            "lease_expires_at": None}
+
+
 def parked(seconds: float, why: str) -> dict[str, Any]:
     """The fields (for `Stage.record`) that give a row back for later: pending, claimable by
     any worker once `seconds` have passed, not before. For a provider that said to wait

@@ -15,7 +15,7 @@ from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
-from runs_app.stages.base import Stage, parked
+from runs_app.stages.base import Stage, given_back, parked
 from runs_app.writer_text import NotAText, WriterText, writer_text
 from scenarios_app.models import Condition, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
@@ -204,8 +204,7 @@ class GenerateStage(Stage):
                 return fields | {"status": WorkStatus.FAILED, "error": (
                     f"{fields['attempts']} attempt(s), the last {reason}")}
             # Not counted: back to pending, for the next attempt by whichever worker.
-            return fields | {"status": WorkStatus.PENDING, "error": f"last attempt {reason}",
-                             "claim_token": "", "claimed_by": "", "lease_expires_at": None}
+            return fields | given_back() | {"error": f"last attempt {reason}"}
         result, text = accepted.result, accepted.text
         refused = accepted.outcome == GenerationAttempt.Outcome.REFUSED
         return fields | _provider_fields(result) | {

@@ -30,7 +30,7 @@ from runs_app.readers import (
     parse_json_reply,
 )
 from runs_app.scoring_versions import LanguageTexts
-from runs_app.stages.base import parked
+from runs_app.stages.base import given_back, parked
 from runs_app.stages.panel import AgentRunStage, read_generations
 from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
 
@@ -127,11 +127,9 @@ class UptakeStage(AgentRunStage):
         if not story.runs_story:
             return fields | {"transcript": transcript, "result": result}
         # The story is kept; the row goes back to pending for its frame judge.
-        return fields | {
+        return fields | given_back() | {
             "transcript": transcript, "outcome": "", "error": "",
-            "result": result | {JUDGE_DUE: True, JUDGE_FROM: fields["attempts"]},
-            "status": WorkStatus.PENDING, "claim_token": "", "claimed_by": "",
-            "lease_expires_at": None}
+            "result": result | {JUDGE_DUE: True, JUDGE_FROM: fields["attempts"]}}
 
     def _record_judge(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
         judge = outcome.judge
