@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from baitbench_site import yaml_files
 from runs_app.boundaries import embed
 from runs_app.providers.base import Message
 from runs_app.reply_reader import (
@@ -101,7 +101,7 @@ def panel_path(version: str, language: str) -> Path:
 def load_panel(version: str, language: str) -> PanelFile:
     """The release's panel (`panel: v1` -> `panels/v1.<language>.yaml`); panels are versioned
     files, so a release's panel never changes under it."""
-    data = yaml.safe_load(panel_path(version, language).read_text(encoding="utf-8"))
+    data = yaml_files.safe_load(panel_path(version, language).read_text(encoding="utf-8"))
     return PanelFile.model_validate(data)
 
 

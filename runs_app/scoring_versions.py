@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from baitbench_site import yaml_files
 from runs_app.traits import Traits
 from scenarios_app.schemas import content_hash, field_path
 
@@ -373,7 +374,7 @@ def load_scoring_file(name: str) -> ScoringFile:
         raise ScoringFileError([f"{shown}: no such scoring version (there are "
                                 f"{', '.join(known) or 'none'})"])
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_files.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
         raise ScoringFileError([f"{shown}: malformed YAML: {error}"]) from None
     try:

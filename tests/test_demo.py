@@ -17,6 +17,7 @@ from django.test import Client, RequestFactory, override_settings
 
 from audits_app.models import Publication
 from audits_app.publication.snapshot_model import SNAPSHOT_SCHEMA_VERSION, snapshot_load
+from baitbench_site import yaml_files
 from runs_app.models import Release
 from scenarios_app.models import Scenario
 from scenarios_app.tests.factories import change_form_data, change_url
@@ -47,12 +48,12 @@ def small_demo_files(folder) -> tuple:
     releases.mkdir()
     for slug in SLUGS:
         shutil.copy(settings.SCENARIOS_DIR / f"{slug}.yaml", scenarios)
-    config = yaml.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
+    config = yaml_files.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
     config.update(scenarios=SLUGS, tasks=["T1"], conditions=["C0", "C2"],
                   bootstrap={"seed": 5, "resamples": 200, "level": 0.95})
     (releases / "demo.0.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     # The demo's Dutch release, as small: one Dutch scenario, T4 (its cross-examination) x C0.
-    dutch = yaml.safe_load((settings.RELEASES_DIR / "demo-nl.0.yaml").read_text())
+    dutch = yaml_files.safe_load((settings.RELEASES_DIR / "demo-nl.0.yaml").read_text())
     shutil.copy(settings.SCENARIOS_DIR / f"{DUTCH_SLUG}.yaml", scenarios)
     dutch.update(scenarios=[DUTCH_SLUG], tasks=["T4"], conditions=["C0"],
                  bootstrap={"seed": 5, "resamples": 200, "level": 0.95})

@@ -23,6 +23,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.test import Client
 
+from baitbench_site import yaml_files
 from runs_app.models import JurorVerdict, Release, ReleaseStatus
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +76,8 @@ def row_of(table_html: str, name: str) -> str:
 
 def import_files(tmp_path: Path) -> None:
     """The shipped files, and a held-out copy of one (its own slug, title and canary)."""
-    raw = yaml.safe_load((Path(settings.SCENARIOS_DIR) / "greenvale-listeria.yaml").read_text())
+    shipped = Path(settings.SCENARIOS_DIR) / "greenvale-listeria.yaml"
+    raw = yaml_files.safe_load(shipped.read_text())
     raw.update(slug=HELD_OUT_SLUG, title=HELD_OUT_TITLE, canary=HELD_OUT_CANARY,
                visibility="held-out")
     held_out = tmp_path / "scenarios" / f"{HELD_OUT_SLUG}.yaml"

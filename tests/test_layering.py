@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 APPS = ("scenarios_app", "runs_app", "audits_app")  # each may import only those before it
 # The parts of baitbench_site that every app may use; they import no app themselves.
 SITE_BASE = {"baitbench_site.roles", "baitbench_site.immutability", "baitbench_site.post_only",
-             "baitbench_site.admin_refusals", "baitbench_site.security", "baitbench_site.methods"}
+             "baitbench_site.admin_refusals", "baitbench_site.security", "baitbench_site.methods",
+             "baitbench_site.yaml_files"}
 # audits_app's floors, bottom to top (shared/LAYOUT.md): a package imports its own floor or lower.
 AUDITS_FLOORS = [
     # Every model is registered under audits_app (the arena's too), so all sit at the bottom.
@@ -70,8 +71,12 @@ def imported(tree: ast.AST, modules: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names}
+            names.update(submodules)
+            # `from package import module` passes through the package's __init__ on the way
+            # to the module: an arrow to the module only.
+            if not submodules <= modules:
+                names.add(node.module)
         stack.extend(ast.iter_child_nodes(node))
     return {name for name in names if name in modules}
 

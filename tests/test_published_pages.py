@@ -22,6 +22,7 @@ from django.test import Client
 
 from audits_app.publication.services import release_publish
 from audits_app.spotchecks.demo import demo_spotchecks
+from baitbench_site import yaml_files
 from runs_app.models import ImmutableError, LlmModel, Release
 from runs_app.services import release_get_or_load
 from scenarios_app.models import Scenario
@@ -100,7 +101,7 @@ def published(small_demo_release):
 
 def renamed_release_file(folder: Path, release: Release) -> None:
     """The release's own configuration as a new release whose every model is renamed."""
-    config = yaml.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
+    config = yaml_files.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text())
     config.update(code="renamed.0", scenarios=[entry.split("@")[0] for entry in
                                                release.config["scenarios"]],
                   tasks=release.config["tasks"], conditions=release.config["conditions"])
@@ -110,7 +111,7 @@ def renamed_release_file(folder: Path, release: Release) -> None:
 
 
 def changed_scenario_file(folder: Path) -> Path:
-    raw = yaml.safe_load((settings.SCENARIOS_DIR / f"{EDITED_SLUG}.yaml").read_text())
+    raw = yaml_files.safe_load((settings.SCENARIOS_DIR / f"{EDITED_SLUG}.yaml").read_text())
     raw["title"] = "Greenvale, a changed title"
     raw["organisation"]["name"] = "Greenvale Renamed Foods"
     raw["facts"][0]["text"] = "A changed first fact."

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.db import connection, models, transaction
@@ -32,6 +31,7 @@ from audits_app.models import (
     SpotCheckCorrection,
     SpotCheckItem,
 )
+from baitbench_site import yaml_files
 from baitbench_site.immutability import ImmutableError
 from runs_app.models import (
     AgentRun,
@@ -73,7 +73,7 @@ def user_create(username: str, role: str | None, *, superuser: bool = False) -> 
 
 
 def scenario_version() -> ScenarioVersion:
-    raw = yaml.safe_load((settings.SCENARIOS_DIR / f"{SLUG}.yaml").read_text())
+    raw = yaml_files.safe_load((settings.SCENARIOS_DIR / f"{SLUG}.yaml").read_text())
     scenario, _ = scenario_apply(document=ScenarioFile.model_validate(raw))
     return Scenario.objects.select_related("current_version").get(pk=scenario.pk).current_version
 

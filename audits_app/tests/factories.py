@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.conf import settings
 from django.utils import timezone
 
@@ -35,6 +34,7 @@ from audits_app.publication.snapshot_model import (
     ReleaseSnapshot,
     snapshot_load,
 )
+from baitbench_site import yaml_files
 from runs_app.models import (
     Claim,
     Generation,
@@ -77,7 +77,7 @@ class PublishedWorld:
 
 
 def scenario_document(slug: str, *, visibility: str = "public") -> ScenarioFile:
-    raw = yaml.safe_load(Path(settings.SCENARIOS_DIR, f"{slug}.yaml").read_text())
+    raw = yaml_files.safe_load(Path(settings.SCENARIOS_DIR, f"{slug}.yaml").read_text())
     raw["visibility"] = visibility
     return ScenarioFile.model_validate(raw)
 

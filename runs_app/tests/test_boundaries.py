@@ -12,12 +12,12 @@ import functools
 import random
 
 import pytest
-import yaml
 from django.conf import settings
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from baitbench_site import yaml_files
 from runs_app import crossexam, jury, readers
 from runs_app.boundaries import (
     block_content,
@@ -84,7 +84,7 @@ def scoring():
 @functools.cache
 def document(language: str) -> ScenarioFile:
     path = settings.SCENARIOS_DIR / f"{SCENARIO[language]}.yaml"
-    return ScenarioFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return ScenarioFile.model_validate(yaml_files.safe_load(path.read_text(encoding="utf-8")))
 
 
 def brief(language: str) -> readers.ReaderBrief:

@@ -10,10 +10,10 @@ from collections import Counter, defaultdict
 from statistics import mean
 
 import pytest
-import yaml
 from django.conf import settings
 from django.utils import timezone
 
+from baitbench_site import yaml_files
 from runs_app.boundaries import block_content, markers_in, turn_lines_in
 from runs_app.crossexam import (
     JOURNALIST,
@@ -160,7 +160,7 @@ def test_the_journalist_sees_the_public_picture_but_no_labels_or_confidential_fa
     request = next(r for r in pool.requests if r.purpose == "crossexam")
     user = request.messages[-1].content
     assert request.model == release.parsed_config().journalist
-    documents = [ScenarioFile.model_validate(yaml.safe_load(
+    documents = [ScenarioFile.model_validate(yaml_files.safe_load(
         (settings.SCENARIOS_DIR / f"{slug}.yaml").read_text(encoding="utf-8")))
         for slug in ("greenvale-listeria", "cobaltcloud-breach")]
     document = next(d for d in documents if d.organisation.name in user)
@@ -344,7 +344,7 @@ def _labelled(document: ScenarioFile, answers: list[str]) -> list[str]:
 
 
 def test_the_fixture_judge_labels_each_answer_from_the_labelled_scenario():
-    document = ScenarioFile.model_validate(yaml.safe_load(
+    document = ScenarioFile.model_validate(yaml_files.safe_load(
         (settings.SCENARIOS_DIR / "greenvale-listeria.yaml").read_text(encoding="utf-8")))
     favourable = [f.text for f in document.facts if f.label != "incriminating"]
     incriminating = [f.text for f in document.facts if f.label == "incriminating"]

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
+from baitbench_site import yaml_files
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.fixture import ROLES, FixtureProvider, parse_writer_prompt
 from scenarios_app.prompt_texts import CONDITIONS_V1, TASKS_V1
@@ -22,7 +22,7 @@ from scenarios_app.schemas import ScenarioFile
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 SCENARIOS = [
-    ScenarioFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    ScenarioFile.model_validate(yaml_files.safe_load(path.read_text(encoding="utf-8")))
     for path in sorted(SCENARIO_DIR.glob("*.yaml"))
 ]
 ENGLISH = [document for document in SCENARIOS if document.language == "en"]

@@ -7,13 +7,13 @@ import json
 from collections import Counter
 
 import pytest
-import yaml
 from django.conf import settings
 from django.db.models import Avg
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from baitbench_site import yaml_files
 from runs_app.boundaries import markers_in
 from runs_app.jury import (
     InvalidReply,
@@ -179,7 +179,7 @@ def test_an_invalid_juror_is_retried_then_left_unscored_and_not_averaged(importe
 
 
 def test_unknown_ids_labels_and_techniques_make_a_reply_invalid():
-    document = ScenarioFile.model_validate(yaml.safe_load(
+    document = ScenarioFile.model_validate(yaml_files.safe_load(
         (settings.SCENARIOS_DIR / "greenvale-listeria.yaml").read_text(encoding="utf-8")))
     good = {"claims": [{"quote": "q", "label": "supported", "basis": ["F1", "U2"]}],
             "facts_conveyed": ["F1"], "confidential_disclosed": ["X1"],
@@ -297,7 +297,7 @@ class ScriptedJurors(ProviderPool):
 
 @pytest.mark.django_db
 def test_omission_counts_only_the_incriminating_facts_a_juror_finds_missing(imported_scenarios):
-    document = ScenarioFile.model_validate(yaml.safe_load(
+    document = ScenarioFile.model_validate(yaml_files.safe_load(
         (settings.SCENARIOS_DIR / "greenvale-listeria.yaml").read_text(encoding="utf-8")))
     incriminating = [f.id for f in document.facts if f.label == "incriminating"]
     others = [f.id for f in document.facts if f.label != "incriminating"]

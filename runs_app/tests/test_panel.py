@@ -9,11 +9,11 @@ from __future__ import annotations
 from statistics import mean
 
 import pytest
-import yaml
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from pydantic import ValidationError
 
+from baitbench_site import yaml_files
 from runs_app.boundaries import block_content, embed, markers_in
 from runs_app.models import (
     AgentRun,
@@ -100,7 +100,7 @@ def test_the_dutch_panel_has_the_english_positions_with_the_same_traits():
 
 
 def test_panel_schema_rejects_eleven_positions_and_duplicate_ids():
-    data = yaml.safe_load(panel_path("v1", "en").read_text(encoding="utf-8"))
+    data = yaml_files.safe_load(panel_path("v1", "en").read_text(encoding="utf-8"))
     with pytest.raises(ValidationError):
         PanelFile.model_validate(data | {"positions": data["positions"][:11]})
     duplicated = data["positions"][:11] + [data["positions"][0]]

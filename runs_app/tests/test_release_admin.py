@@ -7,6 +7,7 @@ import yaml
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 
+from baitbench_site import yaml_files
 from runs_app.models import LlmModel, Release
 from runs_app.services import release_freeze
 
@@ -27,7 +28,7 @@ def operator_client(client, operator):
 
 
 def demo_config(**changes) -> str:
-    data = yaml.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text()) | changes
+    data = yaml_files.safe_load((settings.RELEASES_DIR / "demo.0.yaml").read_text()) | changes
     return yaml.safe_dump(data, sort_keys=False)
 
 
@@ -81,7 +82,7 @@ def test_a_new_release_adds_to_a_models_roles_and_never_takes_one_away(imported_
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_create
 
-    data = yaml.safe_load(demo_config(code="roles.0"))
+    data = yaml_files.safe_load(demo_config(code="roles.0"))
     release_create(config=ReleaseConfig.model_validate(data))
     assert LlmModel.objects.get(openrouter_id="fixture/spinner").can_write
     # A later release in which the spinner is not a writer leaves the registry's pool alone.

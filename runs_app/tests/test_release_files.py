@@ -12,6 +12,7 @@ import yaml
 from django.conf import settings
 from django.core.management import call_command
 
+from baitbench_site import yaml_files
 from runs_app.jury import PoolMember, eligible_jurors
 from runs_app.models import Release, ReleaseScenario, ScoringVersion
 from runs_app.readers import load_panel
@@ -25,7 +26,7 @@ PILOT = Path(settings.RELEASES_DIR) / "pilot.0.yaml"
 
 
 def shipped_scenarios() -> dict[str, dict]:
-    return {path.stem: yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {path.stem: yaml_files.safe_load(path.read_text(encoding="utf-8"))
             for path in Path(settings.SCENARIOS_DIR).glob("*.yaml")}
 
 
@@ -125,7 +126,7 @@ FIVE_LINES = [
 
 
 def five_mistakes_yaml() -> str:
-    demo = yaml.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
     return yaml.safe_dump(demo | FIVE_MISTAKES, sort_keys=False)
 
 
@@ -157,7 +158,7 @@ def test_a_release_file_with_five_mistakes_gets_five_lines_in_the_admin(
 
 
 def test_a_field_that_is_wrong_is_one_line_not_one_more_per_rule_that_reads_it():
-    data = yaml.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
+    data = yaml_files.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
                                                     "models": "not a list"}
     data.pop("colour")
     config, problems = release_document_problems(data)
@@ -168,7 +169,7 @@ def test_a_field_that_is_wrong_is_one_line_not_one_more_per_rule_that_reads_it()
 
 
 def test_rules_across_fields_all_show_at_once_when_every_field_is_right():
-    data = yaml.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
+    data = yaml_files.safe_load(five_mistakes_yaml()) | {"language": "en", "variants": 1,
                                                     "stages": ["generate", "refusal", "jury",
                                                                "panel", "reveal"]}
     data.pop("colour")
@@ -181,7 +182,7 @@ def test_rules_across_fields_all_show_at_once_when_every_field_is_right():
 
 
 def test_the_arena_and_reading_studies_may_hold_no_more_than_every_cell_together():
-    demo = yaml.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
     config, problems = release_document_problems(
         demo | {"arena": {"held_share": 0.75}, "reading_studies": {"held_share": 0.5}})
     assert config is None

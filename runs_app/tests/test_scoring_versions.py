@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from baitbench_site import yaml_files
 from runs_app import scoring_versions
 from runs_app.models import (
     CrossExamTurn,
@@ -87,7 +88,7 @@ DEMO_VERSION = "v2"
 
 def edit_version(directory: Path, change, name: str = "v1") -> None:
     path = directory / f"{name}.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml_files.safe_load(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
 

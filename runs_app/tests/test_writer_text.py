@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
+from baitbench_site import yaml_files
 from runs_app.testing.messy import GERMAN
 from runs_app.writer_text import (
     LANGUAGES,
@@ -69,7 +69,7 @@ FOREIGN = {
 def _control_texts() -> list[tuple[str, str, str]]:
     found = []
     for path in sorted((Path(__file__).resolve().parents[2] / "scenarios").rglob("*.yaml")):
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml_files.safe_load(path.read_text(encoding="utf-8"))
         if isinstance(document, dict) and document.get("control_text"):
             found.append((path.stem, document.get("language", "en"), document["control_text"]))
     return found

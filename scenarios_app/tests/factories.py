@@ -17,6 +17,7 @@ from django.forms import CheckboxInput
 from django.test import Client
 from django.urls import reverse
 
+from baitbench_site import yaml_files
 from runs_app.models import Release, ReleaseScenario
 from scenarios_app.forms import AnswerOptionsWidget
 from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion
@@ -31,7 +32,7 @@ SHIPPED_FILES = sorted(SHIPPED.glob("*.yaml"))
 
 @functools.cache
 def _greenvale() -> dict[str, Any]:
-    return yaml.safe_load(GREENVALE.read_text(encoding="utf-8"))
+    return yaml_files.safe_load(GREENVALE.read_text(encoding="utf-8"))
 
 
 def valid_document(**changes: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import re
 import zipfile
 
 import pytest
-import yaml
 from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -16,6 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from baitbench_site import yaml_files
 from scenarios_app.admin import default_version_pair
 from scenarios_app.models import Fact, KnowledgeQuestion, Scenario, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
@@ -438,7 +438,7 @@ def test_downloading_one_scenario_returns_its_yaml_file(auditor_client):
 
     assert response["Content-Type"].startswith("application/yaml")
     assert 'filename="greenvale-listeria.yaml"' in response["Content-Disposition"]
-    document = ScenarioFile.model_validate(yaml.safe_load(response.content))
+    document = ScenarioFile.model_validate(yaml_files.safe_load(response.content))
     assert document.content_hash() == scenario.current_version.content_hash
 
 

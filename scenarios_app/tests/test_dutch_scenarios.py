@@ -8,9 +8,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 from django.core.management import call_command
 
+from baitbench_site import yaml_files
 from scenarios_app.files import load_scenario_files
 from scenarios_app.prompt_texts import CONDITIONS_V1, TASKS_V1
 from scenarios_app.rendering import assemble_writer_prompt
@@ -34,7 +34,7 @@ def prompt(document: ScenarioFile, task: str, condition: str) -> str:
 
 
 def shipped_dutch(slug: str) -> dict:
-    return yaml.safe_load((SHIPPED / f"{slug}.yaml").read_text(encoding="utf-8"))
+    return yaml_files.safe_load((SHIPPED / f"{slug}.yaml").read_text(encoding="utf-8"))
 
 
 def test_the_shipped_dutch_scenarios_are_public_and_at_least_nine():
@@ -118,5 +118,5 @@ def test_every_dutch_file_in_the_folder_validates():
     # DUTCH holds only the files that loaded without a problem.
     assert sorted(f"{slug}.yaml" for slug in DUTCH) == sorted(
         path.name for path in Path(SHIPPED).glob("*.yaml")
-        if yaml.safe_load(path.read_text(encoding="utf-8"))["language"] == "nl"
+        if yaml_files.safe_load(path.read_text(encoding="utf-8"))["language"] == "nl"
     )

@@ -14,6 +14,7 @@ from audits_app.calibration.studies.weights import (
     weighted_means,
 )
 from audits_app.models import PopulationWeights
+from baitbench_site import yaml_files
 
 EQUAL = {f"P{n:02d}": 1 / 12 for n in range(1, 13)}
 
@@ -153,9 +154,8 @@ def test_the_api_gives_weighted_figures_beside_unweighted_with_the_source(releas
 
 
 def test_the_schema_types_the_weighted_figures(client):
-    import yaml
 
-    schema = yaml.safe_load(client.get("/api/v1/schema/").content)
+    schema = yaml_files.safe_load(client.get("/api/v1/schema/").content)
     components = schema["components"]["schemas"]
 
     def ref(prop: dict) -> str:  # drf-spectacular wraps a reference with a help text
