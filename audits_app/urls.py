@@ -7,13 +7,16 @@ from audits_app.pages import compare as compare_views
 from audits_app.pages import method as method_views
 from audits_app.pages import views
 from audits_app.publication import views as publish_views
+from baitbench_site.methods import declare
 
 app_name = "audits"
 
 urlpatterns = [
     path("", catalogue_cache(views.release_list, page=True), name="release-list"),
     # The releases are listed on the front page; /releases/ is where a reader trims a URL to.
-    path("releases/", RedirectView.as_view(pattern_name="audits:release-list", permanent=True)),
+    path("releases/", declare(RedirectView.as_view(
+        pattern_name="audits:release-list", permanent=True, http_method_names=["get", "head"]),
+        ["GET", "HEAD"])),
     path("publish/", publish_views.publish_queue, name="publish-queue"),
     path("compare/", compare_views.compare_choose, name="compare-choose"),
     path("releases/<str:code_a>/compare/<str:code_b>/",

@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 
+from baitbench_site.methods import require_safe
 from baitbench_site.roles import can_operate, is_staff, may_publish
 from baitbench_site.roles import is_auditor as may_review
 
@@ -70,6 +71,7 @@ def landing_url(user) -> str:
     return reverse("admin:index")
 
 
+@require_safe
 @login_required
 def landing(request: HttpRequest) -> HttpResponse:
     return redirect(landing_url(request.user))

@@ -4,19 +4,21 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from baitbench_site import navigation
+from baitbench_site.methods import declare
 
 
 class FaviconView(RedirectView):
     """Browsers ask for /favicon.ico on every page that names no icon (the browsable API)."""
 
     permanent = True
+    http_method_names = ["get", "head"]
 
     def get_redirect_url(self, *args, **kwargs) -> str:
         return static("favicon.svg")
 
 
 urlpatterns = [
-    path("favicon.ico", FaviconView.as_view()),
+    path("favicon.ico", declare(FaviconView.as_view(), ["GET", "HEAD"])),
     # Before the admin's own: a login without a destination lands on the user's work.
     path("admin/login/", navigation.admin_login, name="login"),
     path("staff/", navigation.landing, name="landing"),

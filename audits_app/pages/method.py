@@ -112,6 +112,7 @@ def release_calibration_csv(request: HttpRequest, code: str) -> HttpResponse:
     return response
 
 
+@require_safe
 @staff_member_required
 def reader_trials_page(request: HttpRequest) -> HttpResponse:
     trials = [{"trial": trial, "rows": trial_table(trial.report),

@@ -20,7 +20,7 @@ from audits_app.publication.services import (
     release_publish,
     release_publish_problems,
 )
-from baitbench_site.methods import require_http_methods
+from baitbench_site.methods import require_http_methods, require_safe
 from baitbench_site.roles import may_publish
 from runs_app.models import Release, ReleaseStatus
 from runs_app.selectors import release_progress, release_row_counts
@@ -63,6 +63,7 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
     return render(request, "audits_app/publish.html", context, status=400 if error else 200)
 
 
+@require_safe
 @login_required
 def publish_queue(request: HttpRequest) -> HttpResponse:
     """The publisher's landing page: releases that have run, with what stands between each

@@ -32,7 +32,7 @@ from audits_app.review.forms import (
 )
 from audits_app.spotchecks import selectors, services
 from audits_app.spotchecks.imports import oob_audit_import
-from baitbench_site.methods import require_POST
+from baitbench_site.methods import require_http_methods, require_POST, require_safe
 from baitbench_site.roles import RECORD_PERMISSION, is_auditor
 from runs_app.models import Generation, Release
 
@@ -58,6 +58,7 @@ def staff_required(view):
     return wrapper
 
 
+@require_safe
 @auditor_required
 def queue(request: HttpRequest) -> HttpResponse:
     batches: dict[int, dict] = {}
@@ -131,6 +132,7 @@ def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
             "revealed": check.is_done, "overall_answered": check.agrees_with_jury is not None}
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @auditor_required
 def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     check = _own_check(request, pk)
@@ -265,6 +267,7 @@ def _jury_context(text: selectors.JuryText, check: SpotCheck) -> dict:
     }
 
 
+@require_safe
 @staff_required
 def release_agreement(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -275,6 +278,7 @@ def release_agreement(request: HttpRequest, code: str) -> HttpResponse:
     })
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @auditor_required
 def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -301,6 +305,7 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     return render(request, "review/batch_form.html", {"release": release, "form": form})
 
 
+@require_safe
 @auditor_required
 def batch_detail(request: HttpRequest, code: str, batch_id: int) -> HttpResponse:
     batch = get_object_or_404(SpotCheckBatch.objects.select_related("release"),
@@ -309,6 +314,7 @@ def batch_detail(request: HttpRequest, code: str, batch_id: int) -> HttpResponse
                   {"release": batch.release, "batch": batch})
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @auditor_required
 def oob_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -331,6 +337,7 @@ def oob_import(request: HttpRequest, code: str) -> HttpResponse:
                   {"release": release, "form": form, "result": result})
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 @auditor_required
 def readers_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -383,6 +390,7 @@ def _held_from(request: HttpRequest, release: Release) -> set[int]:
     return set(withheld_texts(request.user, release.pk).values_list("pk", flat=True))
 
 
+@require_safe
 @auditor_required
 def oob_texts(request: HttpRequest, code: str) -> HttpResponse:
     """The texts an out-of-band audit may cover, by code: never their writer nor the jury's
@@ -394,6 +402,7 @@ def oob_texts(request: HttpRequest, code: str) -> HttpResponse:
         "texts": selectors.auditable_texts(release, leave_out=held)})
 
 
+@require_safe
 @auditor_required
 def oob_worksheet(request: HttpRequest, code: str) -> HttpResponse:
     """The texts as a CSV to fill in: one row per jury claim and one `overall` row per text.
@@ -408,6 +417,7 @@ def oob_worksheet(request: HttpRequest, code: str) -> HttpResponse:
     return csv_download(csv_files.csv_text(rows, WORKSHEET_COLUMNS), f"{code}-audit-texts.csv")
 
 
+@require_safe
 @auditor_required
 def oob_template(request: HttpRequest, code: str) -> HttpResponse:
     """The columns of an out-of-band CSV, explained in comment rows, with two example rows
@@ -431,6 +441,7 @@ def oob_template(request: HttpRequest, code: str) -> HttpResponse:
     return csv_download(csv_files.csv_text(rows, TEMPLATE_COLUMNS), f"{code}-out-of-band.csv")
 
 
+@require_safe
 @auditor_required
 def oob_text(request: HttpRequest, code: str, text: str) -> HttpResponse:
     """One text to audit, blind: the text with the jury's claims marked and numbered (no
