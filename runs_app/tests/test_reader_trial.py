@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
 
@@ -28,15 +29,29 @@ CANDIDATES = {
 }
 
 
+def trial_read():
+    trial = reader_trial_prepare(language="en", candidates=list(CANDIDATES),
+                                 scenarios=SCENARIOS)
+    reader_trial_read(trial=trial)
+    return trial
+
+
+@pytest.fixture(scope="module")
+def kept_trial(request, kept_scenarios, django_db_blocker):
+    from tests.kept import world_kept
+
+    yield from world_kept(request, django_db_blocker, trial_read)
+
+
 @pytest.fixture
-def trial(imported_scenarios):
-    return reader_trial_prepare(language="en", candidates=list(CANDIDATES),
-                                scenarios=SCENARIOS)
+def trial(kept_trial, imported_scenarios):
+    """The trial of CANDIDATES on SCENARIOS, every reading read (built once for the module's
+    tests, each of which sees it as built: tests/kept.py)."""
+    return copy.deepcopy(kept_trial)
 
 
 @pytest.fixture
 def report(trial):
-    reader_trial_read(trial=trial)
     return reader_trial_report(trial=trial)
 
 
@@ -90,7 +105,6 @@ def test_a_rerun_pays_for_nothing_twice_and_a_new_candidate_reads_alone(trial, r
 
 
 def test_a_reading_held_by_a_dead_worker_is_read_after_its_lease(trial):
-    reader_trial_read(trial=trial)
     row = TrialReading.objects.filter(trial=trial).first()
     TrialReading.objects.filter(pk=row.pk).update(
         status=WorkStatus.CLAIMED, claim_token="dead", claimed_by="gone:1",
@@ -100,7 +114,6 @@ def test_a_reading_held_by_a_dead_worker_is_read_after_its_lease(trial):
 
 
 def test_an_unfinished_candidate_is_not_passed(trial):
-    reader_trial_read(trial=trial)
     TrialReading.objects.filter(trial=trial, candidate="fixture/reader-able").filter(
         pk__in=TrialReading.objects.filter(candidate="fixture/reader-able").values("pk")[:3]
     ).update(status=WorkStatus.PENDING)
