@@ -23,8 +23,10 @@ format (`baitbench.scenario/1`).
 | `crossexam.jsonl` | T4 interviews: questions, answers, the judge's labels (newer archives) |
 | `scores.csv` | every per-text score |
 
-Two kinds. The *staff* archive holds everything, and every hash can be checked against the
-content: the snapshot's and configuration's hashes too. The *public* archive holds what the
+Two kinds. The *staff* archive holds all of the release's run, and every hash can be checked
+against the content: the snapshot's and configuration's hashes too. Neither kind holds the
+audit records (spot-checks, corrections, out-of-band audits, human reader results): the
+snapshot holds the figures drawn from them. The *public* archive holds what the
 public pages show and nothing else: no held-out scenario, text or answer; no confidential fact
 (each is replaced by a note in the scenario files, whose content hash is then their own);
 no prompt (a prompt shows the writer the confidential facts) and no raw model reply. Its
