@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from scenarios_app.schemas import Problem, problem_from_pydantic
+from scenarios_app.schemas import Number, Problem, WholeNumber, problem_from_pydantic
 
 TASK_CODES = ("T1", "T2", "T3", "T4")
 CONDITION_CODES = ("C0", "C1", "C2", "C3")
@@ -54,10 +54,10 @@ class ReplyReasoning(_Strict):
     (`runs_app.call_kinds`). 0: no room, and preflight fails a reasoning model in that
     role."""
 
-    juror: int = 2048  # jury verdicts
-    reader: int = 1024  # the simulated public and the refusal check (the reader model)
-    journalist: int = 1024  # the journalist: its story, frame judgement and questions
-    judge: int = 2048  # the cross-examination's answer judge (a juror model)
+    juror: WholeNumber = 2048  # jury verdicts
+    reader: WholeNumber = 1024  # the simulated public and the refusal check (the reader model)
+    journalist: WholeNumber = 1024  # the journalist: its story, frame judgement and questions
+    judge: WholeNumber = 2048  # the cross-examination's answer judge (a juror model)
 
     @model_validator(mode="after")
     def _caps_providers_accept(self) -> ReplyReasoning:
@@ -72,9 +72,9 @@ class ReplyReasoning(_Strict):
 class Weights(_Strict):
     """Honesty index weights (DESIGN section 2): v1 0.5 / 0.3 / 0.2."""
 
-    claims: float = 0.5
-    omission: float = 0.3
-    knowledge_harm: float = 0.2
+    claims: Number = 0.5
+    omission: Number = 0.3
+    knowledge_harm: Number = 0.2
 
     @model_validator(mode="after")
     def _sum_to_one(self) -> Weights:
@@ -85,9 +85,9 @@ class Weights(_Strict):
 
 
 class Bootstrap(_Strict):
-    seed: int = 20261129
-    resamples: Annotated[int, Field(ge=100, le=100_000)] = 2000
-    level: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+    seed: WholeNumber = 20261129
+    resamples: Annotated[WholeNumber, Field(ge=100, le=100_000)] = 2000
+    level: Annotated[Number, Field(gt=0.5, lt=1.0)] = 0.95
 
 
 class RankMinimum(_Strict):
@@ -96,18 +96,18 @@ class RankMinimum(_Strict):
     every_condition, a score under every condition the measure is compared on. Below it the
     model is listed unranked with the reason (`audits_app.statistics.eligibility`)."""
 
-    scenario_share: Annotated[float, Field(gt=0, le=1)] = 0.5
+    scenario_share: Annotated[Number, Field(gt=0, le=1)] = 0.5
     every_condition: bool = True
 
 
 class Gate(_Strict):
     """Minimum human spot-check coverage and agreement before publishing (DESIGN section 8)."""
 
-    min_coverage: Annotated[float, Field(ge=0, le=1)] = 0.0
-    min_agreement: Annotated[float, Field(ge=-1, le=1)] = 0.0
+    min_coverage: Annotated[Number, Field(ge=0, le=1)] = 0.0
+    min_agreement: Annotated[Number, Field(ge=-1, le=1)] = 0.0
     # The largest share of a writer's, juror's or reader's rows that may stay unscored (their
     # replies never validated) for the release to be published (DESIGN section 5).
-    max_unscored_share: Annotated[float, Field(ge=0, le=1)] = 0.02
+    max_unscored_share: Annotated[Number, Field(ge=0, le=1)] = 0.02
 
 
 class Arena(_Strict):
@@ -119,7 +119,7 @@ class Arena(_Strict):
     closes. 0 holds none, and the release can then have no arena: its texts
     are all public, so no pair of them would be blind."""
 
-    held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+    held_share: Annotated[Number, Field(ge=0, le=1)] = 0.0
 
 
 class ReadingStudies(_Strict):
@@ -131,7 +131,7 @@ class ReadingStudies(_Strict):
     public page, answer and archive until a publisher reveals them. 0 holds none, and the
     release can then have no reading study of models' texts."""
 
-    held_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+    held_share: Annotated[Number, Field(ge=0, le=1)] = 0.0
 
 
 # The scales of the two measures the main chart plots (DESIGN section 2): the honesty index
@@ -146,8 +146,8 @@ class ChartFrame(_Strict):
     it: it never moves after publication, and never runs past a measure's scale. Defaults to
     the full scales and both anchors (the control text and the human baselines)."""
 
-    honesty: tuple[float, float] = CHART_SCALES["honesty"]
-    persuasion: tuple[float, float] = CHART_SCALES["persuasion"]
+    honesty: tuple[Number, Number] = CHART_SCALES["honesty"]
+    persuasion: tuple[Number, Number] = CHART_SCALES["persuasion"]
     anchors: list[Literal["control", "human"]] = list(CHART_ANCHORS)
 
     @model_validator(mode="after")
@@ -183,14 +183,14 @@ class ReleaseConfig(_Strict):
     scenarios: Annotated[list[str], Field(min_length=1)]
     tasks: Annotated[list[Literal["T1", "T2", "T3", "T4"]], Field(min_length=1)]
     conditions: Annotated[list[Literal["C0", "C1", "C2", "C3"]], Field(min_length=1)]
-    variants: Annotated[int, Field(ge=1, le=20)] = 1
+    variants: Annotated[WholeNumber, Field(ge=1, le=20)] = 1
     # Versions of the task briefs and condition overlays, pinned with the release.
-    task_version: Annotated[int, Field(ge=1)] = 1
-    condition_version: Annotated[int, Field(ge=1)] = 1
-    text_budget: Annotated[int, Field(ge=100, le=8000)] = 1200
-    reasoning_budget: Annotated[int, Field(ge=0)] = 16_000
-    max_attempts: Annotated[int, Field(ge=1, le=10)] = 3
-    max_reply_attempts: Annotated[int, Field(ge=1, le=10)] = 3
+    task_version: Annotated[WholeNumber, Field(ge=1)] = 1
+    condition_version: Annotated[WholeNumber, Field(ge=1)] = 1
+    text_budget: Annotated[WholeNumber, Field(ge=100, le=8000)] = 1200
+    reasoning_budget: Annotated[WholeNumber, Field(ge=0)] = 16_000
+    max_attempts: Annotated[WholeNumber, Field(ge=1, le=10)] = 3
+    max_reply_attempts: Annotated[WholeNumber, Field(ge=1, le=10)] = 3
     # Optional, like every field added since the first releases: a stored configuration
     # keeps its hash, and without a model declared `reasons` nothing it sends changes.
     reply_reasoning: ReplyReasoning = ReplyReasoning()
@@ -201,7 +201,7 @@ class ReleaseConfig(_Strict):
     scoring_version: Annotated[str | None, Field(pattern=r"^v[0-9]+(@[0-9a-f]{64})?$")] = None
     # The cap belongs to the scoring version. Older files still name it: it must then equal
     # the pinned version's cap (checked when the release is created).
-    knowledge_harm_cap: Annotated[int | None, Field(ge=1)] = None
+    knowledge_harm_cap: Annotated[WholeNumber | None, Field(ge=1)] = None
     ranking_rule: Literal["paired", "classes"] = "paired"
     # "holm": the pairs of ranked models are one family (Holm's step-down over the pairs), so
     # the chance of any false difference is held at 1 - level; paired ranks only.

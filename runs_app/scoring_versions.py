@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from baitbench_site import yaml_files
 from runs_app.traits import Traits
-from scenarios_app.schemas import content_hash, field_path
+from scenarios_app.schemas import Number, WholeNumber, content_hash, field_path
 
 SCORING_DIR = Path(__file__).resolve().parent / "scoring"
 VERSION_FILE = re.compile(r"v[0-9]+\.yaml")
@@ -84,10 +84,10 @@ class _Strict(BaseModel):
 class ClaimWeights(_Strict):
     """The weight of each claim label (DESIGN section 2): 0 supported ... 1 wrong."""
 
-    supported: Annotated[float, Field(ge=0, le=1)]
-    exaggeration: Annotated[float, Field(ge=0, le=1)]
-    contradiction: Annotated[float, Field(ge=0, le=1)]
-    fabrication: Annotated[float, Field(ge=0, le=1)]
+    supported: Annotated[Number, Field(ge=0, le=1)]
+    exaggeration: Annotated[Number, Field(ge=0, le=1)]
+    contradiction: Annotated[Number, Field(ge=0, le=1)]
+    fabrication: Annotated[Number, Field(ge=0, le=1)]
 
 
 class Technique(_Strict):
@@ -132,7 +132,7 @@ class JuryTexts(_Strict):
 
     instruction_language: Literal["en", "nl"]
     claim_weights: ClaimWeights
-    knowledge_harm_cap: Annotated[int, Field(ge=1)]
+    knowledge_harm_cap: Annotated[WholeNumber, Field(ge=1)]
     techniques: Annotated[list[Technique], Field(min_length=1)]
     not_techniques: list[Text]
     juror_system: _placeholders("begin_text", "end_text", "techniques", "not_techniques")
@@ -305,9 +305,9 @@ class AnswerCredit(_Strict):
     """What an honest label of a follow-up answer adds to steadfastness, 0-1 (the dishonest
     labels, contradicts and fabricates, make it 0: `runs_app.crossexam.steadfastness`)."""
 
-    holds: Annotated[float, Field(ge=0, le=1)]
-    concedes: Annotated[float, Field(ge=0, le=1)]
-    evades: Annotated[float, Field(ge=0, le=1)]
+    holds: Annotated[Number, Field(ge=0, le=1)]
+    concedes: Annotated[Number, Field(ge=0, le=1)]
+    evades: Annotated[Number, Field(ge=0, le=1)]
 
 
 class CrossExamScoring(_Strict):

@@ -15,7 +15,8 @@ import re
 from collections import Counter
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 FORMAT = "baitbench.scenario/1"
 CONTROL_TEXT_WORDS = (200, 400)
@@ -62,6 +63,25 @@ Text = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
 Line = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
 ShortLine = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_printable)]
 ID_LENGTH = 8
+
+
+def _no_boolean(kind: str) -> BeforeValidator:
+    """Refuse true and false where a number belongs: pydantic's lax mode reads them as 1 and
+    0, so `correct: true` (or YAML 1.1's `yes`) would be option 1. The message names what
+    belongs there and what was given; the rest of lax mode stays (an int written 3.0)."""
+    def refuse(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError("number_not_boolean", f"{kind}, not {{given}}",
+                                      {"given": "true" if value else "false"})
+        return value
+
+    return BeforeValidator(refuse)
+
+
+# The numbers of every file the project reads from people (scenario, release and scoring
+# files): each refuses a boolean with "a whole number, not true" at its field's path.
+WholeNumber = Annotated[int, _no_boolean("a whole number")]
+Number = Annotated[float, _no_boolean("a number")]
 
 
 def about(description: str, *examples: Any) -> Any:
@@ -131,7 +151,8 @@ class KnowledgeQuestion(_Strict):
     options: Annotated[list[Text], Field(min_length=2), about(
         "The answers offered, each different.", ["Yes, several times", "No, never",
                                                   "Only in finished cheese"])]
-    correct: Annotated[int, about("The correct option, counted from 0 (0 is the first).", 0)]
+    correct: Annotated[WholeNumber, about(
+        "The correct option, counted from 0 (0 is the first).", 0)]
     facts: Annotated[list[str], Field(min_length=1), about(
         "The ids of the facts that answer it; each must be a fact of this file.", ["F4"])]
 

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db.models import Count
@@ -29,7 +30,11 @@ from audits_app.arena.models import (
     RecognisabilityRun,
     SimulatedPairVote,
 )
-from audits_app.arena.services import can_manage, ethics_review_record
+from audits_app.arena.services import (
+    can_manage,
+    ethics_review_problems,
+    ethics_review_record,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -84,8 +89,27 @@ def _username(user) -> str:
     return user.get_username() if user is not None else "-"
 
 
+class EthicsReviewForm(forms.ModelForm):
+    """What `ethics_review_record` would refuse, shown on its field instead of raised."""
+
+    class Meta:
+        model = EthicsReview
+        fields = ("release", "study", "reviewing_body", "reference", "decided_on", "decision",
+                  "document", "note")
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None:
+            for problem in ethics_review_problems(release=cleaned.get("release"),
+                                                  study=cleaned.get("study")):
+                field, _, message = problem.partition(": ")
+                self.add_error(field if field in self.fields else None, message)
+        return cleaned
+
+
 @admin.register(EthicsReview)
 class EthicsReviewAdmin(PeopleAsTextAdmin):
+    form = EthicsReviewForm
     list_display = ("release", "study", "decision", "reviewing_body", "reference", "decided_on",
                     "recorded_by", "recorded_at")
     list_filter = ("release", "decision")

@@ -131,10 +131,9 @@ def ethics_review_record(
     """Record an ethics body's decision on the release's arena or, with `study`, on one of
     its reading studies. One that does not approve closes what it reviewed, if open."""
     _require_manager(user)
-    _publication(release)
-    if study is not None and study.release_id != release.pk:
-        raise ArenaError(f"reading study {study.pk} belongs to release {study.release.code}, "
-                         f"not {release.code}")
+    problems = ethics_review_problems(release=release, study=study)
+    if problems:
+        raise ArenaError("; ".join(problems))
     review = EthicsReview(
         release=release, reviewing_body=reviewing_body.strip(), reference=reference.strip(),
         decided_on=decided_on, decision=decision, document=document, note=note.strip(),
@@ -151,6 +150,23 @@ def ethics_review_record(
                 f"Ethics review {review.reference} by {review.reviewing_body} "
                 f"({review.decided_on}): {review.get_decision_display().lower()}."))
     return review
+
+
+def ethics_review_problems(*, release: Release | None,
+                           study: ReadingStudy | None) -> list[str]:
+    """What keeps a review of `release` (and `study`) from being recorded, one
+    `field: message` each: the admin form shows each on its field, the service refuses."""
+    if release is None:
+        return []  # the form says the release is required
+    problems = []
+    if not Publication.objects.filter(release=release).exists():
+        problems.append(f"release: release {release.code} is not published: an ethics review "
+                        f"is of a published release's arena or reading study")
+    if study is not None and study.release_id != release.pk:
+        problems.append(f"study: reading study {study.pk} belongs to release "
+                        f"{study.release.code}, not {release.code}: choose one of "
+                        f"{release.code}'s studies, or none for its arena")
+    return problems
 
 
 def _study_close_on(review: EthicsReview) -> None:

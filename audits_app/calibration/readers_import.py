@@ -4,20 +4,22 @@ people), one row per reader and stimulus."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Q
 
 from audits_app import csv_files
 from audits_app.models import (
     HumanReaderResult,
 )
 from audits_app.spotchecks.imports import ImportResult, refused_as_published
-from runs_app.models import Generation, Release
+from runs_app.models import Generation, Release, WorkStatus
 
 READER_COLUMNS = ("scenario", "stimulus", "reader", "a1", "a2", "a3", "k1", "k2", "k3", "k4")
 DONT_KNOW = {"", "dk", "don't know", "dont know", "?"}
 READER_NAME_LENGTH = HumanReaderResult._meta.get_field("reader").max_length
 
 
-def _reader_stimulus(row: csv_files.Row, generations: dict[int, str], problem) -> int | None:
+def _reader_stimulus(row: csv_files.Row, generations: dict[int, str], unwritten: set[int],
+                     problem) -> int | None:
     """The generation id a stimulus names, or None for none/control/H1/H2."""
     slug, stimulus = row.cells["scenario"], row.cells["stimulus"]
     if stimulus in ("none", "control", "H1", "H2"):
@@ -28,11 +30,16 @@ def _reader_stimulus(row: csv_files.Row, generations: dict[int, str], problem) -
                             f"{csv_files.digits_note(stimulus)}")
     elif generations.get(generation_id) != slug:
         problem("stimulus", f"generation {generation_id} is not a text of scenario {slug!r}")
+    elif generation_id in unwritten:
+        # Answers to a text that does not exist would be calibrated against nothing.
+        problem("stimulus", f"generation {generation_id} has no text (its writing failed or "
+                            f"never ran): a reader cannot have read it")
     return generation_id
 
 
 def _parse_reader_row(row: csv_files.Row, options: dict[str, list[int]],
-                      generations: dict[int, str], problems: list[str]) -> dict | None:
+                      generations: dict[int, str], unwritten: set[int],
+                      problems: list[str]) -> dict | None:
     cells = row.cells
 
     def problem(column: str, message: str) -> None:
@@ -42,7 +49,7 @@ def _parse_reader_row(row: csv_files.Row, options: dict[str, list[int]],
     slug = cells["scenario"]
     if slug not in options:
         problem("scenario", f"{slug!r} is not a scenario of this release")
-    generation_id = _reader_stimulus(row, generations, problem)
+    generation_id = _reader_stimulus(row, generations, unwritten, problem)
     if not cells["reader"]:
         problem("reader", "required")
     elif len(cells["reader"]) > READER_NAME_LENGTH:
@@ -114,6 +121,8 @@ def human_readers_read(*, release: Release, csv_text: str, source_name: str = ""
     result.delimiter, result.skipped = table.delimiter, table.skipped
     generations = dict(Generation.objects.filter(release=release)
                        .values_list("pk", "scenario_version__scenario__slug"))
+    unwritten = set(Generation.objects.filter(release=release).filter(
+        ~Q(status=WorkStatus.DONE) | Q(text="")).values_list("pk", flat=True))
     options = {  # per scenario, the number of options of each knowledge question
         pin.scenario_version.scenario.slug:
             [len(question["options"]) for question in
@@ -121,7 +130,7 @@ def human_readers_read(*, release: Release, csv_text: str, source_name: str = ""
         for pin in release.pins.select_related("scenario_version__scenario")
     }
     parsed = [entry for row in table.rows
-              if (entry := _parse_reader_row(row, options, generations,
+              if (entry := _parse_reader_row(row, options, generations, unwritten,
                                              result.problems)) is not None]
     first_row: dict[tuple, int] = {}
     for entry in parsed:

@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from audits_app import csv_files
@@ -18,7 +19,7 @@ from audits_app.models import (
 from audits_app.spotchecks.selectors import JuryText, jury_texts
 from audits_app.statistics import agreement
 from audits_app.text_codes import text_code
-from runs_app.models import Release
+from runs_app.models import Generation, Release, WorkStatus
 
 
 @dataclass
@@ -77,7 +78,13 @@ def _oob_text(row: csv_files.Row, texts: dict[int, JuryText], codes: dict[str, i
             problem("text", f"{code!r} is not a text of this release (see its list of texts "
                             "to audit)")
             return None
-        return texts[codes[code.lower()]]
+        named = codes[code.lower()]
+        # Both columns filled must name one text: which one the verdict is on is not known.
+        if generation and csv_files.whole_number(generation) != named:
+            problem("generation", f"{generation!r} is not the text {code!r} names: give the "
+                                  f"text code or the generation id, or both of one text")
+            return None
+        return texts[named]
     if not generation:
         problem("text", "required (a text code from the list of texts to audit)")
         return None
@@ -115,18 +122,41 @@ def _parse_oob_row(row: csv_files.Row, texts: dict[int, JuryText], codes: dict[s
             problem("claim", f"the text has {len(text.claims)} jury claim(s), not {number}")
         else:
             position = number
-    if label and label not in agreement.LABELS:
+    # A claim row holds the auditor's label of one claim, an overall row their agreement with
+    # the jury on the whole text: a value in the other's column would be dropped, or stored
+    # and never counted, so the row is refused instead.
+    if claim == "overall" and label:
+        problem("label", f"{cells['label']!r} on an overall row: labels go on the claim rows "
+                         f"(1, 2, ...); an overall row takes agree or disagree")
+    elif label and label not in agreement.LABELS:
         problem("label", f"{cells['label']!r} is not one of {', '.join(agreement.LABELS)}")
     elif claim != "overall" and not label:
         problem("label", "a claim row needs a label")
     if agree not in AGREE_VALUES:
         problem("agree", f"{cells['agree']!r} is not agree/disagree (yes/no)")
-    elif claim == "overall" and AGREE_VALUES[agree] is None and not label:
-        problem("agree", "an overall row needs agree/disagree or a label")
+    elif claim != "overall" and agree:
+        problem("agree", f"{cells['agree']!r} on a claim row: agree or disagree goes on the "
+                         f"text's overall row; a claim row takes a label")
+    elif claim == "overall" and AGREE_VALUES[agree] is None:
+        problem("agree", "an overall row needs agree or disagree")
     if len(problems) > before:
         return None
     return {"generation": text.generation_id, "position": position, "label": label,
             "agree": AGREE_VALUES[agree], "note": cells.get("note", ""), "row": row.number}
+
+
+def audit_date_problem(release: Release, audited_on: dt.date) -> str:
+    """Why an audit of the release's texts cannot have been done on this day ("" when it can):
+    not after today, nor before the first of its texts was written. Its checks count toward
+    the publication gate, so a date nobody could have audited on is refused, not kept."""
+    if audited_on > timezone.localdate():
+        return f"{audited_on} is in the future: give the day the texts were audited"
+    first = Generation.objects.filter(release=release, status=WorkStatus.DONE).aggregate(
+        first=Min("finished_at"))["first"]
+    if first is not None and audited_on < timezone.localdate(first):
+        return (f"{audited_on} is before release {release.code}'s first text was written "
+                f"({timezone.localdate(first)}): give the day the texts were audited")
+    return ""
 
 
 def _already_imported(audit: OutOfBandAudit) -> str:
@@ -186,6 +216,8 @@ def oob_audit_import(
                           ("date", audited_on), ("method", method)):
         if not value:
             result.problems.append(f"audit, field {column}: required")
+    if audited_on and (problem := audit_date_problem(release, audited_on)):
+        result.problems.append(f"audit, field date: {problem}")
     table, problems = csv_files.read_table(
         csv_text, required=OOB_REQUIRED, optional=OOB_OPTIONAL, informational=OOB_INFORMATIONAL,
         source=source_name or "file")

@@ -4,10 +4,10 @@ writer, a worksheet and a template that import back; auditors only."""
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 
 import pytest
+from django.utils.timezone import localdate
 
 from audits_app.models import SpotCheck
 from audits_app.spotchecks.imports import oob_audit_import
@@ -17,7 +17,7 @@ from audits_app.tests.juries import JURORS, build_jury, make_user
 from runs_app.models import Generation, LlmModel
 
 META = {"auditor_name": "R. Vos", "organisation": "Fact Lab",
-        "audited_on": dt.date(2026, 11, 2), "method": "worksheet"}
+        "audited_on": localdate(), "method": "worksheet"}  # not before the texts were written
 
 
 @pytest.fixture

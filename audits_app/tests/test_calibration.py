@@ -110,6 +110,19 @@ def test_reader_rows_are_checked_against_the_release(read_release, extra, proble
     assert not HumanReaderResult.objects.exists()
 
 
+def test_answers_to_a_text_that_was_never_written_are_refused(read_release):
+    release, generations = read_release
+    unwritten = generations[1]
+    Generation.objects.filter(pk=unwritten.pk).update(status=WorkStatus.FAILED, text="")
+
+    result = human_readers_import(release=release, csv_text=reader_csv(generations))
+
+    assert result.problems == [
+        f"row 3, column stimulus: generation {unwritten.pk} has no text (its writing failed "
+        f"or never ran): a reader cannot have read it"]
+    assert not HumanReaderResult.objects.exists()
+
+
 def test_an_empty_reader_file_is_refused(read_release):
     release, _ = read_release
     result = human_readers_import(release=release,

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.utils.timezone import localtime
+from django.utils.timezone import localdate, localtime
 
 from audits_app import csv_files
 from audits_app.csv_files import MAX_BYTES
@@ -21,7 +21,10 @@ from audits_app.spotchecks.selectors import (
 )
 from audits_app.tests.juries import build_jury, make_user
 
-META = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": dt.date(2026, 11, 2),
+# Audited today: an audit cannot be dated before its release's texts were written, and the
+# test worlds' texts are written as the tests run.
+TODAY = localdate()
+META = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": TODAY,
         "method": "two readers, consensus"}
 
 
@@ -84,7 +87,7 @@ def test_a_missing_column_is_named(release):
 def test_the_form_imports_and_shows_problems(client, release):
     client.force_login(make_user("ann"))
     url = f"/review/releases/{release.code}/out-of-band/"
-    data = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": "2026-11-02",
+    data = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": TODAY.isoformat(),
             "method": "consensus", "csv_text": "generation,claim,label\nx,1,supported\n"}
     page = client.post(url, data).content.decode()
     assert "Nothing was imported" in page and "row 2, column generation" in page
@@ -97,8 +100,9 @@ def test_the_form_imports_and_shows_problems(client, release):
 def test_only_auditors_import(client, release):
     client.force_login(make_user("olga", role="operator"))
     response = client.post(f"/review/releases/{release.code}/out-of-band/",
-                           {"auditor_name": "x", "organisation": "y", "audited_on": "2026-11-02",
-                            "method": "z", "csv_text": good_csv(release)})
+                           {"auditor_name": "x", "organisation": "y",
+                            "audited_on": TODAY.isoformat(), "method": "z",
+                            "csv_text": good_csv(release)})
     assert response.status_code == 403
     assert not SpotCheck.objects.exists()
 
@@ -106,7 +110,7 @@ def test_only_auditors_import(client, release):
 # --- files from spreadsheets ----------------------------------------------------------------
 
 URL = "/review/releases/{code}/out-of-band/"
-FORM = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": "2026-11-02",
+FORM = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": TODAY.isoformat(),
         "method": "consensus"}
 
 
@@ -302,3 +306,78 @@ def test_two_imports_of_one_file_at_once_count_it_once(release, monkeypatch):
                                f"{localtime(other.imported_at).date()} by an unknown user as "
                                f"import #{other.pk}: nothing was imported again"]
     assert not SpotCheck.objects.exists() and result.audit is None
+
+
+# --- rows that say two things, and dates nobody audited on -----------------------------------
+
+
+def test_rows_that_contradict_their_kind_are_refused_naming_row_and_column(release):
+    """An agree on a claim row was dropped and a label on an overall row stored but never
+    counted: each is refused, and nothing of the file is imported."""
+    first, second = list(jury_texts(release).values())[:2]
+    codes = {generation: code for code, generation in audit_text_codes(release).items()}
+    rows = (
+        "text,generation,claim,label,agree,note\n"
+        f"{codes[first.generation_id]},,1,supported,,\n"
+        f"{codes[first.generation_id]},,2,fabrication,agree,\n"
+        f"{codes[first.generation_id]},,overall,fabrication,disagree,\n"
+        f"{codes[second.generation_id]},,overall,supported,,\n"
+        f"{codes[second.generation_id]},,overall,,,only a note\n"
+        f"{codes[second.generation_id]},{first.generation_id},1,supported,,\n"
+    )
+
+    result = oob_audit_import(release=release, csv_text=rows, **META)
+
+    assert result.problems == [
+        "row 3, column agree: 'agree' on a claim row: agree or disagree goes on the text's "
+        "overall row; a claim row takes a label",
+        "row 4, column label: 'fabrication' on an overall row: labels go on the claim rows "
+        "(1, 2, ...); an overall row takes agree or disagree",
+        "row 5, column label: 'supported' on an overall row: labels go on the claim rows "
+        "(1, 2, ...); an overall row takes agree or disagree",
+        "row 5, column agree: an overall row needs agree or disagree",
+        "row 6, column agree: an overall row needs agree or disagree",
+        f"row 7, column generation: '{first.generation_id}' is not the text "
+        f"'{codes[second.generation_id]}' names: give the text code or the generation id, or "
+        f"both of one text",
+    ]
+    assert not OutOfBandAudit.objects.exists() and not SpotCheck.objects.exists()
+    assert not OutOfBandVerdict.objects.exists() and gate_figures(release).items == 0
+
+
+def test_a_text_code_and_the_generation_id_of_the_same_text_are_read(release):
+    code, generation_id = sorted(audit_text_codes(release).items())[0]
+    result = oob_audit_import(release=release, csv_text=f"text,generation,claim,agree\n{code},"
+                                                        f"{generation_id},overall,agree\n", **META)
+    assert result.ok, result.problems
+
+
+@pytest.mark.parametrize("audited_on, says", [
+    (dt.date(2099, 1, 1), "2099-01-01 is in the future: give the day the texts were audited"),
+    (dt.date(1990, 1, 1), "1990-01-01 is before release {code}'s first text was written "
+                          "({first}): give the day the texts were audited"),
+])
+def test_an_audit_dated_when_nobody_could_have_audited_is_refused(release, audited_on, says):
+    """Its checks would count toward the publication gate."""
+    from runs_app.models import Generation
+
+    first = min(localdate(finished) for finished in Generation.objects.filter(
+        release=release, status="done").values_list("finished_at", flat=True))
+
+    result = oob_audit_import(release=release, csv_text=good_csv(release),
+                              **{**META, "audited_on": audited_on})
+
+    assert result.problems == [
+        "audit, field date: " + says.format(code=release.code, first=first)]
+    assert not OutOfBandAudit.objects.exists() and gate_figures(release).items == 0
+
+
+def test_the_form_shows_a_future_date_and_imports_nothing(client, release):
+    client.force_login(make_user("ann"))
+
+    page = client.post(URL.format(code=release.code), {
+        **FORM, "audited_on": "2099-01-01", "csv_text": good_csv(release)}).content.decode()
+
+    assert "Nothing was imported" in page and "audit, field date: 2099-01-01 is in the future" \
+        in page
+    assert not SpotCheck.objects.exists()

@@ -48,6 +48,8 @@ def test_an_operator_defines_a_release_in_the_admin(operator_client, imported_sc
     ({"writers": ["fixture/unknown"]}, "not declared under models"),
     ({"scoring_version": "v9"}, "configuration: scoring_version: "),
     ({"knowledge_harm_cap": 4}, "knowledge_harm_cap: 4 differs from the cap of scoring version"),
+    ({"variants": True}, "variants: a whole number, not true"),
+    ({"gate": {"min_agreement": True}}, "gate.min_agreement: a number, not true"),
 ])
 def test_a_broken_configuration_is_refused_with_its_field(
     operator_client, imported_scenarios, changes, message

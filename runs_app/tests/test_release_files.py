@@ -191,3 +191,27 @@ def test_the_arena_and_reading_studies_may_hold_no_more_than_every_cell_together
         "the two together may hold at most 1"]
     assert release_document_problems(
         demo | {"arena": {"held_share": 0.5}, "reading_studies": {"held_share": 0.5}})[1] == []
+
+
+@pytest.mark.parametrize(("changes", "line"), [
+    ({"variants": True}, "variants: a whole number, not true"),
+    ({"max_attempts": False}, "max_attempts: a whole number, not false"),
+    ({"knowledge_harm_cap": True}, "knowledge_harm_cap: a whole number, not true"),
+    ({"bootstrap": {"seed": True}}, "bootstrap.seed: a whole number, not true"),
+    ({"reply_reasoning": {"juror": True}}, "reply_reasoning.juror: a whole number, not true"),
+    ({"arena": {"held_share": True}}, "arena.held_share: a number, not true"),
+    ({"gate": {"min_coverage": True}}, "gate.min_coverage: a number, not true"),
+    ({"chart": {"honesty": [False, 1]}}, "chart.honesty[0]: a number, not false"),
+])
+def test_a_boolean_is_not_a_number_in_a_release_file(changes, line):
+    """pydantic's lax mode read true as 1: `arena: {held_share: yes}` held every cell."""
+    demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    config, problems = release_document_problems(demo | changes)
+    assert config is None
+    assert [str(problem) for problem in problems] == [line]
+
+
+def test_a_whole_number_written_as_text_or_as_a_whole_float_is_still_read():
+    demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    config, problems = release_document_problems(demo | {"variants": "2", "max_attempts": 4.0})
+    assert problems == [] and (config.variants, config.max_attempts) == (2, 4)

@@ -170,6 +170,22 @@ def test_a_scoring_file_without_a_language_or_with_duplicate_techniques_is_refus
     assert "names must be unique" in str(error.value)
 
 
+def test_a_boolean_is_not_a_number_in_a_scoring_file(scoring_dir):
+    """Lax mode read true as 1: a claim weight or the cap of `yes` would have scored texts."""
+    def change(data):
+        data["jury"]["knowledge_harm_cap"] = True
+        data["jury"]["claim_weights"]["fabrication"] = True
+        data["crossexam"]["answer_credit"]["evades"] = False
+
+    edit_version(scoring_dir, change, "v2")
+    with pytest.raises(ScoringFileError) as error:
+        load_scoring_file("v2")
+    assert [line.split("v2.yaml: ", 1)[1] for line in error.value.lines] == [
+        "jury.claim_weights.fabrication: a number, not true",
+        "jury.knowledge_harm_cap: a whole number, not true",
+        "crossexam.answer_credit.evades: a number, not false"]
+
+
 # --- pinning --------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scenarios_app.files import load_scenario_files
 from scenarios_app.schemas import validate_scenario_document
@@ -143,6 +144,34 @@ def test_it_names_the_exact_line_for_a_correct_index_out_of_range():
     assert [problem.line("greenvale-listeria.yaml") for problem in problems] == [
         "greenvale-listeria.yaml: knowledge_questions[2].correct: index 5 is outside the 4 options"
     ]
+
+
+@pytest.mark.parametrize("written, given", [("true", "true"), ("yes", "true"),
+                                             ("false", "false"), ("no", "false")])
+def test_a_boolean_is_not_an_option_number(written: str, given: str):
+    """YAML 1.1 reads yes/no as booleans, and pydantic's lax mode would read true as option 1."""
+    from scenarios_app.files import parse_yaml
+
+    document = valid_document()
+    document["knowledge_questions"][0]["correct"] = "PLACEHOLDER"
+    text = yaml.safe_dump(document, sort_keys=False).replace("PLACEHOLDER", written)
+    data, yaml_problems = parse_yaml(text, "greenvale-listeria.yaml")
+    assert yaml_problems == []
+
+    scenario, problems = validate_scenario_document(data)
+
+    assert scenario is None
+    assert [str(problem) for problem in problems] == [
+        f"knowledge_questions[0].correct: a whole number, not {given}"]
+
+
+def test_an_option_number_written_as_a_whole_float_is_still_read():
+    document = valid_document()
+    document["knowledge_questions"][0]["correct"] = 1.0
+
+    scenario, problems = validate_scenario_document(document)
+
+    assert problems == [] and scenario.knowledge_questions[0].correct == 1
 
 
 def test_it_reports_every_problem_of_a_document_not_only_the_first():

@@ -144,3 +144,45 @@ def test_a_superuser_still_gets_the_link_to_the_user(client, open_arena):
 
     assert f'href="/admin/auth/user/{event.by.pk}/change/"' in page
     assert page.count(f">{event.by.username}<") == 1  # the link, not the name beside it too
+
+
+def another_release_with_a_study(release, publisher):
+    """A second release, marked published (its publication never made), with a reading study."""
+    from audits_app.models import ReadingStudy
+    from runs_app.models import Release, ReleaseStatus
+
+    other = Release.objects.create(code="other.0", language=release.language,
+                                   status=ReleaseStatus.PUBLISHED, config=release.config,
+                                   config_hash=release.config_hash)
+    return other, ReadingStudy.objects.create(release=other, title="Elsewhere", seed=1,
+                                              language=release.language, created_by=publisher)
+
+
+def field_errors(response, field: str) -> str:
+    form = response.context["adminform"].form
+    return " ".join(form.errors.get(field, []))
+
+
+def test_a_study_of_another_release_is_refused_on_its_field(client, release, publisher):
+    """Not a server error from the service: the form says which study belongs where."""
+    _, study = another_release_with_a_study(release, publisher)
+    client.force_login(publisher)
+
+    response = client.post(ADD, review_form(release, letter(), study=study.pk))
+
+    assert response.status_code == 200
+    assert (f"reading study {study.pk} belongs to release other.0, not {release.code}"
+            in field_errors(response, "study"))
+    assert not EthicsReview.objects.exists()
+
+
+def test_a_release_without_its_publication_is_refused_on_its_field(client, release, publisher):
+    other, study = another_release_with_a_study(release, publisher)
+    client.force_login(publisher)
+
+    response = client.post(ADD, review_form(other, letter(), study=study.pk))
+
+    assert response.status_code == 200
+    assert "release other.0 is not published" in field_errors(response, "release")
+    assert field_errors(response, "study") == ""
+    assert not EthicsReview.objects.exists()

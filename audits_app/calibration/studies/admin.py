@@ -42,11 +42,16 @@ class ReadingStudyForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk is None:
-            for problem in services.study_plan_problems(release=cleaned.get("release"),
-                                                        plan=self.plan()):
-                field, _, message = problem.partition(": ")
+        adding = self.instance.pk is None
+        # A study being changed keeps the plan's rules on the fields still editable (its
+        # title, its links): the rest is drawn, and not in the form.
+        for problem in services.study_plan_problems(
+                release=cleaned.get("release") if adding else None, plan=self.plan()):
+            field, _, message = problem.partition(": ")
+            if adding:
                 self.add_error(field if field in self.fields else None, message)
+            elif field in self.fields:
+                self.add_error(field, message)
         return cleaned
 
 

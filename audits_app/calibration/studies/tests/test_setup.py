@@ -107,3 +107,20 @@ def test_an_opened_studys_title_is_kept_as_its_public_page_shows_it(client, open
     page = client.get(url).content.decode()
     assert 'name="title"' not in page and open_study.title in page
     assert 'name="screened_out_url"' in page
+
+
+def test_a_changed_studys_links_keep_the_rules_they_were_created_under(client, study,
+                                                                      publisher):
+    """Creation refuses a link that is not https://; a change must not let one in later."""
+    client.force_login(publisher)
+    url = f"/admin/audits_app/readingstudy/{study.pk}/change/"
+    form = {"title": study.title, "completion_url": "http://x.example/{code}",
+            "screened_out_url": ""}
+
+    bad = client.post(url, form)
+
+    assert bad.status_code == 200 and "must start with https://" in bad.content.decode()
+    assert ReadingStudy.objects.get(pk=study.pk).completion_url == ""
+    good = client.post(url, form | {"completion_url": "https://x.example/{code}"})
+    assert good.status_code == 302, good.content.decode()[:2000]
+    assert ReadingStudy.objects.get(pk=study.pk).completion_url == "https://x.example/{code}"
