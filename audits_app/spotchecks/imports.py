@@ -145,15 +145,20 @@ def _parse_oob_row(row: csv_files.Row, texts: dict[int, JuryText], codes: dict[s
             "agree": AGREE_VALUES[agree], "note": cells.get("note", ""), "row": row.number}
 
 
+# Time zones put an auditor's date up to a day either side of the server's (UTC+14 to UTC-12).
+AUDITORS_DAY = dt.timedelta(days=1)
+
+
 def audit_date_problem(release: Release, audited_on: dt.date) -> str:
     """Why an audit of the release's texts cannot have been done on this day ("" when it can):
     not after today, nor before the first of its texts was written. Its checks count toward
-    the publication gate, so a date nobody could have audited on is refused, not kept."""
-    if audited_on > timezone.localdate():
+    the publication gate, so a date nobody could have audited on is refused, not kept. The
+    auditor's day is their own: it may be a day ahead of the server's, or a day behind."""
+    if audited_on > timezone.localdate() + AUDITORS_DAY:
         return f"{audited_on} is in the future: give the day the texts were audited"
     first = Generation.objects.filter(release=release, status=WorkStatus.DONE).aggregate(
         first=Min("finished_at"))["first"]
-    if first is not None and audited_on < timezone.localdate(first):
+    if first is not None and audited_on < timezone.localdate(first) - AUDITORS_DAY:
         return (f"{audited_on} is before release {release.code}'s first text was written "
                 f"({timezone.localdate(first)}): give the day the texts were audited")
     return ""

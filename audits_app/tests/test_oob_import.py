@@ -372,6 +372,21 @@ def test_an_audit_dated_when_nobody_could_have_audited_is_refused(release, audit
     assert not OutOfBandAudit.objects.exists() and gate_figures(release).items == 0
 
 
+def test_an_auditors_day_may_be_a_day_either_side_of_the_servers(release):
+    """Time zones: an auditor a day ahead of the server (UTC+13 in its morning) audits today."""
+    from runs_app.models import Generation
+
+    first = min(localdate(finished) for finished in Generation.objects.filter(
+        release=release, status="done").values_list("finished_at", flat=True))
+    for day in (TODAY + dt.timedelta(days=1), first - dt.timedelta(days=1)):
+        assert oob_audit_import(release=release, csv_text=good_csv(release),
+                                **{**META, "audited_on": day}).ok, day
+        OutOfBandAudit.objects.all().delete()
+    later = oob_audit_import(release=release, csv_text=good_csv(release),
+                             **{**META, "audited_on": TODAY + dt.timedelta(days=2)})
+    assert "is in the future" in later.problems[0]
+
+
 def test_the_form_shows_a_future_date_and_imports_nothing(client, release):
     client.force_login(make_user("ann"))
 
