@@ -61,12 +61,14 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
 
 def unused_human_readers(published: public.PublishedRelease) -> dict[str, Any] | None:
     """The snapshot's `human_readers`: the human reader results the calibration figure uses
-    none of. A snapshot without them was frozen with no such results, or before snapshots
-    kept them: then the rows say, unchanged since publication (the database refuses changes
-    under a published release)."""
-    if published.snapshot.calibration_summary() is not None:
+    none of. A snapshot frozen before snapshots kept them has no such key: then the rows say,
+    unchanged since publication (the database refuses changes under a published release)."""
+    snapshot = published.snapshot
+    if snapshot.calibration_summary() is not None:
         return None
-    return published.snapshot.human_readers or human_readers_unused(published.release)
+    if "human_readers" in snapshot.model_fields_set:
+        return snapshot.human_readers
+    return human_readers_unused(published.release)
 
 
 def calibration_note(published: public.PublishedRelease) -> str:

@@ -48,12 +48,12 @@ def _calibration(release: Release) -> dict[str, Any] | None:
     return _json_safe(calibration_summary(release))
 
 
-def _human_readers(release: Release, calibration: dict[str, Any] | None) -> dict[str, Any]:
-    """`human_readers` when people's results were imported but the calibration figure uses
-    none of them (`human_readers_unused`), so that the page says why rather than that none
-    exist; nothing otherwise (a snapshot without the key has no such results)."""
-    unused = None if calibration is not None else human_readers_unused(release)
-    return {} if unused is None else {"human_readers": _json_safe(unused)}
+def _human_readers(release: Release, calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The human reader results imported that the calibration figure uses none of
+    (`human_readers_unused`: their counts), so that the page says why rather than that none
+    exist; None when there are none, or when the figure uses them. Always a key of the
+    snapshot: one without it was frozen before, and its page reads the rows instead."""
+    return None if calibration is not None else _json_safe(human_readers_unused(release))
 
 
 def _json_safe(value: Any) -> Any:
@@ -81,8 +81,8 @@ def release_snapshot(
     their verdict rows name), scenarios (pinned versions), the statistics of
     `release_statistics`, scenario_content, texts (every finished text with every TextScore
     field, held-out ones included and marked: public pages filter them), counts, agreement and
-    calibration (spot-check module, or None), human_readers (only where human reader results
-    were imported that the calibration figure cannot use: their counts, `_human_readers`),
+    calibration (spot-check module, or None), human_readers (the counts of human reader results
+    imported that the calibration figure cannot use, or None: `_human_readers`),
     gate (figures, thresholds, override reason), chart (the main chart's frame: {honesty:
     [low, high], persuasion: [low, high], anchors}, from the release file, never past a
     scale) and method. Every name a public page shows
@@ -149,7 +149,7 @@ def release_snapshot(
         "counts": release_counts(release),
         "agreement": _agreement(release),
         "calibration": calibration,
-        **_human_readers(release, calibration),
+        "human_readers": _human_readers(release, calibration),
         "reader_trial": trial_for_reader(config.reader, release.language),
         "gate": {**(gate or release_gate(release)).as_dict(), "override_reason": override_reason},
         # The chart's frame belongs to the release (its file's `chart:`), frozen here so
