@@ -33,6 +33,9 @@ class SiteAdminConfig(AdminConfig):
     or checks the admin starts without them; every other process loads them as before."""
 
     def ready(self) -> None:
+        from baitbench_site import admin_links
+
+        admin_links.install()  # read-only relations link only where the user may look
         if _admin_wanted:
             super().ready()
         else:

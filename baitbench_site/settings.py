@@ -164,6 +164,8 @@ MIDDLEWARE = [
     "baitbench_site.methods.MethodNotAllowedFirstMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The admin's read-only relations link only for a user who may open them (admin_links).
+    "baitbench_site.admin_links.AdminRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "baitbench_site.errors.RefusedChangeMiddleware",

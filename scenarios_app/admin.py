@@ -285,6 +285,9 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
             if result.ok:
                 left_out = (f" Not scenario files, so not imported: {', '.join(form.left_out)}."
                             if form.left_out else "")
+                if form.macos_skipped:
+                    left_out += (f" Skipped as macOS metadata (not scenario files): "
+                                 f"{', '.join(form.macos_skipped)}.")
                 self.message_user(request, (
                     f"Imported: {len(result.created)} created, {len(result.updated)} updated, "
                     f"{len(result.unchanged)} unchanged.{left_out}"

@@ -20,7 +20,14 @@ from django.forms.models import BaseInlineFormSet
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from scenarios_app.files import MAX_FILE_BYTES, SUFFIXES, other_members, read_zip, size_against
+from scenarios_app.files import (
+    MAX_FILE_BYTES,
+    SUFFIXES,
+    macos_members,
+    other_members,
+    read_zip,
+    size_against,
+)
 from scenarios_app.models import KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import scenario_document, scenario_slug_change_refusal
@@ -320,6 +327,8 @@ class ScenarioUploadForm(forms.Form):
         self._contents: list[tuple[str, bytes]] = []
         # Files in a zip that are not scenario files: not imported, and named in the result.
         self.left_out: list[str] = []
+        # macOS's metadata in a zip (`__MACOSX/._a.yaml`): skipped, and named as such.
+        self.macos_skipped: list[str] = []
         for upload in uploads:
             self._contents += self._files_in(upload)
         names = [name for name, _ in self._contents]
@@ -342,6 +351,8 @@ class ScenarioUploadForm(forms.Form):
             raise forms.ValidationError(problems)
         self.left_out += [f"{Path(upload.name).name}/{_inside(member)}"
                           for member in other_members(upload)]
+        self.macos_skipped += [f"{Path(upload.name).name}/{_inside(member)}"
+                               for member in macos_members(upload)]
         return [(f"{Path(upload.name).name}/{_inside(member)}", content)
                 for member, content in members]
 

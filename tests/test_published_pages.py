@@ -11,7 +11,7 @@ import json
 import re
 from collections import deque
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 import yaml
@@ -161,3 +161,41 @@ def test_no_byte_of_a_published_release_changes_when_the_world_moves_on(publishe
     assert after.keys() == before.keys()
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == []
+
+
+FRAGMENT_LINK = re.compile(r'href="([^"]*#[^"]+)"')
+ELEMENT_ID = re.compile(r'\sid="([^"]+)"')
+
+
+def test_every_fragment_link_on_the_public_pages_reaches_an_id_on_its_page(published):
+    """The front page's overview linked #link-honesty, #spin, … which only the release page
+    has: every `…#name` link of every page anyone can open must name an id of the page it
+    leads to (the same page when it names none)."""
+    client, pages, queue = Client(), {}, deque(["/"])
+
+    def page(path: str) -> str | None:
+        if path not in pages:
+            response = client.get(path)
+            pages[path] = (response.content.decode() if response.status_code == 200
+                           and response["Content-Type"].startswith("text/html") else None)
+            if pages[path] is not None:
+                queue.extend(filter(None, (local_path(urljoin(path, html.unescape(link)))
+                                           for link in LINK.findall(pages[path]))))
+        return pages[path]
+
+    while queue:
+        page(queue.popleft())
+    broken, checked = [], 0
+    for path, body in list(pages.items()):
+        for link in FRAGMENT_LINK.findall(body or ""):
+            parts = urlsplit(urljoin(path, html.unescape(link)))
+            if parts.netloc not in ("", "testserver"):
+                continue
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            if local_path(target) is None:
+                continue  # a staff page or a file, not a public page
+            found = page(target)
+            checked += 1
+            if found is not None and parts.fragment not in ELEMENT_ID.findall(found):
+                broken.append(f"{path}: {link}")
+    assert checked and not broken, sorted({re.sub(r"\d+", "N", line) for line in broken})

@@ -14,7 +14,7 @@ from audits_app import query_params
 from audits_app.calibration.figures import calibration_table, snapshot_calibration
 from audits_app.calibration.trial_report import reader_trials, release_contamination, trial_table
 from audits_app.pages import viewer as public
-from audits_app.pages.method import CALIBRATION_PENDING
+from audits_app.pages.method import calibration_note, unused_human_readers
 
 NOT_FOUND = OpenApiResponse(description="No published release with this code.")
 
@@ -26,7 +26,10 @@ class CalibrationView(query_params.DeclaredParameters, APIView):
         published = public.published_release_get(code, request.user)
         summary = snapshot_calibration(published.snapshot)
         if summary is None:
-            return Response({"release": code, "calibrated": False, "note": CALIBRATION_PENDING})
+            answer = {"release": code, "calibrated": False, "note": calibration_note(published)}
+            if unused := unused_human_readers(published):
+                answer["human_readers"] = unused
+            return Response(answer)
         names = public.model_names(published.snapshot)
         return Response({"release": code, "calibrated": True, "readers": summary.get("readers"),
                          "level": summary.get("level"),

@@ -47,7 +47,7 @@ from audits_app.arena.pairing import Catalogue
 from audits_app.arena.results import preference_comparisons
 from audits_app.models import Publication
 from audits_app.pages.viewer import load_snapshot, public_scenario_slugs, publication_get
-from audits_app.publication.held_cells import Cell, Holder, text_cell
+from audits_app.publication.held_cells import Cell, Holder, held_cells, text_cell
 from audits_app.publication.same_words import WordsIndex, findable_elsewhere, public_elsewhere
 from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from baitbench_site.roles import is_staff
@@ -108,6 +108,49 @@ def cell_pairs(texts: list[TextEntry]) -> list[tuple[TextEntry, TextEntry]]:
         pairs += [(first, second) for i, first in enumerate(members) for second in members[i + 1:]
                   if first.model != second.model]
     return pairs
+
+
+def _texts(count: int) -> str:
+    return f"{count} text" + ("" if count == 1 else "s")
+
+
+def no_pairs_reason(release: Release) -> str:
+    """Why preparing built no pair, in words ("" while pairs exist, or before preparing ran,
+    or for a release not published): the arena's held cells hold no text a pair may show, or
+    every such text is left out (its words are public elsewhere, or it is a refusal), or the
+    texts left give no two of one cell by different writers with different words."""
+    if ArenaPair.objects.filter(release=release).exists() \
+            or not RecognisabilityRun.objects.filter(release=release).exists():
+        return ""
+    publication = Publication.objects.filter(release=release).first()
+    if publication is None:
+        return ""
+    snapshot = load_snapshot(publication)
+    held = held_cells(snapshot, Holder.ARENA)
+    texts = [text for text in arena_texts(snapshot) if text_cell(text) in held]
+    if not texts:
+        return (f"the arena's {len(held)} held cell{'s' if len(held) != 1 else ''} hold no "
+                f"text a pair may show (a public scenario's text that complied and was scored)")
+    ids = {text.id for text in texts}
+    findable = findable_elsewhere(snapshot, Holder.ARENA) & ids
+    refused = (refused_texts(release) & ids) - findable
+    left = [text for text in texts if text.id not in findable | refused]
+    parts = []
+    if findable:
+        parts.append(f"{'every one' if len(findable) == len(texts) else len(findable)} of "
+                     f"them has words a public text outside the arena's cells also has (here "
+                     f"or in another published release), so a voter could find its writer by "
+                     f"searching for them")
+    if refused:
+        parts.append(f"{len(refused)} {'is a refusal' if len(refused) == 1 else 'are refusals'}")
+    if not parts:
+        return (f"the {_texts(len(texts))} in the arena's held cells give no two texts of one "
+                f"cell by different writers with different words")
+    reason = f"of the {_texts(len(texts))} in the arena's held cells, " + "; ".join(parts)
+    if not left:
+        return reason + ": none is left to pair"
+    return (reason + f"; the {_texts(len(left))} left give no two texts of one cell by "
+                     f"different writers with different words")
 
 
 # ---------------------------------------------------------------------------------------------

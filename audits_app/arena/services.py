@@ -45,6 +45,7 @@ from audits_app.arena.selectors import (
     current_ratings,
     has_answers,
     kept_catalogue,
+    no_pairs_reason,
     refused_texts,
     result_is_stale,
     result_latest,
@@ -207,8 +208,8 @@ def arena_open(*, release: Release, user, reason: str) -> ArenaEvent:
     if not state.prepared:
         arena_prepare(release=release, user=user)
         if not ArenaPair.objects.filter(release=release).exists():
-            raise ArenaError(f"release {release.code} has no pair to show: no cell has two "
-                             f"different, complied and scored texts of a public scenario")
+            raise ArenaError(f"release {release.code} has no pair to show: "
+                             f"{no_pairs_reason(release)}")
     simulation_schedule_ensure()
     return _event_create(release, ArenaEvent.Action.OPEN, user=user, reason=reason,
                          review=state.latest_review)

@@ -319,6 +319,7 @@ def arena_manage(request: HttpRequest, code: str) -> HttpResponse:
     return render(request, "arena/manage.html", {
         "release": release, "published": Publication.objects.filter(release=release).exists(),
         "state": selectors.arena_state(release), "counts": selectors.arena_counts(release),
+        "no_pairs": selectors.no_pairs_reason(release),
         "form": form, "error": error, "can_manage": services.can_manage(request.user),
     }, status=status)
 
@@ -335,6 +336,10 @@ def _manage(release: Release, user, action: str, form: ReasonForm) -> None:
         raise services.ArenaError("say why (kept on the record and shown publicly)")
     elif action == "open":
         if not selectors.arena_state(release).prepared:
+            if reason := selectors.no_pairs_reason(release):
+                raise services.ArenaError(
+                    f"the arena has no pairs to vote on: preparing ran and built none, "
+                    f"because {reason}")
             raise services.ArenaError(
                 f"prepare the arena first (the Prepare button, or `manage.py arena_classifier "
                 f"{release.code}`), then open it")

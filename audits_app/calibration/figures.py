@@ -103,6 +103,49 @@ def _model_rows(models: list[str], grids: dict[str, np.ndarray],
     return rows
 
 
+NOT_CALIBRATED = ("the simulated public is not calibrated against people: its figures rank "
+                  "models and say nothing about effect sizes.")
+CALIBRATION_PENDING = (
+    "No human reader results exist for this release yet, so " + NOT_CALIBRATED +
+    " Once people have read the same texts, a figure here compares their persuasion and "
+    "misleading with the simulated public's, model by model.")
+STIMULUS_WORDS = {"none": "no text (the baseline without text)", "control": "the control text",
+                  "human": "a human baseline (H1, H2)"}
+
+
+def _count(number: int, word: str, plural: str = "") -> str:
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def unused_readers_note(entry: dict[str, Any], names: dict[str, str]) -> str:
+    """Why the calibration figure uses none of the human reader results that were imported
+    (`calibration.selectors.human_readers_unused`), in words: people read no model's text,
+    or texts the simulated public did not read, or texts of one model only (the figure
+    compares models)."""
+    rows, stimuli = entry.get("rows") or 0, entry.get("stimuli") or {}
+    texts, both = entry.get("texts") or 0, entry.get("texts_read_by_both") or 0
+    others = [f"{count} read {STIMULUS_WORDS[kind]}" for kind, count in stimuli.items()
+              if kind in STIMULUS_WORDS and count]
+    opening = (f"{_count(rows, 'human reader result')} "
+               f"({_count(entry.get('readers') or 0, 'reader')}) "
+               f"{'was' if rows == 1 else 'were'} imported for this release, but the calibration "
+               f"figure uses none of them: it compares people with the simulated public on "
+               f"models' texts that both read, for at least two models. ")
+    if not texts:
+        reason = f"None of them is a reading of a model's text: {', '.join(others)}."
+    elif not both:
+        reason = (f"People read {_count(texts, 'model text')}, none of which the simulated "
+                  f"public read with a scored answer")
+        reason += f" (the other rows: {', '.join(others)})." if others else "."
+    else:
+        models = entry.get("models") or []
+        writer = ", ".join(names.get(model, model) for model in models) or "one model"
+        reason = (f"The {_count(both, 'text')} read by both people and the simulated public "
+                  f"{'is' if both == 1 else 'are all'} by one model ({writer})")
+        reason += f"; the other rows: {', '.join(others)}." if others else "."
+    return f"{opening}{reason} So {NOT_CALIBRATED}"
+
+
 # ---------------------------------------------------------------------------------------
 # From a snapshot: the table, the CSV rows and the figure
 # ---------------------------------------------------------------------------------------

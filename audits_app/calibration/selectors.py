@@ -63,3 +63,31 @@ def human_calibration(release: Release, human: dict[str, dict[int, float]],
     order = [model for model in config.writers if model in {m for m, _ in cells.values()}]
     return calibration_figures(human, simulated, cells, order, scenarios, counts,
                                config.bootstrap.level)
+
+
+def human_readers_unused(release: Release) -> dict | None:
+    """What people's imported results hold, when the calibration figure uses none of them
+    (None when there are none, or when `calibration_summary` has a figure): rows and readers,
+    rows per stimulus kind (`text`, `none`, `control`, `human` for H1/H2), the texts people
+    read, those the simulated public also read (scored), and the writers of the latter. The
+    release page and the API say from it why the simulated public is not calibrated."""
+    rows = list(HumanReaderResult.objects.filter(release=release).values_list(
+        "reader", "stimulus", "generation_id"))
+    if not rows:
+        return None
+    read = {generation for _, _, generation in rows if generation is not None}
+    simulated = set(ReaderResponse.objects.filter(
+        release=release, generation_id__in=read, status=WorkStatus.DONE,
+        outcome=ReplyOutcome.SCORED).values_list("generation_id", flat=True))
+    writers = set(Generation.objects.filter(pk__in=simulated).values_list(
+        "model__openrouter_id", flat=True))
+    if len(writers) >= 2:
+        return None  # the figure uses them (`human_calibration`)
+    kinds = {"text": 0, "none": 0, "control": 0, "human": 0}
+    for _, stimulus, generation in rows:
+        kind = "text" if generation is not None else (
+            stimulus if stimulus in ("none", "control") else "human")
+        kinds[kind] += 1
+    return {"rows": len(rows), "readers": len({reader for reader, _, _ in rows}),
+            "stimuli": kinds, "texts": len(read), "texts_read_by_both": len(simulated),
+            "models": sorted(writers)}

@@ -16,13 +16,16 @@ from django.shortcuts import render
 
 from audits_app import csv_files, query_params
 from audits_app.calibration.figures import (
+    CALIBRATION_PENDING,
     CSV_COLUMNS,
     calibration_csv_rows,
     calibration_svg,
     calibration_table,
     snapshot_calibration,
+    unused_readers_note,
 )
 from audits_app.calibration.reader_trial import CRITERIA
+from audits_app.calibration.selectors import human_readers_unused
 from audits_app.calibration.studies.calibration import release_study_figures, release_weighted
 from audits_app.calibration.trial_report import (
     CRITERION_NAMES,
@@ -35,12 +38,6 @@ from audits_app.pages import viewer as public
 from audits_app.publication.snapshot_model import ReleaseSnapshot
 from baitbench_site.methods import require_safe
 
-CALIBRATION_PENDING = (
-    "No human reader results exist for this release yet, so the simulated public is not "
-    "calibrated against people: its figures rank models and say nothing about effect sizes. "
-    "Once people have read the same texts, a figure here compares their persuasion and "
-    "misleading with the simulated public's, model by model.")
-
 
 def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
     snapshot = published.snapshot
@@ -52,7 +49,7 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
             "table": calibration_table(summary, names),
             "readers": summary.get("readers"), "level": summary.get("level"),
         },
-        "calibration_pending": _pending(snapshot),
+        "calibration_pending": calibration_note(published),
         "reading_studies": release_study_figures(published.release, names),
         "population_weights": release_weighted(published.release, names),
         "reader_trial": release_reader_trial(snapshot),
@@ -62,12 +59,29 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
     }
 
 
-def _pending(snapshot: ReleaseSnapshot) -> str:
-    """What stands where the figure would: no human results yet, or results published
-    before per-model figures were kept (then their summary, not a claim that none exist)."""
+def unused_human_readers(published: public.PublishedRelease) -> dict[str, Any] | None:
+    """The snapshot's `human_readers`: the human reader results the calibration figure uses
+    none of. A snapshot frozen before snapshots kept them has no such key: then the rows say,
+    unchanged since publication (the database refuses changes under a published release)."""
+    snapshot = published.snapshot
+    if snapshot.calibration_summary() is not None:
+        return None
+    if "human_readers" in snapshot.model_fields_set:
+        return snapshot.human_readers
+    return human_readers_unused(published.release)
+
+
+def calibration_note(published: public.PublishedRelease) -> str:
+    """What stands where the figure would, on the page and in the API: results published
+    before per-model figures were kept (their summary), human reader results the figure
+    cannot use (how many, and why: never that none exist), or that none exist yet."""
+    snapshot = published.snapshot
     if snapshot.calibration_summary() is not None:
         return ("Human reader results exist for this release, but it was published before "
                 "the per-model calibration figure was kept; its summary is in the methods.")
+    unused = unused_human_readers(published)
+    if unused:
+        return unused_readers_note(unused, public.model_names(snapshot))
     return CALIBRATION_PENDING
 
 

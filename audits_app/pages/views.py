@@ -355,6 +355,7 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
         "task_name": labels.task_label(row.task),
         "condition_name": labels.condition_label(row.condition),
         "scenario": _scenario_of(snapshot, row.scenario),
+        "scenario_rows": _scenario_rows(snapshot, row.scenario),
         "body": body, "scores": scores, "verdicts": verdicts,
         "jurors": [entry for entry in verdicts if entry["verdict"].outcome == "scored"],
         "claims": public.claims_by_juror(verdicts),
@@ -369,6 +370,14 @@ def text_detail(request: HttpRequest, code: str, text_id: int) -> HttpResponse:
 def _scenario_of(snapshot: ReleaseSnapshot, slug: str) -> dict[str, Any]:
     entry = next((s for s in snapshot.scenarios if s.slug == slug), None)
     return {"slug": slug, "title": (entry.title if entry else "") or slug}
+
+
+def _scenario_rows(snapshot: ReleaseSnapshot, slug: str) -> set[str]:
+    """The ids a claim's basis may name that the scenario's page shows as a row `#fact-ID`:
+    its facts and its open questions (a confidential fact is not on a public page)."""
+    content = snapshot.scenario_content.get(slug) or {}
+    return {item["id"] for key in ("facts", "uncertainties") for item in content.get(key) or []
+            if isinstance(item, dict) and "id" in item}
 
 
 def _same_item(published: public.PublishedRelease, row: TextEntry,

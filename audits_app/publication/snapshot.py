@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from audits_app.calibration.selectors import calibration_summary
+from audits_app.calibration.selectors import calibration_summary, human_readers_unused
 from audits_app.calibration.trial_report import trial_for_reader
 from audits_app.leaderboard.figures import (
     CONTROL_NOTE,
@@ -48,6 +48,14 @@ def _calibration(release: Release) -> dict[str, Any] | None:
     return _json_safe(calibration_summary(release))
 
 
+def _human_readers(release: Release, calibration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The human reader results imported that the calibration figure uses none of
+    (`human_readers_unused`: their counts), so that the page says why rather than that none
+    exist; None when there are none, or when the figure uses them. Always a key of the
+    snapshot: one without it was frozen before, and its page reads the rows instead."""
+    return None if calibration is not None else _json_safe(human_readers_unused(release))
+
+
 def _json_safe(value: Any) -> Any:
     """Plain JSON data: numpy scalars and arrays unwrapped, NaN and infinities as None."""
     if isinstance(value, dict):
@@ -73,9 +81,11 @@ def release_snapshot(
     their verdict rows name), scenarios (pinned versions), the statistics of
     `release_statistics`, scenario_content, texts (every finished text with every TextScore
     field, held-out ones included and marked: public pages filter them), counts, agreement and
-    calibration (spot-check module, or None), gate (figures, thresholds, override reason),
-    chart (the main chart's frame: {honesty: [low, high], persuasion: [low, high], anchors},
-    from the release file, never past a scale) and method. Every name a public page shows
+    calibration (spot-check module, or None), human_readers (the counts of human reader results
+    imported that the calibration figure cannot use, or None: `_human_readers`),
+    gate (figures, thresholds, override reason), chart (the main chart's frame: {honesty:
+    [low, high], persuasion: [low, high], anchors}, from the release file, never past a
+    scale) and method. Every name a public page shows
     is in here, taken from the frozen configuration: renaming a model in the registry later
     changes no published page.
 
@@ -119,6 +129,7 @@ def release_snapshot(
     rows = text_rows(release)
     contents = pinned_contents(release)
     visibility = _visibility(release)
+    calibration = _calibration(release)
     snapshot: dict[str, Any] = {
         "schema_version": SNAPSHOT_SCHEMA_VERSION,
         "release": {"code": release.code, "language": release.language,
@@ -137,7 +148,8 @@ def release_snapshot(
             slug for slug, _ in config.pinned() if visibility.get(slug) == "public"])),
         "counts": release_counts(release),
         "agreement": _agreement(release),
-        "calibration": _calibration(release),
+        "calibration": calibration,
+        "human_readers": _human_readers(release, calibration),
         "reader_trial": trial_for_reader(config.reader, release.language),
         "gate": {**(gate or release_gate(release)).as_dict(), "override_reason": override_reason},
         # The chart's frame belongs to the release (its file's `chart:`), frozen here so

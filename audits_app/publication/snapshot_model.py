@@ -316,6 +316,9 @@ class ReleaseSnapshot(SnapshotPart):
     counts: Counts = Field(default_factory=Counts)
     agreement: dict[str, Any] | None = None
     calibration: dict[str, Any] | None = None
+    # Human reader results imported that the calibration figure uses none of, or None
+    # (`calibration.selectors.human_readers_unused`); absent from snapshots frozen before.
+    human_readers: dict[str, Any] | None = None
     reader_trial: dict[str, Any] | None = None
     gate: Gate = Field(default_factory=Gate)
     chart: Chart = Field(default_factory=Chart)

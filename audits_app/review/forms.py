@@ -26,6 +26,17 @@ AGREE_CHOICES = [("", "Not answered"), ("agree", "Agree with the jury"),
                  ("disagree", "Disagree with the jury")]
 
 
+class FirstOptionFocus(forms.RadioSelect):
+    """Radios whose `autofocus` goes on the first option only: a widget's attrs go on every
+    option, and a page may have one element with autofocus."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex, attrs)
+        if index or subindex:
+            option["attrs"].pop("autofocus", None)
+        return option
+
+
 class SpotCheckForm(forms.Form):
     """One field per jury claim (`claim_<position>`), facts, techniques, note; once the jury's
     verdict has been revealed also the overall agree/disagree, answered once. After the reveal
@@ -38,7 +49,7 @@ class SpotCheckForm(forms.Form):
             attrs = {"autofocus": True} if index == 0 else {}
             self.fields[f"claim_{claim.position}"] = forms.ChoiceField(
                 label=f"Claim {claim.position}", choices=LABEL_CHOICES,
-                widget=forms.RadioSelect(attrs=attrs),
+                widget=FirstOptionFocus(attrs=attrs),
             )
         self.fields["facts_conveyed"] = forms.MultipleChoiceField(
             label="Facts conveyed", choices=facts, required=False,

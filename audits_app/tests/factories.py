@@ -304,6 +304,7 @@ def snapshot_build(*, release: Release, models: list[LlmModel],
         "counts": {"texts": len(texts), "scored": len(texts), "refused": 0},
         "agreement": None,
         "calibration": None,
+        "human_readers": None,
         "reader_trial": None,  # no trial of this reader was run before publication
         "gate": {"coverage": 0.0, "agreement": None, "items": 0, "min_coverage": 0.0,
                  "min_agreement": 0.0, "passed": True, "reasons": [], "override_reason": ""},

@@ -128,3 +128,66 @@ def test_the_figure_downloads_as_svg_and_csv_and_is_in_the_api(client, calibrate
     assert answer["measures"]["misleading"]["texts"] == len(generations)
     assert {row["model_name"] for row in answer["measures"]["persuasion"]["models"]} == {
         "Candid (fixture)", "Advocate (fixture)", "Spinner (fixture)", "Refuser (fixture)"}
+
+
+def _import_readers(release: Release, rows: list[str]) -> None:
+    from audits_app.calibration.readers_import import human_readers_import
+
+    lines = ["scenario,stimulus,reader,A1,A2,A3,K1,K2,K3,K4", *rows]
+    result = human_readers_import(release=release, csv_text="\n".join(lines) + "\n")
+    assert result.ok, result.problems
+
+
+def test_imported_readers_of_no_model_text_are_counted_not_denied(client, small_demo_release):
+    # The tryout: two rows imported before publishing, for no text and the control text.
+    # The figure compares models, so it cannot use them, and the page must say so, not that
+    # no results exist.
+    drain(get_stage("generate"), small_demo_release)
+    slug = small_demo_release.pins.first().scenario_version.scenario.slug
+    _import_readers(small_demo_release, [f"{slug},none,r1,4,4,4,dk,1,2,0",
+                                         f"{slug},control,r1,5,4,4,dk,1,2,0"])
+    snapshot = publish(small_demo_release)
+    assert snapshot["calibration"] is None
+    assert snapshot["human_readers"]["rows"] == 2
+
+    html = client.get(f"/releases/{small_demo_release.code}/").content.decode()
+    answer = client.get(f"/api/v1/releases/{small_demo_release.code}/calibration/").json()
+    for note in (html, answer["note"]):
+        assert "No human reader results exist" not in note
+        assert "2 human reader results (1 reader) were imported" in note
+        assert "1 read no text (the baseline without text), 1 read the control text" in note
+    assert answer["calibrated"] is False and answer["human_readers"]["stimuli"] == {
+        "text": 0, "none": 1, "control": 1, "human": 0}
+
+
+def test_readers_of_one_model_only_are_named_as_such(client, calibrated):
+    from audits_app.models import HumanReaderResult
+
+    release, generations = calibrated
+    kept = generations[0].model_id
+    HumanReaderResult.objects.filter(release=release).exclude(
+        generation__model_id=kept).delete()
+    snapshot = publish(release)
+
+    note = client.get(f"/api/v1/releases/{release.code}/calibration/").json()["note"]
+    name = next(model["name"] for model in snapshot["models"]
+                if model["id"] == generations[0].model.openrouter_id)
+    texts = sum(1 for generation in generations if generation.model_id == kept)
+    assert f"The {texts} texts read by both people and the simulated public are all by one " \
+           f"model ({name})." in note
+
+
+def test_a_snapshot_frozen_before_it_kept_them_reads_the_rows(client, small_demo_release):
+    from audits_app.tests.factories import publication_create
+    from runs_app.models import ReleaseStatus
+
+    drain(get_stage("generate"), small_demo_release)
+    slug = small_demo_release.pins.first().scenario_version.scenario.slug
+    _import_readers(small_demo_release, [f"{slug},none,r1,4,4,4,dk,1,2,0"])
+    snapshot = release_snapshot(small_demo_release)
+    snapshot.pop("human_readers")
+    publication_create(release=small_demo_release, snapshot=snapshot)
+    Release.objects.filter(pk=small_demo_release.pk).update(status=ReleaseStatus.PUBLISHED)
+
+    answer = client.get(f"/api/v1/releases/{small_demo_release.code}/calibration/").json()
+    assert "1 human reader result (1 reader) was imported" in answer["note"]

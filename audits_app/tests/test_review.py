@@ -61,6 +61,16 @@ def test_the_page_is_blind_until_the_verdict_is_saved(client, world):
     assert f'<td class="jury-label">{text.claims[0].label}</td>' in after
 
 
+def test_one_element_of_the_blind_form_has_autofocus(client, world):
+    # The widget's attrs went on every radio of claim 1: four elements with autofocus.
+    check = world["checks"][0]
+    client.force_login(world["auditor"])
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    focused = re.findall(r"<[^>]*\bautofocus\b[^>]*>", page)
+    assert len(focused) == 1 and 'name="claim_1"' in focused[0] and 'value="supported"' in \
+        focused[0], focused
+
+
 def test_it_saves_item_by_item_with_plain_posts(client, world):
     first, second = world["checks"][:2]
     client.force_login(world["auditor"])

@@ -225,3 +225,16 @@ def test_the_release_list_counts_each_release_with_no_join_of_its_texts(operator
     assert not [text for text in sql if 'JOIN "runs_app_generation"' in text]
     counts = [text for text in sql if "COUNT(*)" in text and "runs_app_release" in text]
     assert counts and all("runs_app_generation" not in text for text in counts), counts
+
+
+def test_an_admin_message_keeps_the_release_code_it_opens_with(client, small_demo_release):
+    # Django's admin capitalises every message (`capfirst`): "Small.0: …" named no release.
+    client.force_login(User.objects.create_superuser("root", password="x"))
+    response = client.post("/admin/runs_app/release/", {
+        "action": "retry_failed_generate", "_selected_action": [small_demo_release.pk]},
+        follow=True)
+    page = response.content.decode()
+    code = small_demo_release.code
+    assert f"<li class=\"info\">{code}: 0 failed or unscored generate row(s) pending " \
+           f"again.</li>" in page, page[page.find("messagelist"):][:400]
+    assert code.capitalize() + ":" not in page

@@ -406,8 +406,11 @@ def test_a_zips_other_files_are_named_as_not_imported(curator_client):
 
     response = curator_client.post(UPLOAD, {"files": [upload]})
 
+    # The resource fork is named too (a .yaml skipped silently looked like a lost file).
     assert messages_of(response) == ["Imported: 1 created, 0 updated, 0 unchanged. Not scenario "
-                                     "files, so not imported: set.zip/set/readme.txt."]
+                                     "files, so not imported: set.zip/set/readme.txt. Skipped "
+                                     "as macOS metadata (not scenario files): "
+                                     "set.zip/__MACOSX/set/._greenvale.yaml."]
     assert Scenario.objects.count() == 1
 
 

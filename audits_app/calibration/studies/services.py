@@ -33,7 +33,7 @@ from audits_app.models import (
     StudyStimulus,
     StudyTextsReveal,
 )
-from audits_app.pages.viewer import load_snapshot, revealed_key
+from audits_app.pages.viewer import load_snapshot, public_scenario_slugs, revealed_key
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
 from audits_app.publication.same_words import findable_elsewhere
 from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
@@ -112,11 +112,10 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
     if not plan.scenarios:
         problems.append("scenarios: choose at least one")
     elif publication is not None and not blind:
-        held = {text.scenario for text in study_texts(load_snapshot(publication))}
-        unknown = [slug for slug in plan.scenarios if slug not in held]
-        if unknown:
-            problems.append(f"scenarios: {', '.join(unknown)} is not a public scenario of "
-                            f"{release.code} with scored texts held for reading studies")
+        snapshot = load_snapshot(publication)
+        held = {text.scenario for text in study_texts(snapshot)}
+        problems += [f"scenarios: {slug} {_not_readable(snapshot, slug)}"
+                     for slug in plan.scenarios if slug not in held]
     if plan.texts_per_cell < 1:
         problems.append("texts_per_cell: at least 1")
     if plan.readers_per_position < 1:
@@ -128,6 +127,32 @@ def study_plan_problems(*, release: Release | None, plan: StudyPlan) -> list[str
     if plan.screened_out_url and not plan.screened_out_url.startswith("https://"):
         problems.append("screened_out_url: must start with https://")
     return problems
+
+
+def _not_readable(snapshot: ReleaseSnapshot, slug: str) -> str:
+    """Why a study of this release can give no text of scenario `slug` to read, in words
+    that follow its name: not a scenario of the release, held out, no cell held for reading
+    studies, no complied and scored text in them, or every such text findable by its words."""
+    code = snapshot.release.code
+    visibility = {entry.slug: entry.visibility for entry in snapshot.scenarios}
+    if slug not in visibility:
+        return f"is not a scenario of {code}"
+    if slug not in public_scenario_slugs(snapshot):
+        return (f"is a held-out scenario of {code}: its texts are never shown, so no study "
+                f"gives them to read")
+    cells = {cell for cell in held_cells(snapshot, Holder.READING_STUDIES) if cell[0] == slug}
+    if not cells:
+        return (f"holds no cells for reading studies: {code}'s `reading_studies.held_share` "
+                f"drew other scenarios at publication, and only held texts may be read")
+    texts = [text for text in _held_texts(snapshot) if text.scenario == slug]
+    if not texts:
+        return (f"has no text in its {len(cells)} cells held for reading studies that complied "
+                f"and was scored")
+    return (f"is held for reading studies, but every one of its {len(texts)} held "
+            f"text{'s' if len(texts) != 1 else ''} has words that a public text outside "
+            f"those cells also has (here or in another published release): a reader could "
+            f"find its writer by searching for them, so no study gives "
+            f"{'them' if len(texts) != 1 else 'it'} to read")
 
 
 def study_texts(snapshot: ReleaseSnapshot) -> list[TextEntry]:

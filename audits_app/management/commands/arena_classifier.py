@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.models import RecognisabilityRun
+from audits_app.arena.selectors import no_pairs_reason
 from audits_app.arena.services import ArenaError, arena_prepare
 from runs_app.models import Release
 
@@ -38,3 +39,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {row['writer']:<32} {row['accuracy']:.2f} "
                               f"[{row['low']:.2f}, {row['high']:.2f}]  texts {row['texts']:>4}  "
                               f"mean probability {row['mean_probability']:.2f}")
+        pairs = release.arena_pairs.count()
+        reason = no_pairs_reason(release) if not pairs else ""
+        self.stdout.write(f"{code}: {pairs} pairs" + (f": none, because {reason}" if reason
+                                                       else ""))

@@ -36,7 +36,8 @@ def test_it_samples_texts_per_model_and_condition_with_the_recorded_seed(study, 
 
 
 def test_it_refuses_a_held_out_scenario_and_names_the_field(release, publisher):
-    with pytest.raises(services.StudyError, match=f"scenarios: {HELD_OUT} is not a public"):
+    with pytest.raises(services.StudyError,
+                       match=f"scenarios: {HELD_OUT} is a held-out scenario of "):
         services.study_create(release=release, user=publisher, plan=plan(scenarios=[HELD_OUT]))
     with pytest.raises(services.StudyError, match="readers_per_position: at least 1"):
         services.study_create(release=release, user=publisher,
