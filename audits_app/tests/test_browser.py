@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from audits_app.tests.factories import published_release_create
-from tests.browser import ARTIFACTS, chromium_launch, watch
+from tests.browser import ARTIFACTS, watch
 
 pytestmark = pytest.mark.browser
 
@@ -18,14 +18,8 @@ def world(transactional_db):
 
 
 @pytest.fixture
-def browser_page(world):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        yield page
-        browser.close()
+def browser_page(world, chromium):
+    return chromium(1200, 900)
 
 
 def test_leaderboard_renders_one_dot_per_model_without_console_errors(
