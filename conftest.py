@@ -211,6 +211,20 @@ def chromium(chromium_session):
     pages.finish()
 
 
+@pytest.fixture(scope="module")
+def served_live_server(django_db_setup):
+    """A live server for a module's tests that read a served world (tests/kept.py), which
+    pytest-django's `live_server` cannot serve: any test asking for that one is transactional,
+    and its flush would empty the world after the first test."""
+    from pytest_django.live_server_helper import LiveServer
+
+    server = LiveServer(os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
+    server._live_server_modified_settings.enable()
+    yield server
+    server._live_server_modified_settings.disable()
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def migrated_scratch(tmp_path_factory):
     """An empty scratch database on the suite's backend, migrated once a session for the
