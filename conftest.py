@@ -192,10 +192,12 @@ class ChromiumPages:
     def finish(self) -> None:
         if self.started:
             _playwright_loop_marked(self.started, running=True)
-            if self.started["browser"].is_connected():
-                for context in self.started["browser"].contexts:
-                    context.close()
-            _playwright_loop_marked(self.started, running=False)
+            try:
+                if self.started["browser"].is_connected():
+                    for context in self.started["browser"].contexts:
+                        context.close()
+            finally:
+                _playwright_loop_marked(self.started, running=False)
 
 
 @pytest.fixture
