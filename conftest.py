@@ -138,29 +138,93 @@ def small_demo_release(kept_small_demo_release, imported_scenarios):
     return copy.deepcopy(kept_small_demo_release)
 
 
-@pytest.fixture
-def chromium():
-    """Pages of one headless Chromium (tests/browser.py), started at the first page: write the
-    test's rows before asking for one (the ORM refuses to run inside Playwright's event
-    loop). `chromium(width, height)` opens a page in a context of its own."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser import chromium_launch, chromium_required
-
-    chromium_required()
+@pytest.fixture(scope="session")
+def chromium_session():
+    """One Playwright driver and one headless Chromium for a test process, started by the first
+    test that asks for a page (the `chromium` fixture) and stopped at the end: starting them
+    took about 1.5 s a test, more than most browser tests' own work. Each test still gets
+    browser contexts of its own (cookies, storage, cache), closed when it ends."""
     started: dict = {}
-
-    def new_page(width: int = 1200, height: int = 900):
-        if not started:
-            started["playwright"] = sync_playwright().start()
-            started["browser"] = chromium_launch(started["playwright"])
-        context = started["browser"].new_context(viewport={"width": width, "height": height})
-        return context.new_page()
-
-    yield new_page
+    yield started
     if started:
+        _playwright_loop_marked(started, running=True)
         started["browser"].close()
         started["playwright"].stop()
+
+
+def _playwright_loop_marked(started: dict, *, running: bool) -> None:
+    """Playwright's sync API marks its event loop as the thread's running loop between its
+    calls, and the ORM refuses to run under a running loop. A test asking for pages writes its
+    rows first; between tests the loop is unmarked so the next tests' fixtures can write, and
+    marked again before Playwright is called (it resumes inside that loop)."""
+    import asyncio
+
+    asyncio._set_running_loop(started["playwright"]._loop if running else None)
+
+
+class ChromiumPages:
+    """What the `chromium` fixture gives a test: `chromium(width, height)` opens a page in a
+    browser context of its own; `chromium.context(**options)` opens a context with other
+    options (JavaScript off, say); `chromium.finish()` closes the test's contexts and lets the
+    ORM run again (the fixture's teardown does it too)."""
+
+    def __init__(self, started: dict) -> None:
+        self.started = started
+
+    def __call__(self, width: int = 1200, height: int = 900):
+        return self.context(viewport={"width": width, "height": height}).new_page()
+
+    def context(self, **options):
+        from playwright.sync_api import sync_playwright
+
+        from tests.browser import chromium_launch
+
+        started = self.started
+        if started:
+            _playwright_loop_marked(started, running=True)
+            if not started["browser"].is_connected():  # it crashed in an earlier test
+                started["browser"] = chromium_launch(started["playwright"])
+        else:
+            started["playwright"] = sync_playwright().start()
+            started["browser"] = chromium_launch(started["playwright"])
+        return started["browser"].new_context(**options)
+
+    def finish(self) -> None:
+        if self.started:
+            _playwright_loop_marked(self.started, running=True)
+            try:
+                if self.started["browser"].is_connected():
+                    for context in self.started["browser"].contexts:
+                        context.close()
+            finally:
+                _playwright_loop_marked(self.started, running=False)
+
+
+@pytest.fixture
+def chromium(chromium_session):
+    """Pages of one headless Chromium (tests/browser.py), kept for the test process: write the
+    test's rows before asking for a page (the ORM refuses to run inside Playwright's event
+    loop, until `chromium.finish()`). Every context the test opened is closed when it ends."""
+    from tests.browser import chromium_required
+
+    chromium_required()
+    pages = ChromiumPages(chromium_session)
+    yield pages
+    pages.finish()
+
+
+@pytest.fixture(scope="module")
+def served_live_server(django_db_setup):
+    """A live server for a module's tests that read a served world (tests/kept.py), which
+    pytest-django's `live_server` cannot serve: any test asking for that one is transactional,
+    and its flush would empty the world after the first test."""
+    from pytest_django.live_server_helper import LiveServer
+
+    server = LiveServer(os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
+    server._live_server_modified_settings.enable()
+    yield server
+    server._live_server_modified_settings.disable()
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,14 @@ function-scoped, depends on it and on `db`, and returns `copy.deepcopy(value)` (
 TestCase copies `setUpTestData` objects), so a test that changes an object in memory does not
 change the next test's.
 
+A browser test needs a world the live server's thread can read: on PostgreSQL it has a
+connection of its own, which sees no open transaction. `world_served` builds such a world
+committed, for the tests of a module that only read it through the live server (none of them
+transactional: each runs in `db`'s transaction, so what it writes itself is rolled back); it
+is closed as a kept world is, by a flush instead of a rollback (the flush every transactional
+test ends with), and each test checks on its way out that no table's row count moved (the
+server's own writes are committed on PostgreSQL).
+
 `conftest.py` calls `worlds_close_for(item)` before each test is set up and
 `items_grouped(items)` after collection (tests asking for the same worlds run together).
 """
@@ -61,6 +69,53 @@ def world_kept(request: pytest.FixtureRequest, django_db_blocker, build: Callabl
         _open.pop(name, None)
         with django_db_blocker.unblock():
             _rollback(atomics)
+
+
+def world_served(request: pytest.FixtureRequest, django_db_blocker, build: Callable[[], T]
+                 ) -> Iterator[T]:
+    """Build the world committed and yield it; flush every database at the end (the module's,
+    or before a test that must not see the world). A module-scoped fixture's body:
+    `yield from world_served(request, django_db_blocker, build)`."""
+    from django.test import override_settings
+
+    name = request.fixturename
+    # As each test's own `fast_password_hashing` (conftest.py), which a module's fixture
+    # runs before.
+    with django_db_blocker.unblock(), override_settings(
+            PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        try:
+            value = build()
+        except BaseException:
+            _flush()
+            raise
+    _open[name] = (request._fixturedef, request)
+    try:
+        yield value
+    finally:
+        _open.pop(name, None)
+        with django_db_blocker.unblock():
+            _flush()
+
+
+def _flush() -> None:
+    """As a transactional test's end (django.test.TransactionTestCase._fixture_teardown)."""
+    from django.core.management import call_command
+
+    for alias in connections:
+        call_command("flush", verbosity=0, interactive=False, database=alias,
+                     reset_sequences=False, allow_cascade=False, inhibit_post_migrate=False)
+
+
+def rows_counted() -> dict[str, int]:
+    """Every table's row count, on the default database: what a test reading a served world
+    must leave as it found it."""
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        counts = {}
+        for table in sorted(connection.introspection.table_names(cursor)):
+            cursor.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(table)}")
+            counts[table] = cursor.fetchone()[0]
+    return counts
 
 
 def _rollback(atomics) -> None:

@@ -26,7 +26,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from tests.world import release_rows_create, scenario_version, user_create
+from tests.kept import rows_counted, world_served
+from tests.world import prompt_texts_seed, release_rows_create, scenario_version, user_create
 
 pytestmark = pytest.mark.browser
 
@@ -88,22 +89,13 @@ def axe_assignment(kinds_by_role: dict[str, set[str]]) -> dict[str, set[str]]:
     return checks
 
 
-@pytest.fixture(scope="module")
-def axe_checks() -> dict[str, set[str]]:
-    """Which role axe-checks which kinds of page (axe_assignment), worked out once a module
-    by crawling every role; the kinds do not depend on the rows' ids, so every test's world
-    has the same."""
-    return {}
-
-
-@pytest.fixture
-def role_pages(request, transactional_db, prompt_texts,
-               axe_checks) -> tuple[str, list[str], set[str]]:
-    """The test's role (its `role` parameter; the curator otherwise): a session cookie, the
-    pages to open and the kinds of them to axe-check. The crawls run before Playwright
-    starts: its event loop makes the ORM refuse to run."""
+def staff_world() -> dict[str, tuple[str, list[str], set[str]]]:
+    """Every table given a row, published and not, and each role's session cookie, pages
+    (staff_pages) and kinds of them to axe-check (axe_assignment). The crawls run before
+    Playwright starts: its event loop makes the ORM refuse to run."""
     from django.contrib.auth.models import User
 
+    prompt_texts_seed()
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
     for role in ("curator", "operator", "publisher"):
         user_create(ROLES[role], role)
@@ -111,18 +103,33 @@ def role_pages(request, transactional_db, prompt_texts,
     version = scenario_version()
     release_rows_create(code="pub.0", version=version, ann=ann, bob=bob, publish=True)
     release_rows_create(code="draft.0", version=version, ann=ann, bob=bob, publish=False)
+    pages, sessions = {}, {}
+    for role in ROLES:
+        client = Client()
+        client.force_login(User.objects.get(username=ROLES[role]))
+        pages[role] = staff_pages(client)
+        sessions[role] = client.cookies[settings.SESSION_COOKIE_NAME].value
+    checks = axe_assignment({role: {page_kind(path) for path in paths}
+                             for role, paths in pages.items()})
+    return {role: (sessions[role], pages[role], checks[role]) for role in ROLES}
+
+
+@pytest.fixture(scope="module")
+def kept_staff_world(request, django_db_setup, django_db_blocker):
+    """Built, and every role crawled, once for the module (tests/kept.py): the tests only
+    read it, through the live server."""
+    yield from world_served(request, django_db_blocker, staff_world)
+
+
+@pytest.fixture
+def role_pages(request, kept_staff_world, db) -> tuple[str, list[str], set[str]]:
+    """The test's role (its `role` parameter; the curator otherwise): a session cookie, the
+    pages to open and the kinds of them to axe-check."""
     callspec = getattr(request.node, "callspec", None)
     role = callspec.params["role"] if callspec is not None else "curator"
-    pages, sessions = {}, {}
-    for each in ([role] if axe_checks else list(ROLES)):
-        client = Client()
-        client.force_login(User.objects.get(username=ROLES[each]))
-        pages[each] = staff_pages(client)
-        sessions[each] = client.cookies[settings.SESSION_COOKIE_NAME].value
-    if not axe_checks:
-        axe_checks.update(axe_assignment(
-            {each: {page_kind(path) for path in paths} for each, paths in pages.items()}))
-    return sessions[role], pages[role], axe_checks[role]
+    before = rows_counted()
+    yield kept_staff_world[role]
+    assert rows_counted() == before, "a test changed the world the others read"
 
 
 def axe_violations(page) -> list[str]:
@@ -135,7 +142,8 @@ def axe_violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("role", list(ROLES))
-def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, live_server):
+def test_axe_finds_nothing_on_any_staff_page(role, role_pages, chromium, served_live_server):
+    live_server = served_live_server
     session, paths, checked = role_pages
     assert len(paths) >= 3, paths  # the crawl found the role's pages
     # The kinds given to this role to check are among those this world shows it.
@@ -174,7 +182,8 @@ WIDEST = """() => {
 }"""
 
 
-def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, live_server):
+def test_the_scenario_change_page_fits_1280_px(role_pages, chromium, served_live_server):
+    live_server = served_live_server
     session, paths, _ = role_pages
     change = next(path for path in paths
                   if re.fullmatch(r"/admin/scenarios_app/scenario/\d+/change/", path))

@@ -1,8 +1,10 @@
 """Print what an instance answers at some addresses, for comparing two instances byte for byte.
 
-`python -m audits_app.tests.answers_dump [--staff] URL...` with DATABASE_URL naming the
-instance's database; prints {url: [status, base64 body]} as JSON. `--staff` asks as a
-superuser named "admin" (created if missing), as pytest-django's `admin_client` does.
+`python -m audits_app.tests.answers_dump URL... [--staff URL...]` with DATABASE_URL naming
+the instance's database; prints {"anonymous": {url: [status, base64 body]}, "staff": {...}}
+as JSON. The URLs after `--staff` are asked, after the others, as a superuser named "admin"
+(created if missing), as pytest-django's `admin_client` does: one process for both, as the
+test asks both of its own instance in one.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ def main(argv: list[str]) -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    staff = "--staff" in argv
-    client = Client()
-    if staff:
-        user = User.objects.filter(username="admin").first() or User.objects.create_superuser(
-            "admin", "admin@example.com", "password")
-        client.force_login(user)
-    answers = {}
-    for url in [arg for arg in argv if arg != "--staff"]:
-        response = client.get(url)
-        answers[url] = [response.status_code, base64.b64encode(response.content).decode()]
+    split = argv.index("--staff") if "--staff" in argv else len(argv)
+    answers: dict[str, dict] = {"anonymous": {}, "staff": {}}
+    for kind, urls in (("anonymous", argv[:split]), ("staff", argv[split + 1:])):
+        if not urls:
+            continue
+        client = Client()
+        if kind == "staff":
+            user = User.objects.filter(username="admin").first() or User.objects.create_superuser(
+                "admin", "admin@example.com", "password")
+            client.force_login(user)
+        for url in urls:
+            response = client.get(url)
+            answers[kind][url] = [response.status_code, base64.b64encode(response.content).decode()]
     sys.stdout.write(json.dumps(answers))
 
 

@@ -2,40 +2,46 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from playwright.sync_api import expect
 
 from audits_app.tests.factories import published_release_create
-from tests.browser import ARTIFACTS, chromium_launch, watch
+from tests.browser import ARTIFACTS, watch
+from tests.kept import rows_counted, world_served
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def world(transactional_db):
-    # Written before Playwright starts: its event loop makes the ORM refuse to run.
-    return published_release_create(code="pub.0", model_count=6)
+@pytest.fixture(scope="module")
+def kept_world(request, django_db_setup, django_db_blocker):
+    """Published once for the module (tests/kept.py): the tests only read it, through the live
+    server. Written before Playwright starts: its event loop makes the ORM refuse to run."""
+    yield from world_served(request, django_db_blocker,
+                            lambda: published_release_create(code="pub.0", model_count=6))
 
 
 @pytest.fixture
-def browser_page(world):
-    from playwright.sync_api import sync_playwright
+def world(kept_world, db):
+    before = rows_counted()
+    yield copy.deepcopy(kept_world)
+    assert rows_counted() == before, "a test changed the release the others read"
 
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        yield page
-        browser.close()
+
+@pytest.fixture
+def browser_page(world, chromium):
+    return chromium(1200, 900)
 
 
 def test_leaderboard_renders_one_dot_per_model_without_console_errors(
-    world, browser_page, live_server
+    world, browser_page, served_live_server
 ):
     errors: list[str] = []
     browser_page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     browser_page.on("pageerror", lambda error: errors.append(str(error)))
 
-    response = browser_page.goto(f"{live_server.url}/releases/pub.0/")
+    response = browser_page.goto(f"{served_live_server.url}/releases/pub.0/")
 
     assert response is not None and response.status == 200
     dots = browser_page.locator("figure.chart svg circle[data-model]")
@@ -61,10 +67,10 @@ def api_operations() -> set[str]:
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def test_api_docs_list_every_operation_from_the_sites_own_files(browser_page, live_server):
+def test_api_docs_list_every_operation_from_the_sites_own_files(browser_page, served_live_server):
     errors, hosts = watch(browser_page)
 
-    response = browser_page.goto(f"{live_server.url}/api/v1/docs/")
+    response = browser_page.goto(f"{served_live_server.url}/api/v1/docs/")
     browser_page.locator(".opblock-summary-path").first.wait_for(timeout=15_000)
     browser_page.wait_for_load_state("networkidle")
 
@@ -78,10 +84,10 @@ def test_api_docs_list_every_operation_from_the_sites_own_files(browser_page, li
     browser_page.screenshot(path=str(ARTIFACTS / "api-docs.png"), full_page=True)
 
 
-def test_the_browsable_api_renders_a_list_in_the_browser(world, browser_page, live_server):
+def test_the_browsable_api_renders_a_list_in_the_browser(world, browser_page, served_live_server):
     errors, hosts = watch(browser_page)
 
-    response = browser_page.goto(f"{live_server.url}/api/v1/releases/pub.0/texts/?limit=5")
+    response = browser_page.goto(f"{served_live_server.url}/api/v1/releases/pub.0/texts/?limit=5")
 
     assert response is not None and response.status == 200
     assert "fixture/candid" in browser_page.locator(".response-info").inner_text()
@@ -90,10 +96,10 @@ def test_the_browsable_api_renders_a_list_in_the_browser(world, browser_page, li
     assert not errors, errors
 
 
-def test_the_link_tables_render_with_coverage_and_refusal(world, browser_page, live_server):
+def test_the_link_tables_render_with_coverage_and_refusal(world, browser_page, served_live_server):
     errors, hosts = watch(browser_page)
 
-    response = browser_page.goto(f"{live_server.url}/releases/pub.0/#ranks")
+    response = browser_page.goto(f"{served_live_server.url}/releases/pub.0/#ranks")
 
     assert response is not None and response.status == 200
     for measure in world.snapshot["method"]["measures"]:

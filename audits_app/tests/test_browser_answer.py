@@ -5,11 +5,14 @@ of the cells is marked in the chart and the table. Screenshots: test-artifacts/.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from playwright.sync_api import expect
 
 from audits_app.tests.factories import published_release_create
 from tests.browser import ARTIFACTS, NO_SIDEWAYS_SCROLL, axe_violations, shot, watch
+from tests.kept import rows_counted, world_served
 
 pytestmark = pytest.mark.browser
 SCREENS = {"desktop": (1280, 900), "phone": (390, 844)}
@@ -23,18 +26,28 @@ FIRST_ROW = """() => {
 }"""
 
 
+@pytest.fixture(scope="module")
+def kept_release(request, django_db_setup, django_db_blocker):
+    """Published once for the module (tests/kept.py): the tests only read it, through the live
+    server. Written before Playwright starts: its event loop makes the ORM refuse to run."""
+    yield from world_served(request, django_db_blocker,
+                            lambda: published_release_create(code="pub.0", model_count=10))
+
+
 @pytest.fixture
-def release(transactional_db):
-    # Written before Playwright starts: its event loop makes the ORM refuse to run.
-    return published_release_create(code="pub.0", model_count=10)
+def release(kept_release, db):
+    before = rows_counted()
+    yield copy.deepcopy(kept_release)
+    assert rows_counted() == before, "a test changed the release the others read"
 
 
 @pytest.mark.parametrize("screen", SCREENS)
-def test_the_release_page_opens_with_the_overview_table(release, chromium, live_server, screen):
+def test_the_release_page_opens_with_the_overview_table(release, chromium,
+        served_live_server, screen):
     width, height = SCREENS[screen]
     page = chromium(width, height)
     errors, _ = watch(page)
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     measured = page.evaluate(FIRST_ROW)
     assert measured["bottom"] <= height, measured
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
@@ -48,10 +61,11 @@ def test_the_release_page_opens_with_the_overview_table(release, chromium, live_
 
 
 @pytest.mark.parametrize("screen", SCREENS)
-def test_the_front_page_leads_with_the_newest_release(release, chromium, live_server, screen):
+def test_the_front_page_leads_with_the_newest_release(release, chromium,
+        served_live_server, screen):
     width, height = SCREENS[screen]
     page = chromium(width, height)
-    page.goto(f"{live_server.url}/")
+    page.goto(f"{served_live_server.url}/")
     assert "measures spin" in page.locator("p.lead").inner_text()
     assert page.locator("table.overview tbody tr").count() == 10
     assert page.locator("a[href='/releases/pub.0/#methods']").count() == 1
@@ -60,9 +74,9 @@ def test_the_front_page_leads_with_the_newest_release(release, chromium, live_se
     shot(page, f"front-{screen}.png")
 
 
-def test_the_overview_sorts_and_reads_without_javascript(release, chromium, live_server):
+def test_the_overview_sorts_and_reads_without_javascript(release, chromium, served_live_server):
     page = chromium()
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     header = page.locator("table.overview thead th[data-measure='persuasion']")
     header.locator("button.sort").click()
     points = page.locator("table.overview tbody td:nth-child(3)").evaluate_all(
@@ -71,16 +85,16 @@ def test_the_overview_sorts_and_reads_without_javascript(release, chromium, live
     page.context.close()
     page = chromium()
     page.context.route("**/*.js", lambda route: route.abort())
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     assert page.locator("table.overview button.sort").count() == 0
     ranks = page.locator("table.overview tbody td:nth-child(2) .rank").all_inner_texts()
     assert ranks[0] == "#1" and len(ranks) == 10
 
 
 def test_a_phone_gets_a_ranked_dot_plot_with_the_partly_covered_model_marked(
-        release, chromium, live_server):
+        release, chromium, served_live_server):
     page = chromium(*SCREENS["phone"])
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     assert not page.locator("figure.chart.main").is_visible()
     plot = page.locator("figure.dot-plot svg")
     assert plot.is_visible()
@@ -99,9 +113,9 @@ def test_a_phone_gets_a_ranked_dot_plot_with_the_partly_covered_model_marked(
 
 
 def test_a_partly_covered_model_is_marked_in_the_chart_and_the_table(
-        release, chromium, live_server):
+        release, chromium, served_live_server):
     page = chromium()
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     dot = page.locator(f"figure.chart.main circle[data-model='{PARTLY_COVERED}']")
     assert dot.get_attribute("class") == "partial"
     assert dot.get_attribute("fill") == "#ffffff"  # hollow
@@ -115,14 +129,14 @@ def test_a_partly_covered_model_is_marked_in_the_chart_and_the_table(
     assert row.locator("td.coverage").inner_text().startswith("◐")
 
 
-def test_a_jump_link_opens_its_folded_section(release, chromium, live_server):
+def test_a_jump_link_opens_its_folded_section(release, chromium, served_live_server):
     page = chromium()
-    page.goto(f"{live_server.url}/releases/pub.0/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/")
     assert not page.locator("details#methods").evaluate("d => d.open")
     page.locator("p.caveat a[href='#methods']").click()
     # The section opens on the hashchange event, after the click returns: wait for it.
     expect(page.locator("details#methods")).to_have_attribute("open", "")
-    page.goto(f"{live_server.url}/releases/pub.0/#link-persuasion")
+    page.goto(f"{served_live_server.url}/releases/pub.0/#link-persuasion")
     assert page.locator("details#ranks").evaluate("d => d.open")
 
 
@@ -131,7 +145,8 @@ PUBLIC_PAGES = ("/", "/releases/pub.0/", "/releases/pub.0/texts/",
 
 
 @pytest.mark.parametrize("screen", SCREENS)
-def test_axe_finds_nothing_and_no_page_scrolls_sideways(release, chromium, live_server, screen):
+def test_axe_finds_nothing_and_no_page_scrolls_sideways(release, chromium,
+        served_live_server, screen):
     page = chromium(*SCREENS[screen])
     text = next(t for t in release.snapshot["texts"] if t["visibility"] == "public")
     scenario = release.snapshot["scenarios"][0]["slug"]
@@ -139,7 +154,7 @@ def test_axe_finds_nothing_and_no_page_scrolls_sideways(release, chromium, live_
             f"/releases/pub.0/scenarios/{scenario}/"]
     found = {}
     for url in urls:
-        page.goto(f"{live_server.url}{url}")
+        page.goto(f"{served_live_server.url}{url}")
         if url.startswith("/api/v1/docs"):
             page.locator(".opblock-summary-path").first.wait_for(timeout=15_000)
         page.evaluate(OPEN_EVERY_SECTION)
@@ -152,20 +167,21 @@ def test_axe_finds_nothing_and_no_page_scrolls_sideways(release, chromium, live_
 
 
 def test_the_api_docs_show_no_padlock_or_authorize_on_public_endpoints(
-        release, chromium, live_server):
+        release, chromium, served_live_server):
     page = chromium()
-    page.goto(f"{live_server.url}/api/v1/docs/")
+    page.goto(f"{served_live_server.url}/api/v1/docs/")
     page.locator(".opblock-summary-path").first.wait_for(timeout=15_000)
     assert page.locator(".opblock").count() > 5
     assert page.locator(".btn.authorize, .authorization__btn").count() == 0
 
 
 @pytest.mark.parametrize("screen", SCREENS)
-def test_a_texts_page_sets_the_same_item_side_by_side(release, chromium, live_server, screen):
+def test_a_texts_page_sets_the_same_item_side_by_side(release, chromium,
+        served_live_server, screen):
     width, height = SCREENS[screen]
     text = release.public_text_ids[0]
     page = chromium(width, height)
-    page.goto(f"{live_server.url}/releases/pub.0/texts/{text}/")
+    page.goto(f"{served_live_server.url}/releases/pub.0/texts/{text}/")
     assert page.locator(".same-item article").count() == 10
     assert page.locator(".same-item article.this").get_attribute("data-text") == str(text)
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
@@ -174,9 +190,9 @@ def test_a_texts_page_sets_the_same_item_side_by_side(release, chromium, live_se
     shot(page, f"same-item-{screen}.png", full_page=False)
 
 
-def test_the_chart_download_draws_on_its_own(release, chromium, live_server):
+def test_the_chart_download_draws_on_its_own(release, chromium, served_live_server):
     page = chromium()
-    svg = page.request.get(f"{live_server.url}/releases/pub.0/chart.svg").text()
+    svg = page.request.get(f"{served_live_server.url}/releases/pub.0/chart.svg").text()
     page.set_content(f'<!doctype html><html lang="en"><body style="margin:0">{svg}</body></html>')
     drawn = page.locator("svg").bounding_box()
     assert drawn["width"] > 700 and drawn["height"] > 600  # the title and legend bands

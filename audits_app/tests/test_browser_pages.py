@@ -4,6 +4,8 @@ real login form, publishing with its confirmation, the compare page, the release
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.conf import settings
 
@@ -11,6 +13,7 @@ from audits_app.tests import factories
 from audits_app.tests.factories import published_release_create
 from runs_app.models import Release, ReleaseStatus
 from tests.browser import ARTIFACTS, NO_SIDEWAYS_SCROLL, log_in, shot, staff_user, watch
+from tests.kept import rows_counted, world_served
 
 pytestmark = pytest.mark.browser
 LANDING = {"curator": "/admin/scenarios_app/scenario/", "operator": "/runs/",
@@ -117,8 +120,7 @@ def test_a_publisher_publishes_from_the_draft_page_and_sees_a_confirmation(
     shot(page, "published-confirmation.png", full_page=False)
 
 
-@pytest.fixture
-def two_releases(transactional_db, monkeypatch):
+def two_releases_create():
     first = published_release_create(code="pub.0", model_count=4)
     original = factories.scenario_document
 
@@ -128,11 +130,28 @@ def two_releases(transactional_db, monkeypatch):
             document = document.model_copy(update={"title": document.title + " (revised)"})
         return document
 
-    monkeypatch.setattr(factories, "scenario_document", edited)
-    return first, published_release_create(code="pub.1", model_count=6)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(factories, "scenario_document", edited)
+        return first, published_release_create(code="pub.1", model_count=6)
 
 
-def test_the_compare_page_sorts_by_mouse_and_keyboard(two_releases, chromium, live_server):
+@pytest.fixture(scope="module")
+def kept_two_releases(request, django_db_setup, django_db_blocker):
+    """Published once for the module (tests/kept.py): the tests that ask for them only read
+    them, through the live server."""
+    yield from world_served(request, django_db_blocker, two_releases_create)
+
+
+@pytest.fixture
+def two_releases(kept_two_releases, db):
+    before = rows_counted()
+    yield copy.deepcopy(kept_two_releases)
+    assert rows_counted() == before, "a test changed the releases the others read"
+
+
+def test_the_compare_page_sorts_by_mouse_and_keyboard(two_releases, chromium,
+                                                     served_live_server):
+    live_server = served_live_server
     page = chromium()
     errors, hosts = watch(page)
     response = page.goto(f"{live_server.url}/releases/pub.0/compare/pub.1/")
@@ -163,7 +182,8 @@ def test_the_compare_page_sorts_by_mouse_and_keyboard(two_releases, chromium, li
 
 
 def test_the_release_page_fits_a_390_px_screen_and_the_chart_fills_its_box(
-        two_releases, chromium, live_server):
+        two_releases, chromium, served_live_server):
+    live_server = served_live_server
     page = chromium(390, 844)
     errors, _ = watch(page)
     for url in ("/releases/pub.1/", "/releases/pub.0/compare/pub.1/", "/releases/pub.1/texts/",

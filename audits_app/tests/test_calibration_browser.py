@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audits_app.tests.calibration_world import publish
-from tests.browser import ARTIFACTS, chromium_launch
+from tests.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
@@ -27,24 +27,20 @@ def published(calibrated):  # noqa: F811
     return release
 
 
-def test_the_calibration_figure_renders_with_a_dot_per_model_and_panel(published, live_server):
-    from playwright.sync_api import sync_playwright
-
+def test_the_calibration_figure_renders_with_a_dot_per_model_and_panel(published, live_server,
+                                                                       chromium):
     errors: list[str] = []
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        response = page.goto(f"{live_server.url}/releases/{published.code}/")
-        assert response is not None and response.status == 200
-        figure = page.locator("figure.calibration-figure")
-        assert figure.locator("svg circle[data-model]").count() == 8
-        assert figure.locator("svg g.calibration-panel").count() == 2
-        # After the answer (overview and chart), before the folded detail.
-        y = figure.bounding_box()["y"]
-        assert page.locator("#chart").bounding_box()["y"] < y < page.locator(
-            "#ranks").bounding_box()["y"]
-        ARTIFACTS.mkdir(exist_ok=True)
-        figure.screenshot(path=str(ARTIFACTS / "calibration-figure.png"))
-        browser.close()
+    page = chromium(1200, 900)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    response = page.goto(f"{live_server.url}/releases/{published.code}/")
+    assert response is not None and response.status == 200
+    figure = page.locator("figure.calibration-figure")
+    assert figure.locator("svg circle[data-model]").count() == 8
+    assert figure.locator("svg g.calibration-panel").count() == 2
+    # After the answer (overview and chart), before the folded detail.
+    y = figure.bounding_box()["y"]
+    assert page.locator("#chart").bounding_box()["y"] < y < page.locator(
+        "#ranks").bounding_box()["y"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    figure.screenshot(path=str(ARTIFACTS / "calibration-figure.png"))
     assert not errors, errors

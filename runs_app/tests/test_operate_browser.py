@@ -23,7 +23,7 @@ from runs_app.providers.models_list import ModelListing, listings_as_payload
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.replies import valid_reply
 from runs_app.tests.releases import RELEASE, kill, repeated_calls, start
-from tests.browser import ARTIFACTS, chromium_launch, chromium_required
+from tests.browser import ARTIFACTS, chromium_required
 from tests.scratch import Database, free_port, manage
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -125,85 +125,81 @@ def done_is(stage: str, test: str) -> str:
     return f"(() => {{ const n = {cells}; return {test}; }})()"
 
 
-def test_an_operator_starts_watches_pauses_and_resumes_a_run_in_the_browser(site):
-    from playwright.sync_api import sync_playwright
-
+def test_an_operator_starts_watches_pauses_and_resumes_a_run_in_the_browser(site, chromium):
     base, server, database = site
     errors: list[str] = []
     hosts: set[str] = set()
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("request", lambda request: hosts.add(urlsplit(request.url).hostname or ""))
+    page = chromium(1280, 1000)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda request: hosts.add(urlsplit(request.url).hostname or ""))
 
-        page.goto(f"{base}/admin/login/?next=/runs/{CODE}/")
-        page.fill("#id_username", "olga")
-        page.fill("#id_password", "a long operator password")
-        page.click("input[type=submit]")
-        page.wait_for_url(f"{base}/runs/{CODE}/")
-        assert page.locator("ul.checks li.fail").count() == 0
-        assert cell(page, "generate", "state_label") == "Not started"
-        page.screenshot(path=str(ARTIFACTS / "operate-before.png"), full_page=True)
+    page.goto(f"{base}/admin/login/?next=/runs/{CODE}/")
+    page.fill("#id_username", "olga")
+    page.fill("#id_password", "a long operator password")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/runs/{CODE}/")
+    assert page.locator("ul.checks li.fail").count() == 0
+    assert cell(page, "generate", "state_label") == "Not started"
+    page.screenshot(path=str(ARTIFACTS / "operate-before.png"), full_page=True)
 
-        page.click("text=Start the chain")
-        page.wait_for_url(f"{base}/runs/{CODE}/")
-        assert "Started the chain of browse.0" in page.locator("ul.messages").inner_text()
-        page.evaluate("window.notReloaded = true")
-        # The worker writes; the page shows it without being reloaded.
-        wait_until(page, done_is("generate", "n >= 2"))
-        assert page.evaluate("window.notReloaded") is True
-        assert int(page.locator("#run").get_attribute("data-polls")) >= 1
-        assert cell(page, "generate", "state_label") == "Running"
-        # Which workers are alive, from the cluster's heartbeat, kept beside the SQLite
-        # database (on PostgreSQL without Redis no store is shared: the page says so).
-        workers = page.locator('[data-field="workers-alive"]').inner_text()
-        if database.postgres:
-            assert "whether any worker is alive cannot be told" in workers, workers
-        else:
-            assert workers.startswith("Workers alive: 1 worker process(es) in 1 cluster(s): "), \
-                workers
-        page.screenshot(path=str(ARTIFACTS / "operate-running.png"), full_page=True)
+    page.click("text=Start the chain")
+    page.wait_for_url(f"{base}/runs/{CODE}/")
+    assert "Started the chain of browse.0" in page.locator("ul.messages").inner_text()
+    page.evaluate("window.notReloaded = true")
+    # The worker writes; the page shows it without being reloaded.
+    wait_until(page, done_is("generate", "n >= 2"))
+    assert page.evaluate("window.notReloaded") is True
+    assert int(page.locator("#run").get_attribute("data-polls")) >= 1
+    assert cell(page, "generate", "state_label") == "Running"
+    # Which workers are alive, from the cluster's heartbeat, kept beside the SQLite
+    # database (on PostgreSQL without Redis no store is shared: the page says so).
+    workers = page.locator('[data-field="workers-alive"]').inner_text()
+    if database.postgres:
+        assert "whether any worker is alive cannot be told" in workers, workers
+    else:
+        assert workers.startswith("Workers alive: 1 worker process(es) in 1 cluster(s): "), \
+            workers
+    page.screenshot(path=str(ARTIFACTS / "operate-running.png"), full_page=True)
 
-        page.click("text=Pause all")
-        page.wait_for_url(f"{base}/runs/{CODE}/")
-        assert "Paused 2 stage(s)" in page.locator("ul.messages").inner_text()
-        # Calls under way finish and are written; then nothing more is claimed.
-        wait_until(page, "[...document.querySelectorAll('[data-field=\"claimed\"]')]"
-                         ".every(node => node.textContent === '0')")
-        calls_paused = settled_count(server)
-        time.sleep(3)  # several polls, and time for a worker that would still claim
-        assert server.count() == calls_paused
-        done_paused = sum(int(cell(page, "generate", field))
-                          for field in ("scored", "refused", "unscored"))
-        assert done_paused < TEXTS and cell(page, "generate", "state_label") == "Paused"
-        page.screenshot(path=str(ARTIFACTS / "operate-paused.png"), full_page=True)
+    page.click("text=Pause all")
+    page.wait_for_url(f"{base}/runs/{CODE}/")
+    assert "Paused 2 stage(s)" in page.locator("ul.messages").inner_text()
+    # Calls under way finish and are written; then nothing more is claimed.
+    wait_until(page, "[...document.querySelectorAll('[data-field=\"claimed\"]')]"
+                     ".every(node => node.textContent === '0')")
+    calls_paused = settled_count(server)
+    time.sleep(3)  # several polls, and time for a worker that would still claim
+    assert server.count() == calls_paused
+    done_paused = sum(int(cell(page, "generate", field))
+                      for field in ("scored", "refused", "unscored"))
+    assert done_paused < TEXTS and cell(page, "generate", "state_label") == "Paused"
+    page.screenshot(path=str(ARTIFACTS / "operate-paused.png"), full_page=True)
 
-        page.click("text=Resume all")
-        page.wait_for_url(f"{base}/runs/{CODE}/")
-        page.evaluate("window.notReloaded = true")
-        wait_until(page, f"{done_is('generate', f'n === {TEXTS}')} && "
-                         f"{done_is('refusal', f'n === {TEXTS}')}")
-        assert page.evaluate("window.notReloaded") is True
-        wait_until(page, "document.querySelector('[data-field=\"status_label\"]').textContent"
-                         " === 'Scored'", timeout=30_000)
-        assert cell(page, "refusal", "state_label") == "Done"
-        page.screenshot(path=str(ARTIFACTS / "operate-finished.png"), full_page=True)
+    page.click("text=Resume all")
+    page.wait_for_url(f"{base}/runs/{CODE}/")
+    page.evaluate("window.notReloaded = true")
+    wait_until(page, f"{done_is('generate', f'n === {TEXTS}')} && "
+                     f"{done_is('refusal', f'n === {TEXTS}')}")
+    assert page.evaluate("window.notReloaded") is True
+    wait_until(page, "document.querySelector('[data-field=\"status_label\"]').textContent"
+                     " === 'Scored'", timeout=30_000)
+    assert cell(page, "refusal", "state_label") == "Done"
+    page.screenshot(path=str(ARTIFACTS / "operate-finished.png"), full_page=True)
 
-        # A cap under what was spent: the page says the run stopped there.
-        page.fill("#id_budget_usd", "0.00")
-        page.click("text=Set the cap")
-        page.wait_for_url(f"{base}/runs/{CODE}/")
-        notice = page.locator('[data-field="notice"]')
-        assert notice.is_visible() and "Stopped at the budget cap" in notice.inner_text()
-        page.screenshot(path=str(ARTIFACTS / "operate-budget-cap.png"), full_page=True)
+    # A cap under what was spent: the page says the run stopped there.
+    page.fill("#id_budget_usd", "0.00")
+    page.click("text=Set the cap")
+    page.wait_for_url(f"{base}/runs/{CODE}/")
+    notice = page.locator('[data-field="notice"]')
+    assert notice.is_visible() and "Stopped at the budget cap" in notice.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "operate-budget-cap.png"), full_page=True)
 
-        page.goto(f"{base}/runs/")
-        assert CODE in page.locator("table.runs").inner_text()
-        page.screenshot(path=str(ARTIFACTS / "operate-list.png"), full_page=True)
-        browser.close()
+    page.goto(f"{base}/runs/")
+    assert CODE in page.locator("table.runs").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "operate-list.png"), full_page=True)
+    chromium.finish()
 
     assert server.count() == 2 * TEXTS  # every text written and checked once: none lost
     assert repeated_calls(server) == 0  # none paid twice

@@ -18,7 +18,7 @@ from audits_app.calibration.studies.tests.conftest import (
     study_scenarios_import,
 )
 from audits_app.models import StudyParticipant
-from tests.browser import NO_SIDEWAYS_SCROLL, axe_violations, chromium_launch, watch
+from tests.browser import NO_SIDEWAYS_SCROLL, axe_violations, watch
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(os.environ.get("BAITBENCH_SHOTS", "/tmp/shots/h-study"))
@@ -55,42 +55,38 @@ def choose_first_of_each_group(page) -> None:
 
 
 def test_a_reader_goes_through_the_study_on_a_390_px_screen_without_javascript(
-        live_study, live_server):
-    from playwright.sync_api import sync_playwright
-
+        live_study, live_server, chromium):
     SHOTS.mkdir(parents=True, exist_ok=True)
     widths, steps, scale_rows = [], [], []
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        context = browser.new_context(viewport={"width": 390, "height": 844},
-                                      java_script_enabled=False)
-        page = context.new_page()
-        errors, hosts = watch(page)
-        page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=BROWSER123"
-                  f"&STUDY_ID=S1&SESSION_ID=X1")
+    context = chromium.context(viewport={"width": 390, "height": 844},
+                               java_script_enabled=False)
+    page = context.new_page()
+    errors, hosts = watch(page)
+    page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=BROWSER123"
+              f"&STUDY_ID=S1&SESSION_ID=X1")
+    widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+    page.screenshot(path=str(SHOTS / "study-01-consent-390.png"), full_page=True)
+    page.locator("button[type=submit]").click()  # without consent the form stays
+    refused = page.evaluate("document.querySelector('#id_agree').validity.valueMissing")
+    stayed = "/go/" not in page.url
+    page.locator("#id_agree").check()
+    page.locator("button[type=submit]").click()
+    page.wait_for_url("**/go/")
+    for number in range(2, 12):
+        if "/done/" in page.url:
+            break
+        steps.append(page.locator("h1").inner_text())
         widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
-        page.screenshot(path=str(SHOTS / "study-01-consent-390.png"), full_page=True)
-        page.locator("button[type=submit]").click()  # without consent the form stays
-        refused = page.evaluate("document.querySelector('#id_agree').validity.valueMissing")
-        stayed = "/go/" not in page.url
-        page.locator("#id_agree").check()
+        scale_rows += page.evaluate(SCALE_ROWS)
+        page.screenshot(path=str(SHOTS / f"study-{number:02d}-390.png"), full_page=True)
+        choose_first_of_each_group(page)
         page.locator("button[type=submit]").click()
-        page.wait_for_url("**/go/")
-        for number in range(2, 12):
-            if "/done/" in page.url:
-                break
-            steps.append(page.locator("h1").inner_text())
-            widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
-            scale_rows += page.evaluate(SCALE_ROWS)
-            page.screenshot(path=str(SHOTS / f"study-{number:02d}-390.png"), full_page=True)
-            choose_first_of_each_group(page)
-            page.locator("button[type=submit]").click()
-            page.wait_for_load_state()
-        code = page.locator("#completion-code").inner_text()
-        link = page.locator("a.button").get_attribute("href")
-        widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
-        page.screenshot(path=str(SHOTS / "study-12-done-390.png"), full_page=True)
-        browser.close()
+        page.wait_for_load_state()
+    code = page.locator("#completion-code").inner_text()
+    link = page.locator("a.button").get_attribute("href")
+    widths.append(page.evaluate(NO_SIDEWAYS_SCROLL))
+    page.screenshot(path=str(SHOTS / "study-12-done-390.png"), full_page=True)
+    chromium.finish()  # the ORM may run again
 
     assert refused and stayed
     assert steps[0] == "About you" and "Please read this text about" in " ".join(steps)
@@ -114,33 +110,29 @@ def publisher_session(live_study, publisher) -> str:
 
 
 def test_axe_finds_nothing_on_any_page_of_the_readers_path_or_its_progress_page(
-        live_study, live_server, publisher_session):
+        live_study, live_server, publisher_session, chromium):
     from django.conf import settings
-    from playwright.sync_api import sync_playwright
 
     found, steps = {}, 0
-    with sync_playwright() as playwright:
-        browser = chromium_launch(playwright)
-        page = browser.new_page(viewport={"width": 390, "height": 844})
-        page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=AXE1&STUDY_ID=S1"
-                  f"&SESSION_ID=X1")
-        found["consent"] = axe_violations(page)
-        page.locator("#id_agree").check()
+    page = chromium(390, 844)
+    page.goto(f"{live_server.url}/studies/{live_study.pk}/?PROLIFIC_PID=AXE1&STUDY_ID=S1"
+              f"&SESSION_ID=X1")
+    found["consent"] = axe_violations(page)
+    page.locator("#id_agree").check()
+    page.locator("button[type=submit]").click()
+    page.wait_for_url("**/go/")
+    while "/done/" not in page.url and steps < 12:
+        steps += 1
+        found[f"{steps}: {page.locator('h1').inner_text()}"] = axe_violations(page)
+        choose_first_of_each_group(page)
         page.locator("button[type=submit]").click()
-        page.wait_for_url("**/go/")
-        while "/done/" not in page.url and steps < 12:
-            steps += 1
-            found[f"{steps}: {page.locator('h1').inner_text()}"] = axe_violations(page)
-            choose_first_of_each_group(page)
-            page.locator("button[type=submit]").click()
-            page.wait_for_load_state()
-        found["done"] = axe_violations(page)
-        staff = browser.new_page(viewport={"width": 1280, "height": 900})
-        staff.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
-                                    "value": publisher_session, "url": live_server.url}])
-        progress = staff.goto(f"{live_server.url}/studies/{live_study.pk}/progress/")
-        found["progress"] = axe_violations(staff)
-        browser.close()
+        page.wait_for_load_state()
+    found["done"] = axe_violations(page)
+    staff = chromium(1280, 900)
+    staff.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
+                                "value": publisher_session, "url": live_server.url}])
+    progress = staff.goto(f"{live_server.url}/studies/{live_study.pk}/progress/")
+    found["progress"] = axe_violations(staff)
     assert progress is not None and progress.status == 200
     assert "/done/" in page.url and steps >= 4, steps
     assert {step: problems for step, problems in found.items() if problems} == {}
