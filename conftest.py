@@ -52,13 +52,6 @@ def empty_cache():
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    """Tests create many users: the production hasher's deliberate slowness (about a third of
-    a second per password here) would be most of the suite's time. Only tests change this."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def fresh_snapshot_cache():
     """Parsed snapshots are kept per process by (publication id, snapshot hash). On SQLite a
     rolled-back test's ids are used again, so a test could be served another test's snapshot
@@ -281,11 +274,20 @@ def pytest_collection_modifyitems(items) -> None:
     items_grouped(items)
 
 
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_configure(config) -> None:
     """Tests count in a cache of their own process, whatever the environment says: a shared
     Redis cache (REDIS_URL) would mix parallel test workers' rate-limit counts, and the tests'
-    `cache.clear()` would empty that Redis database (django-q2's queue included)."""
+    `cache.clear()` would empty that Redis database (django-q2's queue included).
+
+    Tests create many users: the production hasher's deliberate slowness (about a third of a
+    second per password here) would be much of the suite's time. Set here, for the whole
+    session, it holds for the worlds a module builds before its tests too (tests/kept.py).
+    Only tests change it; the production settings are tested in subprocesses of their own."""
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 REDIS_SERVER = os.environ.get("BAITBENCH_REDIS_SERVER", "/usr/bin/redis-server")

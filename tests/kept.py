@@ -76,13 +76,8 @@ def world_served(request: pytest.FixtureRequest, django_db_blocker, build: Calla
     """Build the world committed and yield it; flush every database at the end (the module's,
     or before a test that must not see the world). A module-scoped fixture's body:
     `yield from world_served(request, django_db_blocker, build)`."""
-    from django.test import override_settings
-
     name = request.fixturename
-    # As each test's own `fast_password_hashing` (conftest.py), which a module's fixture
-    # runs before.
-    with django_db_blocker.unblock(), override_settings(
-            PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+    with django_db_blocker.unblock():
         try:
             value = build()
         except BaseException:

@@ -36,8 +36,6 @@ def authenticate(**credentials):
 
 
 DUTCH_SLUG = "waterschap-dijkverzakking"
-# As the autouse fixture `fast_password_hashing` sets for each test.
-FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def small_demo_files(folder) -> tuple:
@@ -68,8 +66,7 @@ def kept_first_demo(request, django_db_setup, django_db_blocker, tmp_path_factor
     folders = small_demo_files(tmp_path_factory.mktemp("demo"))
 
     def build() -> tuple:
-        with override_settings(SCENARIOS_DIR=folders[0], RELEASES_DIR=folders[1],
-                               PASSWORD_HASHERS=FAST_HASHERS):
+        with override_settings(SCENARIOS_DIR=folders[0], RELEASES_DIR=folders[1]):
             return folders, demo()
 
     yield from world_kept(request, django_db_blocker, build)

@@ -50,13 +50,9 @@ class Target:
 def kept_role_world(request, django_db_setup, django_db_blocker):
     """The world below, built once for the module's tests (tests/kept.py): a case's
     deletions and edits are rolled back before the next case."""
-    from django.test import override_settings
-
     from tests.kept import world_kept
 
-    # Passwords hashed as the suite's tests hash them (conftest.fast_password_hashing).
-    fast = override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
-    yield from world_kept(request, django_db_blocker, fast(world_create))
+    yield from world_kept(request, django_db_blocker, world_create)
 
 
 @pytest.fixture
