@@ -42,14 +42,16 @@ LOST_AT_A_KILL = 2 * (CONCURRENCY + CONCURRENCY)
 # long for its claims to expire, and long enough that a live drain on a loaded machine
 # renews its claims (every third of a lease) before they run out under it.
 SHORT_LEASE = 5
-# A cluster that is going to be killed takes short leases and beats every second; the
+# A cluster that is going to be killed takes short leases and beats twice a second; the
 # schedule run after the kill counts its drains dead after six silent beats (`DRAIN_DEAD_AFTER`)
 # and a drain ticket queued before the kill as lost (the dead cluster had fetched its task:
 # `runs_app.selectors.QUEUED_STALE`). By default each takes a minute, which a test need not
 # wait out: what it tests is what the restart calls again, not how long the schedule waits.
-DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE), "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": "1"}
-AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(SHORT_LEASE)}
-
+HEARTBEAT = 0.5
+DEAD_AFTER = 6 * HEARTBEAT
+DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE),
+          "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": str(HEARTBEAT)}
+AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(DEAD_AFTER)}
 
 
 @pytest.fixture
@@ -68,7 +70,9 @@ def world(tmp_path, scenarios_scratch):
                              else ("[T1, T2, T3]", "[C0, C1, C2, C3]"))
         (releases / f"{code}.yaml").write_text(RELEASE.format(
             code=code, variants=variants, tasks=tasks, conditions=conditions))
-    with FakeOpenRouter(latency=0.3, responder=valid_reply) as server:
+    # Each call takes a tenth of a second: a drain of CONCURRENCY calls always has some in
+    # flight, so a kill lands mid-call, and a run of a few hundred calls still lasts seconds.
+    with FakeOpenRouter(latency=0.1, responder=valid_reply) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
             "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
@@ -100,27 +104,38 @@ def release_status(database: Database, code: str) -> str:
     return database.rows(f"SELECT status FROM runs_app_release WHERE code = '{code}'")[0][0]
 
 
-def run_schedule(env: dict) -> None:
-    """What the schedule does every few minutes: drain again what was left behind."""
-    manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
-           env=env)
+def restart_after_the_kill(env: dict, killed_at: float) -> subprocess.Popen:
+    """The cluster started again at once, and what the schedule does every few minutes (drain
+    again what was left behind) run once the killed cluster's drains count as dead and its
+    queued tickets as lost (`AFTER_THE_KILL`). Both processes start while that time passes;
+    the dead worker's leases (SHORT_LEASE) run out in it too, as its rows are handed back."""
+    cluster = start("qcluster", env=env)
+    try:
+        with Shell(env | AFTER_THE_KILL) as shell:
+            shell.ask("answer = None")  # started: Django is loaded
+            time.sleep(max(0.0, killed_at + DEAD_AFTER + 0.5 - time.monotonic()))
+            shell.ask("from runs_app.tasks import reenqueue_stalled; "
+                      "answer = reenqueue_stalled()")
+    except BaseException:
+        kill(cluster)
+        raise
+    return cluster
 
 
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
     database, server, env = world
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
-    cluster = start("qcluster", env=env | DOOMED)
+    cluster = start("qcluster", env=env | DOOMED)  # starts while the run is queued
     try:
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "kill.0") >= 10)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     calls_before_restart = server.count()
     assert done_count(database, "kill.0") < CELLS, "the run finished before the kill"
 
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: done_count(database, "kill.0") == CELLS)
     finally:
         kill(cluster)
@@ -162,18 +177,17 @@ def test_two_workers_share_one_stage_and_never_call_the_same_cell_twice(world):
 
 def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight(world):
     database, server, env = world
-    manage("run_release", "chain.0", env=env)
-    cluster = start("qcluster", env=env | DOOMED)
+    cluster = start("qcluster", env=env | DOOMED)  # starts while the run is queued
     try:
+        manage("run_release", "chain.0", env=env)
         # Killed while the chain is well under way: some texts already past their jury.
         wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 6)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     assert release_status(database, "chain.0") == "running"
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "chain.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -211,9 +225,9 @@ def test_the_queue_also_runs_on_redis(world, redis_url):
     database, server, env = world
     env = env | {"REDIS_URL": redis_url,
                  "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
-    manage("run_release", "redis.0", "--stage", "generate", env=env)
-    cluster = start("qcluster", env=env)
+    cluster = start("qcluster", env=env)  # starts while the run is queued
     try:
+        manage("run_release", "redis.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "redis.0") == CELLS)
     finally:
         kill(cluster)
@@ -259,14 +273,15 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     (Path(env["BAITBENCH_RELEASES_DIR"]) / "t4kill.0.yaml").write_text(
         T4_RELEASE.format(code="t4kill.0"))
     turns = "runs_app_crossexamturn"
-    manage("run_release", "t4kill.0", env=env)
-    # One drain per worker.
+    # One drain per worker; the cluster starts while the run is queued.
     cluster = start("qcluster", env=env | DOOMED | {"BAITBENCH_DRAINS_PER_RELEASE": "2"})
     try:
+        manage("run_release", "t4kill.0", env=env)
         wait_for(lambda: database.rows(
             f"SELECT COUNT(*) FROM {turns} WHERE number = 3 AND status = 'done'")[0][0] >= 4)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     written = {row for row in database.rows(
         f"SELECT generation_id, number, answer FROM {turns} WHERE status = 'done'")}
     follow_ups_written = sum(1 for _, number, _ in written if number < 7)
@@ -274,10 +289,8 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     assert labels_written < T4_TEXTS, "every interview finished before the kill"
     before = server.count()
 
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "t4kill.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -433,14 +446,15 @@ def test_sigterm_to_the_group_stops_qcluster_in_seconds_and_hands_its_claims_bac
     the parent for over a minute; the project's `qcluster` ends its processes and releases
     the rows its workers held, so another worker takes them at once, not after the lease."""
     database, server, env = world
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
     log = tmp_path / "qcluster.log"
     with log.open("w") as output:
         # A lease far longer than the test: a row is free again only if it was handed back.
+        # The cluster starts while the run is queued.
         cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT,
                                    env=env | {"BAITBENCH_LEASE_SECONDS": "3600"},
                                    stdout=output, stderr=output, start_new_session=True)
     try:
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "kill.0") >= 6)
         os.killpg(cluster.pid, signal.SIGTERM)
         started = time.monotonic()
@@ -503,8 +517,9 @@ def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(wo
         env = env | {"REDIS_URL": redis_url,
                      "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
 
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
-    with Shell(env) as shell:
+    with Shell(env) as shell:  # starts while the run is queued; asked only after
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
+
         def pages() -> dict:
             return shell.ask(PAGES_AS_AN_OPERATOR)
 
