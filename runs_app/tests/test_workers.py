@@ -55,9 +55,19 @@ AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(DEAD_AFTER)}
 
 
 @pytest.fixture
-def world(tmp_path, scenarios_scratch):
+def latency() -> float:
+    """Seconds the fake provider takes per call. A tenth: a drain of CONCURRENCY calls always
+    has some in flight, so a kill lands mid-call, and a run of a few hundred calls still
+    lasts seconds. A test that stops a run of one small stage (kill.0: CELLS calls, about a
+    second at this pace) after a few of its rows takes 0.3 s, so that the run is surely not
+    over by then (`@pytest.mark.parametrize("latency", [0.3])`)."""
+    return 0.1
+
+
+@pytest.fixture
+def world(tmp_path, scenarios_scratch, latency):
     """A copy of the session's migrated database with the scenarios imported, five releases'
-    files and a fake OpenRouter server."""
+    files and a fake OpenRouter server answering after `latency` seconds."""
     database = Database(tmp_path, template=scenarios_scratch)
     releases = tmp_path / "releases"
     releases.mkdir()
@@ -70,9 +80,7 @@ def world(tmp_path, scenarios_scratch):
                              else ("[T1, T2, T3]", "[C0, C1, C2, C3]"))
         (releases / f"{code}.yaml").write_text(RELEASE.format(
             code=code, variants=variants, tasks=tasks, conditions=conditions))
-    # Each call takes a tenth of a second: a drain of CONCURRENCY calls always has some in
-    # flight, so a kill lands mid-call, and a run of a few hundred calls still lasts seconds.
-    with FakeOpenRouter(latency=0.1, responder=valid_reply) as server:
+    with FakeOpenRouter(latency=latency, responder=valid_reply) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
             "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
@@ -122,6 +130,7 @@ def restart_after_the_kill(env: dict, killed_at: float) -> subprocess.Popen:
     return cluster
 
 
+@pytest.mark.parametrize("latency", [0.3])
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
     database, server, env = world
     cluster = start("qcluster", env=env | DOOMED)  # starts while the run is queued
@@ -441,6 +450,7 @@ def test_the_run_page_reads_a_live_clusters_heartbeat_and_misses_a_killed_one(wo
         wait_for(lambda: clusters_alive() == 0, timeout=60)
 
 
+@pytest.mark.parametrize("latency", [0.3])
 def test_sigterm_to_the_group_stops_qcluster_in_seconds_and_hands_its_claims_back(world, tmp_path):
     """What systemd sends: SIGTERM to every process of the unit. django-q2's own handler hung
     the parent for over a minute; the project's `qcluster` ends its processes and releases
