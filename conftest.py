@@ -210,6 +210,17 @@ def migrated_sqlite_scratch(request, tmp_path_factory):
                                  migrated_create(directory, dict(os.environ), sqlite=True))
 
 
+@pytest.fixture(scope="session")
+def production_static(tmp_path_factory):
+    """Production's static files, collected once a session (tests/serving.py) and shared by
+    its test workers, for the tests that serve the site with production settings to test
+    something else (read only: a server serves them)."""
+    from tests.scratch import session_shared
+    from tests.serving import static_collect
+
+    return session_shared(tmp_path_factory, "production-static", static_collect)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item) -> None:
     """Roll back the kept worlds this test does not ask for, before its fixtures are set up
