@@ -522,6 +522,11 @@ answer = {"progress": progress, "listing": listing}
 """
 
 
+def running(workers: dict) -> bool:
+    """The run page's workers line shows a cluster that has started its workers."""
+    return bool(workers["alive"]) and ", starting, " not in workers["text"]
+
+
 def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(world, redis_url):
     """The run pages, served in another process than the cluster's, read its real heartbeat:
     beside the embedded SQLite database, or on Redis (PostgreSQL has no other shared store)."""
@@ -546,7 +551,9 @@ def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(wo
 
         cluster = start("qcluster", env=env)
         try:
-            wait_for(lambda: pages()["progress"]["workers"]["alive"], timeout=90)
+            # The cluster is seen from its first heartbeat, sent while it is still starting
+            # its workers (0 of them, "starting"): wait until it runs them.
+            wait_for(lambda: running(pages()["progress"]["workers"]), timeout=90)
             seen = pages()
         finally:
             kill(cluster)
