@@ -223,9 +223,14 @@ def served_live_server(django_db_setup):
 @pytest.fixture(scope="session")
 def migrated_scratch(tmp_path_factory):
     """An empty scratch database on the suite's backend, migrated once a session for the
-    tests that start other processes; each test copies it (tests/scratch.py)."""
-    from tests.scratch import migrated_create
+    tests that start other processes; each test copies it (tests/scratch.py). On SQLite the
+    session's test workers share one (`sqlite_session_shared`)."""
+    from tests.scratch import migrated_create, sqlite_session_shared, suite_on_postgres
 
+    if not suite_on_postgres():
+        yield sqlite_session_shared(tmp_path_factory, "migrated",
+                             lambda directory: migrated_create(directory, dict(os.environ)))
+        return
     database = migrated_create(tmp_path_factory.mktemp("migrated"), dict(os.environ))
     yield database
     database.drop()
@@ -233,10 +238,16 @@ def migrated_scratch(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def scenarios_scratch(tmp_path_factory, migrated_scratch):
-    """`migrated_scratch` with the shipped scenarios imported, once a session; each test
-    copies it (tests/scratch.py)."""
-    from tests.scratch import scenarios_create
+    """`migrated_scratch` with the shipped scenarios imported, once a session (shared by the
+    test workers on SQLite, as `migrated_scratch` is); each test copies it
+    (tests/scratch.py)."""
+    from tests.scratch import scenarios_create, sqlite_session_shared, suite_on_postgres
 
+    if not suite_on_postgres():
+        yield sqlite_session_shared(tmp_path_factory, "scenarios", lambda directory:
+                                    scenarios_create(directory, migrated_scratch,
+                                                     dict(os.environ)))
+        return
     database = scenarios_create(tmp_path_factory.mktemp("scenarios"), migrated_scratch,
                                 dict(os.environ))
     yield database
@@ -248,12 +259,23 @@ def migrated_sqlite_scratch(request, tmp_path_factory):
     """An empty SQLite database, migrated once a session, whatever the suite's backend (on
     SQLite, `migrated_scratch` itself): for the tests that serve the site as `make serve`
     would, from a file (tests/scratch.py)."""
-    from tests.scratch import migrated_create, suite_on_postgres
+    from tests.scratch import migrated_create, sqlite_session_shared, suite_on_postgres
 
     if not suite_on_postgres():
         return request.getfixturevalue("migrated_scratch")
-    return migrated_create(tmp_path_factory.mktemp("migrated-sqlite"), dict(os.environ),
-                           sqlite=True)
+    return sqlite_session_shared(tmp_path_factory, "migrated-sqlite", lambda directory:
+                                 migrated_create(directory, dict(os.environ), sqlite=True))
+
+
+@pytest.fixture(scope="session")
+def production_static(tmp_path_factory):
+    """Production's static files, collected once a session (tests/serving.py) and shared by
+    its test workers, for the tests that serve the site with production settings to test
+    something else (read only: a server serves them)."""
+    from tests.scratch import session_shared
+    from tests.serving import static_collect
+
+    return session_shared(tmp_path_factory, "production-static", static_collect)
 
 
 @pytest.hookimpl(tryfirst=True)

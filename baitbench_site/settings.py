@@ -29,6 +29,10 @@ def envint(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def envfloat(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
 def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
@@ -343,11 +347,12 @@ BAITBENCH_DRAINS_PER_RELEASE = envint("BAITBENCH_DRAINS_PER_RELEASE", 8)
 # A drain that runs out of work while other workers still hold rows of its release waits
 # this long (seconds) for the work their results plan (a text's next stage) before it ends.
 BAITBENCH_DRAIN_WAIT = envint("BAITBENCH_DRAIN_WAIT", 30)
-# A running drain records a heartbeat at least this often (seconds); one silent for six
-# beats is taken for dead and its rows go to other workers.
-BAITBENCH_DRAIN_HEARTBEAT_SECONDS = envint("BAITBENCH_DRAIN_HEARTBEAT_SECONDS", 10)
-# A queued drain no worker has started after this long (seconds) is taken as lost by the queue.
-BAITBENCH_QUEUED_STALE_SECONDS = envint("BAITBENCH_QUEUED_STALE_SECONDS", 60)
+# A running drain records a heartbeat at least this often (seconds, fractions allowed); one
+# silent for six beats is taken for dead and its rows go to other workers.
+BAITBENCH_DRAIN_HEARTBEAT_SECONDS = envfloat("BAITBENCH_DRAIN_HEARTBEAT_SECONDS", 10)
+# A queued drain no worker has started after this long (seconds, fractions allowed) is taken
+# as lost by the queue.
+BAITBENCH_QUEUED_STALE_SECONDS = envfloat("BAITBENCH_QUEUED_STALE_SECONDS", 60)
 
 # Everything goes to stderr, which gunicorn and the service manager keep. A server error is
 # logged once, with its traceback and the reference its page shows (`baitbench_site.errors`);

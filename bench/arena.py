@@ -138,10 +138,17 @@ def site_environment(database_url: str, workdir: str, workers: int | None,
     return env
 
 
-def prepare(env: dict) -> None:
-    fresh_database(env["DATABASE_URL"])
-    for command in (["manage.py", "shell", "-c", OPEN_ARENA],
-                    ["manage.py", "collectstatic", "--noinput", "-v0"]):
+def prepare(env: dict, *, migrated: bool = False, collected: bool = False) -> None:
+    """The database made afresh and migrated with arena.0 open, and the static files
+    collected. `migrated`: the database is a migrated copy the caller made (the test suite's),
+    kept as it is; `collected`: the caller collected the static files into
+    BAITBENCH_STATIC_ROOT already."""
+    if not migrated:
+        fresh_database(env["DATABASE_URL"])
+    commands = [["manage.py", "shell", "-c", OPEN_ARENA]]
+    if not collected:
+        commands.append(["manage.py", "collectstatic", "--noinput", "-v0"])
+    for command in commands:
         subprocess.run([sys.executable, *command], cwd=ROOT, check=True, timeout=600,
                        env={**env, "BAITBENCH_DEV": "1"} if "shell" in command else env,
                        capture_output=True)
@@ -390,16 +397,20 @@ def run(*, database_url: str, voters: int, votes: int, connections: int,
 
 def run_crowds(*, database_url: str, voters: int, votes: int, connections: int,
                workers: int | None = None, threads: int | None = None,
-               redis_url: str = REDIS, rates: list[float | None]) -> list[dict]:
+               redis_url: str = REDIS, rates: list[float | None], migrated: bool = False,
+               static_root: str | None = None) -> list[dict]:
     """One site prepared and served, then one crowd per rate, one after another, each of
     `voters` voters of its own (addresses no earlier crowd used): their figures, in order.
     A crowd's `stored` counts the votes the database gained over it; `twice` counts the
     (voter, pair) rows that occur twice in the whole arena after it (the suite runs it small,
-    one site for both kinds of crowd)."""
+    one site for both kinds of crowd). `migrated`: `database_url` is a migrated copy, kept;
+    `static_root`: production's static files, collected there already."""
     results = []
     with tempfile.TemporaryDirectory() as workdir:
         env = site_environment(database_url, workdir, workers, redis_url)
-        prepare(env)
+        if static_root is not None:
+            env["BAITBENCH_STATIC_ROOT"] = static_root
+        prepare(env, migrated=migrated, collected=static_root is not None)
         server, base_url = serve(env, f"{workdir}/gunicorn.log", threads)
         workers, threads = gunicorn_settings(
             env if threads is None else {**env, "BAITBENCH_WEB_THREADS": str(threads)})

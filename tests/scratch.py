@@ -10,12 +10,15 @@ TEMPLATE` on PostgreSQL. A copy is what `migrate` (and `import_scenarios`) would
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import socket
 import sqlite3
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -55,6 +58,14 @@ class Database:
                     source.close()
                     target.close()
             self.url = f"sqlite:///{self.path}"
+
+    @classmethod
+    def at(cls, path: Path) -> Database:
+        """The SQLite database file at `path`, made before (by another test worker:
+        `sqlite_session_shared`)."""
+        database = cls.__new__(cls)
+        database.postgres, database.path, database.url = False, path, f"sqlite:///{path}"
+        return database
 
     def _admin(self, sql: str) -> None:
         import psycopg
@@ -147,3 +158,34 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def session_shared(tmp_path_factory, name: str, create: Callable[[Path], Path]) -> Path:
+    """What `create(directory)` makes (a file or a folder: its path), made once for the whole
+    test session: under pytest-xdist its workers share it, made by whichever asks first while
+    the others wait on a lock (a migration is ten CPU seconds, which every worker paid again
+    on a machine of two cores). The session's temporary directory is new for each run, so
+    nothing is kept from one run to the next; what is shared is only ever read or copied."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-N: the workers' popen-gwN folders are in it
+    record = root / f"{name}.path"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if record.exists():
+                return Path(record.read_text())
+            directory = root / f"{name}-shared"
+            directory.mkdir()
+            made = create(directory)
+            record.write_text(str(made))
+            return made
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def sqlite_session_shared(tmp_path_factory, name: str,
+                          create: Callable[[Path], Database]) -> Database:
+    """A SQLite scratch database made once for the whole session (`session_shared`)."""
+    return Database.at(session_shared(tmp_path_factory, name,
+                                      lambda directory: create(directory).path))

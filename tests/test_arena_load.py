@@ -3,34 +3,28 @@ every vote recorded exactly once (none lost, none doubled, a second submission r
 
 from __future__ import annotations
 
-import os
-import uuid
-
 from bench import arena as arena_bench
+from tests.scratch import Database
 
 VOTERS = 6
 VOTES = 3
 
 
-def database_url(tmp_path) -> str:
-    """The suite's own server on a PostgreSQL run (a database of this test's own), else a
-    SQLite file."""
-    configured = os.environ.get("DATABASE_URL", "")
-    if configured.startswith("postgres"):
-        return f"{configured.rsplit('/', 1)[0]}/baitbench_arena_load_{uuid.uuid4().hex[:8]}"
-    return f"sqlite:///{tmp_path / 'arena.sqlite3'}"
-
-
-def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url):
+def test_every_vote_of_a_crowd_is_recorded_exactly_once(tmp_path, redis_url, migrated_scratch,
+                                                        production_static):
     """One site, two crowds of their own voters: one voting as fast as the server answers
-    (a closed loop), then one offered at a pace (an open loop, as `--rate`)."""
-    url = database_url(tmp_path)
+    (a closed loop), then one offered at a pace (an open loop, as `--rate`). The site's
+    database is a copy of the session's migrated one, on the suite's backend (a database of
+    its own on the PostgreSQL server, else a SQLite file), and its static files are the
+    session's collected ones: the bench then only opens the arena."""
+    database = Database(tmp_path, template=migrated_scratch)
     try:
-        crowds = arena_bench.run_crowds(database_url=url, voters=VOTERS, votes=VOTES,
+        crowds = arena_bench.run_crowds(database_url=database.url, voters=VOTERS, votes=VOTES,
                                         connections=4, workers=2, redis_url=redis_url,
-                                        rates=[None, 30.0])
+                                        rates=[None, 30.0], migrated=True,
+                                        static_root=str(production_static))
     finally:
-        arena_bench.drop_database(url)
+        database.drop()
     assert len(crowds) == 2
     for figures in crowds:
         tally = figures["tally"]

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -27,16 +28,17 @@ VOTERS_PER_HOUR = 30  # audits_app.arena.ratelimits.VOTERS_HARD
 
 
 @pytest.fixture
-def site_behind_proxy(tmp_path: Path, redis_url, migrated_sqlite_scratch):
+def site_behind_proxy(tmp_path: Path, redis_url, migrated_sqlite_scratch, production_static):
     """Gunicorn's workers behind a proxy, on a copy of the session's migrated file database
-    with arena.0 open (its `migrate` then has nothing left to do)."""
+    with arena.0 open (its `migrate` then has nothing left to do), serving the session's
+    collected static files."""
     env = {name: value for name, value in os.environ.items() if name not in DEVELOPMENT_SWITCHES}
     env.update({
         "DATABASE_URL": Database(tmp_path, template=migrated_sqlite_scratch, sqlite=True).url,
         "REDIS_URL": redis_url,
         "BAITBENCH_CACHE_PREFIX": f"bb-test-{uuid.uuid4().hex[:8]}",
         "BAITBENCH_MEDIA_ROOT": str(tmp_path / "media"),
-        "BAITBENCH_STATIC_ROOT": str(tmp_path / "static"),
+        "BAITBENCH_STATIC_ROOT": str(production_static),
     })
     subprocess.run([sys.executable, "manage.py", "shell", "-c", OPEN_ARENA], cwd=BASE_DIR,
                    env={**env, "BAITBENCH_DEV": "1"}, check=True, capture_output=True,
@@ -45,8 +47,6 @@ def site_behind_proxy(tmp_path: Path, redis_url, migrated_sqlite_scratch):
     env.update({"SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
                 "BAITBENCH_BEHIND_PROXY": "1", "BAITBENCH_BIND": f"127.0.0.1:{port}",
                 "WEB_CONCURRENCY": str(WORKERS)})
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-                   cwd=BASE_DIR, env=env, check=True, timeout=300)
     log = tmp_path / "gunicorn.log"
     with log.open("w") as out:
         server = subprocess.Popen(
@@ -78,8 +78,11 @@ def consent_from(base_url: str, address: str) -> int:
 
 
 def test_limits_count_each_forwarded_visitor_once_across_the_web_workers(site_behind_proxy):
-    # A hundred visitors, each from their own address: none of them is anyone else's limit.
-    crowd = [consent_from(site_behind_proxy, f"198.51.100.{number}") for number in range(100)]
+    # A hundred visitors, each from their own address, a few at once (as many as the web
+    # workers): none of them is anyone else's limit.
+    with ThreadPoolExecutor(max_workers=WORKERS) as visitors:
+        crowd = list(visitors.map(lambda number: consent_from(
+            site_behind_proxy, f"198.51.100.{number}"), range(100)))
     # One address making new voters again and again: stopped at the hourly limit, whichever
     # worker answers.
     stuffer = [consent_from(site_behind_proxy, "203.0.113.7")

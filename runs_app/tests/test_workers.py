@@ -42,20 +42,35 @@ LOST_AT_A_KILL = 2 * (CONCURRENCY + CONCURRENCY)
 # long for its claims to expire, and long enough that a live drain on a loaded machine
 # renews its claims (every third of a lease) before they run out under it.
 SHORT_LEASE = 5
-# A cluster that is going to be killed takes short leases and beats every second; the
+# A cluster that is going to be killed takes short leases and beats twice a second; the
 # schedule run after the kill counts its drains dead after six silent beats (`DRAIN_DEAD_AFTER`)
 # and a drain ticket queued before the kill as lost (the dead cluster had fetched its task:
 # `runs_app.selectors.QUEUED_STALE`). By default each takes a minute, which a test need not
 # wait out: what it tests is what the restart calls again, not how long the schedule waits.
-DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE), "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": "1"}
-AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(SHORT_LEASE)}
-
+HEARTBEAT = 0.5
+DEAD_AFTER = 6 * HEARTBEAT
+DOOMED = {"BAITBENCH_LEASE_SECONDS": str(SHORT_LEASE),
+          "BAITBENCH_DRAIN_HEARTBEAT_SECONDS": str(HEARTBEAT)}
+AFTER_THE_KILL = DOOMED | {"BAITBENCH_QUEUED_STALE_SECONDS": str(DEAD_AFTER)}
+# The cluster started again beats as often: it starts before the schedule's check runs, and
+# that check must not take a live drain of it, silent for six beats of its own, for dead.
+RESTARTED = {"BAITBENCH_DRAIN_HEARTBEAT_SECONDS": str(HEARTBEAT)}
 
 
 @pytest.fixture
-def world(tmp_path, scenarios_scratch):
+def latency() -> float:
+    """Seconds the fake provider takes per call. A tenth: a drain of CONCURRENCY calls always
+    has some in flight, so a kill lands mid-call, and a run of a few hundred calls still
+    lasts seconds. A test that stops a run of one small stage (kill.0: CELLS calls, about a
+    second at this pace) after a few of its rows takes 0.3 s, so that the run is surely not
+    over by then (`@pytest.mark.parametrize("latency", [0.3])`)."""
+    return 0.1
+
+
+@pytest.fixture
+def world(tmp_path, scenarios_scratch, latency):
     """A copy of the session's migrated database with the scenarios imported, five releases'
-    files and a fake OpenRouter server."""
+    files and a fake OpenRouter server answering after `latency` seconds."""
     database = Database(tmp_path, template=scenarios_scratch)
     releases = tmp_path / "releases"
     releases.mkdir()
@@ -68,7 +83,7 @@ def world(tmp_path, scenarios_scratch):
                              else ("[T1, T2, T3]", "[C0, C1, C2, C3]"))
         (releases / f"{code}.yaml").write_text(RELEASE.format(
             code=code, variants=variants, tasks=tasks, conditions=conditions))
-    with FakeOpenRouter(latency=0.3, responder=valid_reply) as server:
+    with FakeOpenRouter(latency=latency, responder=valid_reply) as server:
         env = os.environ | {
             "DATABASE_URL": database.url, "BAITBENCH_PROVIDER": "openrouter",
             "OPENROUTER_BASE_URL": server.base_url, "OPENROUTER_API_KEY": "test-key",
@@ -100,27 +115,39 @@ def release_status(database: Database, code: str) -> str:
     return database.rows(f"SELECT status FROM runs_app_release WHERE code = '{code}'")[0][0]
 
 
-def run_schedule(env: dict) -> None:
-    """What the schedule does every few minutes: drain again what was left behind."""
-    manage("shell", "-c", "from runs_app.tasks import reenqueue_stalled; reenqueue_stalled()",
-           env=env)
+def restart_after_the_kill(env: dict, killed_at: float) -> subprocess.Popen:
+    """The cluster started again at once, and what the schedule does every few minutes (drain
+    again what was left behind) run once the killed cluster's drains count as dead and its
+    queued tickets as lost (`AFTER_THE_KILL`). Both processes start while that time passes;
+    the dead worker's leases (SHORT_LEASE) run out in it too, as its rows are handed back."""
+    cluster = start("qcluster", env=env | RESTARTED)
+    try:
+        with Shell(env | AFTER_THE_KILL) as shell:
+            shell.ask("answer = None")  # started: Django is loaded
+            time.sleep(max(0.0, killed_at + DEAD_AFTER + 0.5 - time.monotonic()))
+            shell.ask("from runs_app.tasks import reenqueue_stalled; "
+                      "answer = reenqueue_stalled()")
+    except BaseException:
+        kill(cluster)
+        raise
+    return cluster
 
 
+@pytest.mark.parametrize("latency", [0.3])
 def test_a_killed_qcluster_restarted_finishes_with_no_duplicate_and_none_missing(world):
     database, server, env = world
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
-    cluster = start("qcluster", env=env | DOOMED)
+    cluster = start("qcluster", env=env | DOOMED)  # starts while the run is queued
     try:
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "kill.0") >= 10)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     calls_before_restart = server.count()
     assert done_count(database, "kill.0") < CELLS, "the run finished before the kill"
 
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: done_count(database, "kill.0") == CELLS)
     finally:
         kill(cluster)
@@ -162,18 +189,17 @@ def test_two_workers_share_one_stage_and_never_call_the_same_cell_twice(world):
 
 def test_a_worker_killed_mid_pipeline_loses_and_repeats_only_its_calls_in_flight(world):
     database, server, env = world
-    manage("run_release", "chain.0", env=env)
-    cluster = start("qcluster", env=env | DOOMED)
+    cluster = start("qcluster", env=env | DOOMED)  # starts while the run is queued
     try:
+        manage("run_release", "chain.0", env=env)
         # Killed while the chain is well under way: some texts already past their jury.
         wait_for(lambda: done_count(database, "chain.0", "runs_app_jurorverdict") >= 6)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     assert release_status(database, "chain.0") == "running"
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "chain.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -211,9 +237,9 @@ def test_the_queue_also_runs_on_redis(world, redis_url):
     database, server, env = world
     env = env | {"REDIS_URL": redis_url,
                  "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
-    manage("run_release", "redis.0", "--stage", "generate", env=env)
-    cluster = start("qcluster", env=env)
+    cluster = start("qcluster", env=env)  # starts while the run is queued
     try:
+        manage("run_release", "redis.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "redis.0") == CELLS)
     finally:
         kill(cluster)
@@ -259,14 +285,15 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     (Path(env["BAITBENCH_RELEASES_DIR"]) / "t4kill.0.yaml").write_text(
         T4_RELEASE.format(code="t4kill.0"))
     turns = "runs_app_crossexamturn"
-    manage("run_release", "t4kill.0", env=env)
-    # One drain per worker.
+    # One drain per worker; the cluster starts while the run is queued.
     cluster = start("qcluster", env=env | DOOMED | {"BAITBENCH_DRAINS_PER_RELEASE": "2"})
     try:
+        manage("run_release", "t4kill.0", env=env)
         wait_for(lambda: database.rows(
             f"SELECT COUNT(*) FROM {turns} WHERE number = 3 AND status = 'done'")[0][0] >= 4)
     finally:
         kill(cluster)
+    killed_at = time.monotonic()
     written = {row for row in database.rows(
         f"SELECT generation_id, number, answer FROM {turns} WHERE status = 'done'")}
     follow_ups_written = sum(1 for _, number, _ in written if number < 7)
@@ -274,10 +301,8 @@ def test_a_cluster_killed_mid_interview_resumes_at_the_next_turn(world):
     assert labels_written < T4_TEXTS, "every interview finished before the kill"
     before = server.count()
 
-    time.sleep(SHORT_LEASE + 0.5)  # the dead worker's leases run out
-    cluster = start("qcluster", env=env)
+    cluster = restart_after_the_kill(env, killed_at)
     try:
-        run_schedule(env | AFTER_THE_KILL)
         wait_for(lambda: release_status(database, "t4kill.0") == "scored", timeout=240)
     finally:
         kill(cluster)
@@ -428,19 +453,21 @@ def test_the_run_page_reads_a_live_clusters_heartbeat_and_misses_a_killed_one(wo
         wait_for(lambda: clusters_alive() == 0, timeout=60)
 
 
+@pytest.mark.parametrize("latency", [0.3])
 def test_sigterm_to_the_group_stops_qcluster_in_seconds_and_hands_its_claims_back(world, tmp_path):
     """What systemd sends: SIGTERM to every process of the unit. django-q2's own handler hung
     the parent for over a minute; the project's `qcluster` ends its processes and releases
     the rows its workers held, so another worker takes them at once, not after the lease."""
     database, server, env = world
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
     log = tmp_path / "qcluster.log"
     with log.open("w") as output:
         # A lease far longer than the test: a row is free again only if it was handed back.
+        # The cluster starts while the run is queued.
         cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT,
                                    env=env | {"BAITBENCH_LEASE_SECONDS": "3600"},
                                    stdout=output, stderr=output, start_new_session=True)
     try:
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
         wait_for(lambda: done_count(database, "kill.0") >= 6)
         os.killpg(cluster.pid, signal.SIGTERM)
         started = time.monotonic()
@@ -495,6 +522,11 @@ answer = {"progress": progress, "listing": listing}
 """
 
 
+def running(workers: dict) -> bool:
+    """The run page's workers line shows a cluster that has started its workers."""
+    return bool(workers["alive"]) and ", starting, " not in workers["text"]
+
+
 def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(world, redis_url):
     """The run pages, served in another process than the cluster's, read its real heartbeat:
     beside the embedded SQLite database, or on Redis (PostgreSQL has no other shared store)."""
@@ -503,8 +535,9 @@ def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(wo
         env = env | {"REDIS_URL": redis_url,
                      "BAITBENCH_Q_NAME": f"bb-test-{uuid.uuid4().hex[:8]}"}
 
-    manage("run_release", "kill.0", "--stage", "generate", env=env)
-    with Shell(env) as shell:
+    with Shell(env) as shell:  # starts while the run is queued; asked only after
+        manage("run_release", "kill.0", "--stage", "generate", env=env)
+
         def pages() -> dict:
             return shell.ask(PAGES_AS_AN_OPERATOR)
 
@@ -518,7 +551,9 @@ def test_the_no_worker_warning_shows_with_no_cluster_and_goes_once_one_starts(wo
 
         cluster = start("qcluster", env=env)
         try:
-            wait_for(lambda: pages()["progress"]["workers"]["alive"], timeout=90)
+            # The cluster is seen from its first heartbeat, sent while it is still starting
+            # its workers (0 of them, "starting"): wait until it runs them.
+            wait_for(lambda: running(pages()["progress"]["workers"]), timeout=90)
             seen = pages()
         finally:
             kill(cluster)
