@@ -35,7 +35,7 @@ from audits_app.models import (
 )
 from audits_app.pages.viewer import load_snapshot, public_scenario_slugs, revealed_key
 from audits_app.publication.held_cells import Holder, held_cells, text_cell
-from audits_app.publication.same_words import findable_elsewhere
+from audits_app.publication.same_words import findable_elsewhere, public_elsewhere
 from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from runs_app.models import Generation, Release
 from runs_app.readers import PanelFile, load_panel
@@ -397,8 +397,26 @@ def _places_release(study: ReadingStudy, position: str, simulated: bool) -> None
             **{places: F(places) - released})
 
 
+def stimuli_findable(study_id: int) -> set[int]:
+    """The study's text stimuli whose words a reader can find, with the writer, on a public
+    page now: a release published after the study was made may show the same words, or
+    nearly (`publication.same_words`). The study drew its texts blind; these no longer are,
+    so no reader is given one from now on (`_readings_create`, `reading_stimulus_blind`)."""
+    rows = list(StudyStimulus.objects.filter(study=study_id, kind=StudyStimulus.Kind.TEXT)
+                .values_list("pk", "scenario_version__scenario__slug", "generation__text",
+                             "study__release__code"))
+    if not rows:
+        return set()
+    # Only other releases can have changed: words the study's own release shows outside its
+    # held cells kept the texts out of the draw already (`study_texts`).
+    elsewhere = public_elsewhere(rows[0][3], frozenset(slug for _, slug, _, _ in rows))
+    return {pk for pk, slug, text, _ in rows if elsewhere.finds(slug, text or "")}
+
+
 def _readings_create(participant: StudyParticipant, position: str, rng: random.Random) -> None:
-    stimuli = list(StudyStimulus.objects.filter(study=participant.study_id).order_by("pk"))
+    findable = stimuli_findable(participant.study_id)
+    stimuli = [stimulus for stimulus in StudyStimulus.objects.filter(
+        study=participant.study_id).order_by("pk") if stimulus.pk not in findable]
     given = dict(StudyReading.objects.filter(
         participant__study=participant.study_id, participant__position=position,
         participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
@@ -415,6 +433,31 @@ def _readings_create(participant: StudyParticipant, position: str, rng: random.R
         readings.append(StudyReading(participant=participant, stimulus=chosen,
                                      scenario_version_id=version_id, order=order))
     StudyReading.objects.bulk_create(readings)
+
+
+def reading_stimulus_blind(*, reading: StudyReading) -> StudyReading:
+    """Before a text is first shown: if its words have become findable with their writer
+    since the reading was drawn (`stimuli_findable`), give the reading another text of the
+    scenario that is still blind, or else its control text, the one given least in the
+    reader's position. A text already shown stays as it was (its answers are about it)."""
+    stimulus = reading.stimulus
+    if reading.shown_at is not None or stimulus.kind != StudyStimulus.Kind.TEXT:
+        return reading
+    findable = stimuli_findable(stimulus.study_id)
+    if stimulus.pk not in findable:
+        return reading
+    options = [option for option in StudyStimulus.objects.filter(
+        study=stimulus.study_id, scenario_version=reading.scenario_version_id,
+        kind__in=[StudyStimulus.Kind.TEXT, StudyStimulus.Kind.CONTROL]).order_by("pk")
+        if option.pk not in findable]
+    texts = [option for option in options if option.kind == StudyStimulus.Kind.TEXT]
+    given = dict(StudyReading.objects.filter(
+        participant__study=stimulus.study_id, participant__position=reading.participant.position,
+        participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
+    chosen = min(texts or options, key=lambda option: (given.get(option.pk, 0), option.pk))
+    StudyReading.objects.filter(pk=reading.pk, shown_at__isnull=True).update(stimulus=chosen)
+    reading.refresh_from_db()
+    return reading
 
 
 def reading_baseline(*, reading: StudyReading, attitude: list[int]) -> None:

@@ -183,8 +183,9 @@ def _show(request: HttpRequest, study: ReadingStudy, participant: StudyParticipa
             "heading": words[f"{step.kind}_heading"].format(organisation=brief.organisation)
             if f"{step.kind}_heading" in words else ""}
     if step.kind == "read":
-        services.reading_show(reading=step.reading)
-        context["text"] = _stimulus_text(step.reading)
+        reading = services.reading_stimulus_blind(reading=step.reading)
+        services.reading_show(reading=reading)
+        context["text"] = _stimulus_text(reading)
     return _page(request, study, f"{step.kind}.html", status=status, **context)
 
 

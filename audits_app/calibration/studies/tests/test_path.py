@@ -3,6 +3,7 @@ completion; platform ids; quotas under concurrent participants; exclusions."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -89,8 +90,8 @@ def test_no_page_names_a_writer(open_study):
     client = RecordingClient()
     assert person(open_study, client).completed
     assert len(client.pages) > 2 * len(PUBLIC)
-    for html in client.pages:
-        assert "fixture/" not in html and "candid" not in html.lower()
+    for shown in client.pages:
+        assert "fixture/" not in shown and "candid" not in shown.lower()
 
 
 def test_the_placement_follows_the_panel_definitions(study):
@@ -384,3 +385,88 @@ def test_the_migration_moves_places_the_simulated_crowd_holds_out_of_peoples_cou
     migration.simulated_places_apart(apps, None)
     quota = StudyQuota.objects.get(study=open_study, position="P06")
     assert (quota.assigned, quota.simulated_assigned) == (1, 1)
+
+
+class Published:
+    """Stands for `same_words.public_elsewhere`'s index: these bodies are public elsewhere."""
+
+    def __init__(self, bodies: set[str]) -> None:
+        self.bodies = bodies
+
+    def finds(self, scenario: str, body: str) -> bool:
+        return body in self.bodies
+
+
+def test_a_text_whose_words_became_public_since_the_draw_is_given_to_no_reader(
+        open_study, client, monkeypatch):
+    """A release published after the study was made may show one of its texts' words with
+    the writer (the re-check's rc.0 did). From then on no reader is given it: not a reader
+    placed later, nor one placed before who has not been shown it yet (they get another
+    blind text of that scenario, or its control text); a text already shown stays."""
+    from audits_app.models import StudyStimulus
+
+    earlier = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=earlier, traits=Traits(**P06))
+    drawn = {reading.stimulus_id for reading in earlier.readings.all()}
+    texts = StudyStimulus.objects.filter(study=open_study, kind=StudyStimulus.Kind.TEXT)
+    exposed = set(texts.filter(pk__in=drawn).values_list("generation_id", flat=True))
+    exposed |= set(texts.values_list("generation_id", flat=True)[:len(texts) // 2])
+    assert exposed
+    bodies = {text for text in texts.filter(generation_id__in=exposed)
+              .values_list("generation__text", flat=True)}
+    monkeypatch.setattr(services, "public_elsewhere", lambda code, scenarios: Published(bodies))
+    # By their words: a text with the same words as an exposed one is exposed with it.
+    exposed_stimuli = {pk for pk, text in texts.values_list("pk", "generation__text")
+                       if text in bodies}
+    assert services.stimuli_findable(open_study.pk) == exposed_stimuli
+
+    later = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=later, traits=Traits(**P06))
+    assert not {r.stimulus_id for r in later.readings.all()} & exposed_stimuli
+
+    # The earlier reader, at their first text's page, is shown another one.
+    from django.core import signing
+
+    from audits_app.calibration.studies.views import COOKIE, COOKIE_SALT, _stimulus_text
+
+    readings = list(earlier.readings.select_related("stimulus").order_by("order"))
+    first = next(reading for reading in readings if reading.stimulus.kind == "text")
+    for before in readings[:readings.index(first)]:  # answered, as the reader went on
+        services.reading_baseline(reading=before, attitude=[4, 4, 4])
+        services.reading_show(reading=before)
+        services.reading_answer(reading=before, attitude=[4, 4, 4], knowledge=[0, 0, 0, 0],
+                                attention=1 if before.order == 0 else None)
+    services.reading_baseline(reading=first, attitude=[4, 4, 4])
+    name = COOKIE.format(open_study.pk)
+    client.cookies[name] = signing.get_cookie_signer(salt=name + COOKIE_SALT).sign(earlier.key)
+    def opening(text: str) -> str:  # as the page writes it: paragraphs, escaped
+        return html.escape(text.strip().splitlines()[0])
+
+    page = client.get(f"/studies/{open_study.pk}/go/").content.decode()
+    first.refresh_from_db()
+    assert first.shown_at is not None and first.stimulus_id not in exposed_stimuli
+    assert opening(_stimulus_text(first)) in page
+    for stimulus in StudyStimulus.objects.filter(pk__in=exposed_stimuli, kind="text"):
+        assert opening(stimulus.generation.text) not in page
+    for reading in earlier.readings.select_related("stimulus"):
+        kind = reading.stimulus.kind
+        swapped = services.reading_stimulus_blind(reading=reading)
+        assert swapped.stimulus_id not in exposed_stimuli
+        assert swapped.scenario_version_id == reading.scenario_version_id
+        assert (swapped.stimulus.kind == "none") == (kind == "none")
+
+
+def test_a_text_already_shown_stays_the_readings_text(open_study, monkeypatch):
+    from django.utils import timezone
+
+    from audits_app.models import StudyStimulus
+
+    participant = services.participant_consent(study=open_study, ids={})
+    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    reading = participant.readings.filter(stimulus__kind=StudyStimulus.Kind.TEXT).first()
+    assert reading is not None
+    StudyReading.objects.filter(pk=reading.pk).update(shown_at=timezone.now())
+    reading.refresh_from_db()
+    monkeypatch.setattr(services, "public_elsewhere",
+                        lambda code, scenarios: Published({reading.stimulus.generation.text}))
+    assert services.reading_stimulus_blind(reading=reading).stimulus_id == reading.stimulus_id
