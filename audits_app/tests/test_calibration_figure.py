@@ -95,6 +95,20 @@ def test_the_release_page_shows_the_figure_near_the_top(client, calibrated):
     assert html.count('<table class="calibration-models"') == 2
 
 
+def test_a_drafts_figure_links_no_download_that_would_answer_404(client, calibrated):
+    """The downloads are of the published figure: a draft's page (staff) says when they come
+    instead of linking to addresses that answer 404 until then."""
+    from django.contrib.auth.models import User
+
+    release, _ = calibrated
+    client.force_login(User.objects.create_superuser("boss", password="pw"))
+    html = client.get(f"/releases/{release.code}/").content.decode()
+    assert 'class="chart calibration-figure"' in html
+    assert "calibration.svg" not in html and "calibration.csv" not in html
+    assert "The SVG and CSV downloads come with publication." in html
+    assert client.get(f"/releases/{release.code}/calibration.svg").status_code == 404
+
+
 def test_before_people_read_the_page_says_so_in_the_same_place(client, small_demo_release):
     drain(get_stage("generate"), small_demo_release)
     publish(small_demo_release)
