@@ -114,6 +114,21 @@ def _texts(count: int) -> str:
     return f"{count} text" + ("" if count == 1 else "s")
 
 
+def no_cells_held(release: Release) -> str:
+    """Why the release can have no arena, when it holds no cells for one."""
+    return (f"release {release.code} holds no cells for an arena (`arena.held_share` is 0 in "
+            f"its file): every text of it is public, so no pair of them would be blind")
+
+
+def no_cells_reason(release: Release) -> str:
+    """Why the published release can have no arena at all ("" when it holds cells for one,
+    or is not published)."""
+    publication = Publication.objects.filter(release=release).first()
+    if publication is None or held_cells(load_snapshot(publication), Holder.ARENA):
+        return ""
+    return no_cells_held(release)
+
+
 def no_pairs_reason(release: Release) -> str:
     """Why preparing built no pair, in words ("" while pairs exist, or before preparing ran,
     or for a release not published): the arena's held cells hold no text a pair may show, or

@@ -45,6 +45,7 @@ from audits_app.arena.selectors import (
     current_ratings,
     has_answers,
     kept_catalogue,
+    no_cells_held,
     no_pairs_reason,
     refused_texts,
     result_is_stale,
@@ -251,9 +252,7 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
     snapshot = load_snapshot(publication)
     held = held_cells(snapshot, Holder.ARENA)
     if not held:
-        raise ArenaError(
-            f"release {release.code} holds no cells for an arena (`arena.held_share` is 0 in "
-            f"its file): every text of it is public, so no pair of them would be blind")
+        raise ArenaError(no_cells_held(release))
     texts = arena_texts(snapshot)
     bodies = dict(Generation.objects.filter(release=release, pk__in=[
         t.id for t in snapshot.texts]).values_list("pk", "text"))
@@ -271,9 +270,12 @@ def arena_prepare(*, release: Release, user=None) -> RecognisabilityRun:
 
 
 def arena_prepare_enqueue(*, release: Release, user) -> None:
-    """Have a worker prepare the arena (publishers only: it trains the classifier)."""
+    """Have a worker prepare the arena (publishers only: it trains the classifier). Refused
+    at once, with the reason, where preparing could only fail: queued, it failed where
+    nobody read why."""
     _require_manager(user)
-    _publication(release)
+    if not held_cells(load_snapshot(_publication(release)), Holder.ARENA):
+        raise ArenaError(no_cells_held(release))
     from django_q.tasks import async_task
 
     async_task(PREPARE_TASK, release.code, user.pk, task_name=f"arena {release.code} prepare",

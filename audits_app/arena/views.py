@@ -320,6 +320,7 @@ def arena_manage(request: HttpRequest, code: str) -> HttpResponse:
         "release": release, "published": Publication.objects.filter(release=release).exists(),
         "state": selectors.arena_state(release), "counts": selectors.arena_counts(release),
         "no_pairs": selectors.no_pairs_reason(release),
+        "no_cells": selectors.no_cells_reason(release),
         "form": form, "error": error, "can_manage": services.can_manage(request.user),
     }, status=status)
 

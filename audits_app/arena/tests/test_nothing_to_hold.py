@@ -63,6 +63,21 @@ def test_opening_an_arena_prepared_without_pairs_says_why(release, client, publi
     assert f"Preparing ran and built no pairs, so the arena cannot open: {why}." in page
 
 
+def test_a_release_holding_no_arena_cells_says_so_and_offers_no_preparing(release, client,
+                                                                         publisher):
+    """Preparing was offered and queued, then failed in the worker where nobody read why
+    (found by the user re-check): the page says why at once, and a POST is refused with it."""
+    published_arena_release("shown.0", held_share=0.0)
+    client.force_login(publisher)
+    why = ("release shown.0 holds no cells for an arena (`arena.held_share` is 0 in its "
+           "file): every text of it is public, so no pair of them would be blind")
+    page = html.unescape(client.get("/arena/shown.0/manage/").content.decode())
+    assert f"There can be no arena: {why}." in page
+    assert "Prepare the arena" not in page and "Open the arena" not in page
+    refused = client.post("/arena/shown.0/manage/", {"action": "prepare"})
+    assert refused.status_code == 400 and why in html.unescape(refused.content.decode())
+
+
 def test_a_study_of_a_held_scenario_whose_texts_are_public_elsewhere_says_so(release):
     source = published_arena_release("shown.0", held_share=0.0)
     copied = published_arena_release("copied.0", held_share=0.0, study_share=1.0,
