@@ -281,7 +281,8 @@ class TextListView(SnapshotListView):
     def items(self) -> list[dict]:
         published = public.published_release_get(self.kwargs["code"], self.request.user)
         self.paginator.provenance = published.provenance.as_dict()
-        return public.checked_filter_texts(published.snapshot.texts, self.request.query_params)
+        return public.checked_filter_texts(published.snapshot.texts, self.request.query_params,
+                                           published.figures_held)
 
 
 class TextCsvView(query_params.DeclaredParameters, GenericAPIView):
@@ -298,7 +299,8 @@ class TextCsvView(query_params.DeclaredParameters, GenericAPIView):
                               404: NOT_FOUND})
     def get(self, request: Request, code: str) -> HttpResponse:
         published = public.published_release_get(code, request.user)
-        texts = public.checked_filter_texts(published.snapshot.texts, request.query_params)
+        texts = public.checked_filter_texts(published.snapshot.texts, request.query_params,
+                                            published.figures_held)
         # Every text by default; `limit` and `offset` read as the JSON list reads them.
         offset = query_params.whole_number(request.query_params, "offset", low=0, default=0)
         limit = query_params.whole_number(request.query_params, "limit", low=1)

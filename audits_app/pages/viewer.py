@@ -398,13 +398,22 @@ def model_names(snapshot: ReleaseSnapshot) -> dict[str, str]:
     return snapshot.model_names()
 
 
-def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:
+def unknown_filter_values(texts: list[TextEntry], params,
+                          held: Mapping[str, tuple[Holder, ...]] | None = None
+                          ) -> dict[str, str]:
     """{filter: why} for each given filter value that no text of the list has: a mistyped
-    model id or task would otherwise read as "0 texts", as if the release had none."""
+    model id or task would otherwise read as "0 texts", as if the release had none. A
+    scenario whose texts the release holds from this viewer (`held`, as `scenarios_held`
+    gives it) is named as held, not as unknown."""
     problems = {}
     for key in TEXT_FILTERS:
         wanted = params.get(key)
         if wanted and not any(str(getattr(text, key)) == wanted for text in texts):
+            if key == "scenario" and held and wanted in held:
+                problems[key] = (f"the texts of scenario {wanted!r} are held for "
+                                 + " and for ".join(HELD_FOR[holder] for holder in held[wanted])
+                                 + "; none of them is shown before that")
+                continue
             known = sorted({str(getattr(text, key)) for text in texts})
             shown = ", ".join(known[:12]) + (", …" if len(known) > 12 else "")
             problems[key] = (f"no text of this release has {key} {wanted[:80]!r}"
@@ -412,10 +421,12 @@ def unknown_filter_values(texts: list[TextEntry], params) -> dict[str, str]:
     return problems
 
 
-def checked_filter_texts(texts: list[TextEntry], params) -> list[TextEntry]:
+def checked_filter_texts(texts: list[TextEntry], params,
+                         held: Mapping[str, tuple[Holder, ...]] | None = None
+                         ) -> list[TextEntry]:
     """The texts matching the filters; a 400 (`BadParameter`) naming each filter value no
-    text has, with the values it could be."""
-    query_params.refuse(unknown_filter_values(texts, params))
+    text has, with the values it could be (or the scenario as held: `unknown_filter_values`)."""
+    query_params.refuse(unknown_filter_values(texts, params, held))
     return filter_texts(texts, params)
 
 

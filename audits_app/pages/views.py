@@ -270,7 +270,8 @@ def text_list(request: HttpRequest, code: str) -> HttpResponse:
     published = public.release_view_get(code, request.user)
     snapshot = published.snapshot
     order = query_params.choice(request.GET, "order", public.TEXT_ORDERS)
-    texts = public.order_texts(public.checked_filter_texts(snapshot.texts, request.GET), order)
+    texts = public.order_texts(public.checked_filter_texts(snapshot.texts, request.GET,
+                                                            published.figures_held), order)
     paginator = Paginator(texts, TEXTS_PER_PAGE)
     page = paginator.page(query_params.whole_number(request.GET, "page", low=1,
                                                     high=paginator.num_pages, default=1))

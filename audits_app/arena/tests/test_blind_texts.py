@@ -155,6 +155,16 @@ def test_the_text_list_offers_only_scenarios_with_public_texts_and_says_some_are
     assert f'value="{open_slug}"' in options and f'value="{held_slug}"' not in options
     assert note in page
     assert client.get(f"/releases/{CODE}/texts/?scenario={open_slug}").status_code == 200
+    # Asked for by name (a link kept from before), the held scenario is said to be held: the
+    # release does have texts on it (found by the user re-check: "no text has scenario").
+    held_says = (f"the texts of scenario '{held_slug}' are held for the release's arena, "
+                 f"until the arena closes; none of them is shown before that")
+    for address in (f"/releases/{CODE}/texts/?scenario={held_slug}",
+                    f"/api/v1/releases/{CODE}/texts/?scenario={held_slug}",
+                    f"/api/v1/releases/{CODE}/texts.csv?scenario={held_slug}"):
+        refused = client.get(address)
+        assert refused.status_code == 400, address
+        assert held_says in html.unescape(refused.content.decode()).lower(), address
     # Staff see every text, so every scenario and no such sentence; so does everyone once the
     # arena closes.
     client.force_login(publisher)
