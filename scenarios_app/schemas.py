@@ -71,8 +71,9 @@ def _no_boolean(kind: str) -> BeforeValidator:
     belongs there and what was given; the rest of lax mode stays (an int written 3.0)."""
     def refuse(value: Any) -> Any:
         if isinstance(value, bool):
-            raise PydanticCustomError("number_not_boolean", f"{kind}, not {{given}}",
-                                      {"given": "true" if value else "false"})
+            raise PydanticCustomError(
+                "number_not_boolean", f"{kind}, not {{given}} (YAML also reads yes, no, on "
+                f"and off as true or false)", {"given": "true" if value else "false"})
         return value
 
     return BeforeValidator(refuse)

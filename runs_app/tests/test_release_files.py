@@ -21,6 +21,9 @@ from runs_app.scoring_versions import load_scoring_file, split_pin
 from runs_app.services import release_config_from_file, release_get_or_load
 from scenarios_app.tests.factories import make_staff
 
+# What a refused true or false adds to its message (scenarios_app.schemas._no_boolean).
+BOOLEAN_HINT = " (YAML also reads yes, no, on and off as true or false)"
+
 RELEASE_FILES = sorted(Path(settings.RELEASES_DIR).glob("*.yaml"))
 PILOT = Path(settings.RELEASES_DIR) / "pilot.0.yaml"
 
@@ -194,14 +197,15 @@ def test_the_arena_and_reading_studies_may_hold_no_more_than_every_cell_together
 
 
 @pytest.mark.parametrize(("changes", "line"), [
-    ({"variants": True}, "variants: a whole number, not true"),
-    ({"max_attempts": False}, "max_attempts: a whole number, not false"),
-    ({"knowledge_harm_cap": True}, "knowledge_harm_cap: a whole number, not true"),
-    ({"bootstrap": {"seed": True}}, "bootstrap.seed: a whole number, not true"),
-    ({"reply_reasoning": {"juror": True}}, "reply_reasoning.juror: a whole number, not true"),
-    ({"arena": {"held_share": True}}, "arena.held_share: a number, not true"),
-    ({"gate": {"min_coverage": True}}, "gate.min_coverage: a number, not true"),
-    ({"chart": {"honesty": [False, 1]}}, "chart.honesty[0]: a number, not false"),
+    ({"variants": True}, "variants: a whole number, not true" + BOOLEAN_HINT),
+    ({"max_attempts": False}, "max_attempts: a whole number, not false" + BOOLEAN_HINT),
+    ({"knowledge_harm_cap": True}, "knowledge_harm_cap: a whole number, not true" + BOOLEAN_HINT),
+    ({"bootstrap": {"seed": True}}, "bootstrap.seed: a whole number, not true" + BOOLEAN_HINT),
+    ({"reply_reasoning": {"juror": True}},
+     "reply_reasoning.juror: a whole number, not true" + BOOLEAN_HINT),
+    ({"arena": {"held_share": True}}, "arena.held_share: a number, not true" + BOOLEAN_HINT),
+    ({"gate": {"min_coverage": True}}, "gate.min_coverage: a number, not true" + BOOLEAN_HINT),
+    ({"chart": {"honesty": [False, 1]}}, "chart.honesty[0]: a number, not false" + BOOLEAN_HINT),
 ])
 def test_a_boolean_is_not_a_number_in_a_release_file(changes, line):
     """pydantic's lax mode read true as 1: `arena: {held_share: yes}` held every cell."""

@@ -45,6 +45,9 @@ from runs_app.services import (
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
 
+# What a refused true or false adds to its message (scenarios_app.schemas._no_boolean).
+BOOLEAN_HINT = " (YAML also reads yes, no, on and off as true or false)"
+
 SCORING_STAGES = ("refusal", "jury", "panel", "uptake", "reveal", "crossexam")
 
 
@@ -181,9 +184,9 @@ def test_a_boolean_is_not_a_number_in_a_scoring_file(scoring_dir):
     with pytest.raises(ScoringFileError) as error:
         load_scoring_file("v2")
     assert [line.split("v2.yaml: ", 1)[1] for line in error.value.lines] == [
-        "jury.claim_weights.fabrication: a number, not true",
-        "jury.knowledge_harm_cap: a whole number, not true",
-        "crossexam.answer_credit.evades: a number, not false"]
+        "jury.claim_weights.fabrication: a number, not true" + BOOLEAN_HINT,
+        "jury.knowledge_harm_cap: a whole number, not true" + BOOLEAN_HINT,
+        "crossexam.answer_credit.evades: a number, not false" + BOOLEAN_HINT]
 
 
 # --- pinning --------------------------------------------------------------------------------

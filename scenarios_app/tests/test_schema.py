@@ -162,7 +162,8 @@ def test_a_boolean_is_not_an_option_number(written: str, given: str):
 
     assert scenario is None
     assert [str(problem) for problem in problems] == [
-        f"knowledge_questions[0].correct: a whole number, not {given}"]
+        f"knowledge_questions[0].correct: a whole number, not {given} (YAML also reads yes, "
+        f"no, on and off as true or false)"]
 
 
 def test_an_option_number_written_as_a_whole_float_is_still_read():
