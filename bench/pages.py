@@ -213,7 +213,10 @@ def study_release():
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
     data.update(code="study.0", scenarios=[*PUBLIC, HELD_OUT], tasks=["T1"],
                 conditions=["C0", "C1", "C2", "C3"],
-                bootstrap={"seed": 7, "resamples": 200, "level": 0.95})
+                bootstrap={"seed": 7, "resamples": 200, "level": 0.95},
+                # Every cell held for reading studies, as the studies' tests hold them: a
+                # study gives only held texts, and demo.0's share would hold one scenario.
+                arena={"held_share": 0.0}, reading_studies={"held_share": 1.0})
     release = release_create(config=ReleaseConfig.model_validate(data))
     build_world(release)
     panel_answers(release)
