@@ -50,6 +50,8 @@ require_GET = require_http_methods(["GET"])
 require_POST = require_http_methods(["POST"])
 # A page: GET, and HEAD (what a link checker or a cache sends), as Django's `require_safe`.
 require_safe = require_http_methods(["GET", "HEAD"])
+# A page with a form posted back to it.
+require_form = require_http_methods(["GET", "HEAD", "POST"])
 
 
 def allowed_methods(view: View) -> tuple[str, ...] | None:

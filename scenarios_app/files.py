@@ -267,25 +267,18 @@ def yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     ]
 
 
-def other_members(handle: Any) -> list[str]:
-    """The files of a readable zip that are not scenario files (a README, an image): left out
-    of an import, and named in its result so that nothing is left out unsaid. macOS's
-    `__MACOSX/` resource forks are not the curator's files: `macos_members` names them apart."""
+def members_left_out(handle: Any) -> tuple[list[str], list[str]]:
+    """The files of a readable zip an import leaves out, named in its result so that nothing
+    is left out unsaid: (those that are not scenario files, a README or an image; those under
+    `__MACOSX/`, the metadata macOS adds beside each file when it zips a folder, named apart
+    since they are not the curator's files)."""
     handle.seek(0)
     with zipfile.ZipFile(handle) as archive:
-        return [member.filename for member in archive.infolist()
-                if not member.is_dir() and not member.filename.endswith(SUFFIXES)
-                and not member.filename.startswith("__MACOSX/")]
-
-
-def macos_members(handle: Any) -> list[str]:
-    """The files under a readable zip's `__MACOSX/`: metadata macOS adds when it zips a
-    folder (`._name.yaml` beside each file), skipped by an import and named in its result as
-    such, so that a `.yaml` left out is never left out unsaid."""
-    handle.seek(0)
-    with zipfile.ZipFile(handle) as archive:
-        return [member.filename for member in archive.infolist()
-                if not member.is_dir() and member.filename.startswith("__MACOSX/")]
+        files = [member.filename for member in archive.infolist() if not member.is_dir()]
+    macos = [name for name in files if name.startswith("__MACOSX/")]
+    others = [name for name in files
+              if not name.endswith(SUFFIXES) and not name.startswith("__MACOSX/")]
+    return others, macos
 
 
 def read_zip(name: str, handle: Any, size: int) -> tuple[list[tuple[str, bytes]], list[str]]:

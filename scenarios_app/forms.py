@@ -23,8 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 from scenarios_app.files import (
     MAX_FILE_BYTES,
     SUFFIXES,
-    macos_members,
-    other_members,
+    members_left_out,
     read_zip,
     size_against,
 )
@@ -349,10 +348,9 @@ class ScenarioUploadForm(forms.Form):
         members, problems = read_zip(upload.name, upload, upload.size)
         if problems:
             raise forms.ValidationError(problems)
-        self.left_out += [f"{Path(upload.name).name}/{_inside(member)}"
-                          for member in other_members(upload)]
-        self.macos_skipped += [f"{Path(upload.name).name}/{_inside(member)}"
-                               for member in macos_members(upload)]
+        others, macos = members_left_out(upload)
+        self.left_out += [f"{Path(upload.name).name}/{_inside(member)}" for member in others]
+        self.macos_skipped += [f"{Path(upload.name).name}/{_inside(member)}" for member in macos]
         return [(f"{Path(upload.name).name}/{_inside(member)}", content)
                 for member, content in members]
 

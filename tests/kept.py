@@ -49,7 +49,6 @@ def world_kept(request: pytest.FixtureRequest, django_db_blocker, build: Callabl
     transaction back at the end (the module's, or before a test that must not see the world).
     A module-scoped fixture's body: `yield from world_kept(request, django_db_blocker, build)`.
     """
-    name = request.fixturename
     atomics = []
     with django_db_blocker.unblock():
         try:
@@ -62,13 +61,7 @@ def world_kept(request: pytest.FixtureRequest, django_db_blocker, build: Callabl
         except BaseException:
             _rollback(atomics)
             raise
-    _open[name] = (request._fixturedef, request)
-    try:
-        yield value
-    finally:
-        _open.pop(name, None)
-        with django_db_blocker.unblock():
-            _rollback(atomics)
+    yield from _kept_open(request, django_db_blocker, value, lambda: _rollback(atomics))
 
 
 def world_served(request: pytest.FixtureRequest, django_db_blocker, build: Callable[[], T]
@@ -76,20 +69,26 @@ def world_served(request: pytest.FixtureRequest, django_db_blocker, build: Calla
     """Build the world committed and yield it; flush every database at the end (the module's,
     or before a test that must not see the world). A module-scoped fixture's body:
     `yield from world_served(request, django_db_blocker, build)`."""
-    name = request.fixturename
     with django_db_blocker.unblock():
         try:
             value = build()
         except BaseException:
             _flush()
             raise
+    yield from _kept_open(request, django_db_blocker, value, _flush)
+
+
+def _kept_open(request: pytest.FixtureRequest, django_db_blocker, value: T,
+               close: Callable[[], None]) -> Iterator[T]:
+    """Yield the built world, known as open (`worlds_close_for`) until `close` undoes it."""
+    name = request.fixturename
     _open[name] = (request._fixturedef, request)
     try:
         yield value
     finally:
         _open.pop(name, None)
         with django_db_blocker.unblock():
-            _flush()
+            close()
 
 
 def _flush() -> None:

@@ -46,6 +46,7 @@ from audits_app.arena.selectors import (
     has_answers,
     kept_catalogue,
     no_cells_held,
+    no_cells_reason,
     no_pairs_reason,
     refused_texts,
     result_is_stale,
@@ -274,8 +275,9 @@ def arena_prepare_enqueue(*, release: Release, user) -> None:
     at once, with the reason, where preparing could only fail: queued, it failed where
     nobody read why."""
     _require_manager(user)
-    if not held_cells(load_snapshot(_publication(release)), Holder.ARENA):
-        raise ArenaError(no_cells_held(release))
+    _publication(release)
+    if reason := no_cells_reason(release):
+        raise ArenaError(reason)
     from django_q.tasks import async_task
 
     async_task(PREPARE_TASK, release.code, user.pk, task_name=f"arena {release.code} prepare",

@@ -32,7 +32,7 @@ from audits_app.review.forms import (
 )
 from audits_app.spotchecks import selectors, services
 from audits_app.spotchecks.imports import oob_audit_import
-from baitbench_site.methods import require_http_methods, require_POST, require_safe
+from baitbench_site.methods import require_form, require_POST, require_safe
 from baitbench_site.roles import RECORD_PERMISSION, is_auditor
 from runs_app.models import Generation, Release
 
@@ -132,7 +132,7 @@ def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
             "revealed": check.is_done, "overall_answered": check.agrees_with_jury is not None}
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
+@require_form
 @auditor_required
 def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
     check = _own_check(request, pk)
@@ -278,7 +278,7 @@ def release_agreement(request: HttpRequest, code: str) -> HttpResponse:
     })
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
+@require_form
 @auditor_required
 def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -314,7 +314,7 @@ def batch_detail(request: HttpRequest, code: str, batch_id: int) -> HttpResponse
                   {"release": batch.release, "batch": batch})
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
+@require_form
 @auditor_required
 def oob_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)
@@ -337,7 +337,7 @@ def oob_import(request: HttpRequest, code: str) -> HttpResponse:
                   {"release": release, "form": form, "result": result})
 
 
-@require_http_methods(["GET", "HEAD", "POST"])
+@require_form
 @auditor_required
 def readers_import(request: HttpRequest, code: str) -> HttpResponse:
     release = get_object_or_404(Release, code=code)

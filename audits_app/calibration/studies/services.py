@@ -413,13 +413,19 @@ def stimuli_findable(study_id: int) -> set[int]:
     return {pk for pk, slug, text, _ in rows if elsewhere.finds(slug, text or "")}
 
 
+def _given(study_id: int, position: str) -> dict[int, int]:
+    """{stimulus id: readings of it} among the position's placed participants: the study
+    gives each reader the stimuli given least so far."""
+    return dict(StudyReading.objects.filter(
+        participant__study=study_id, participant__position=position,
+        participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
+
+
 def _readings_create(participant: StudyParticipant, position: str, rng: random.Random) -> None:
     findable = stimuli_findable(participant.study_id)
     stimuli = [stimulus for stimulus in StudyStimulus.objects.filter(
         study=participant.study_id).order_by("pk") if stimulus.pk not in findable]
-    given = dict(StudyReading.objects.filter(
-        participant__study=participant.study_id, participant__position=position,
-        participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
+    given = _given(participant.study_id, position)
     by_scenario: dict[int, list[StudyStimulus]] = defaultdict(list)
     for stimulus in stimuli:
         by_scenario[stimulus.scenario_version_id].append(stimulus)
@@ -451,9 +457,7 @@ def reading_stimulus_blind(*, reading: StudyReading) -> StudyReading:
         kind__in=[StudyStimulus.Kind.TEXT, StudyStimulus.Kind.CONTROL]).order_by("pk")
         if option.pk not in findable]
     texts = [option for option in options if option.kind == StudyStimulus.Kind.TEXT]
-    given = dict(StudyReading.objects.filter(
-        participant__study=stimulus.study_id, participant__position=reading.participant.position,
-        participant__turned_away=False).values_list("stimulus").annotate(n=Count("pk")))
+    given = _given(stimulus.study_id, reading.participant.position)
     chosen = min(texts or options, key=lambda option: (given.get(option.pk, 0), option.pk))
     StudyReading.objects.filter(pk=reading.pk, shown_at__isnull=True).update(stimulus=chosen)
     reading.refresh_from_db()
