@@ -52,12 +52,15 @@ def voted(client, open_arena, monkeypatch):
     monkeypatch.setattr(arena_services, "RESULTS_BATCH_VOTES", 10)
     order = {"fixture/spinner": 0, "fixture/advocate": 1, "fixture/candid": 2,
              "fixture/refuser": 3}
-    # Pairs chosen so that every two writers meet before any two meet again: drawn at random
-    # (seeded or not: the catalogue's order differs with the database and the tests run
-    # before), the spinner and the advocate were sometimes never paired, so both went
-    # unbeaten and the data no longer said which comes first. How pairs are drawn has tests
-    # of its own (test_pairing.py); these test what the votes make of them.
+    # Pairs chosen so that every two writers meet before any two meet again, and each
+    # scenario serves as often as the other: drawn at random (seeded or not: the catalogue's
+    # order differs with the database and the tests run before), the spinner and the advocate
+    # were sometimes never paired, so both went unbeaten and the data no longer said which
+    # comes first; and taken by lowest id alone, every vote could fall in one scenario, where
+    # no model has an interval or a rank. How pairs are drawn has tests of its own
+    # (test_pairing.py); these test what the votes make of them.
     met_count: collections.Counter = collections.Counter()
+    scenario_count: collections.Counter = collections.Counter()
 
     def every_two_writers_meet(catalogue, *, exclude=(), ratings=None, rng):
         excluded = set(np.asarray(exclude, dtype=np.int64).tolist())
@@ -69,9 +72,11 @@ def voted(client, open_arena, monkeypatch):
         def writers(index):
             return frozenset((int(catalogue.model_a[index]), int(catalogue.model_b[index])))
 
-        chosen = min(available, key=lambda index: (met_count[writers(index)],
-                                                   int(catalogue.ids[index])))
+        chosen = min(available, key=lambda index: (
+            met_count[writers(index)], scenario_count[int(catalogue.scenario[index])],
+            int(catalogue.ids[index])))
         met_count[writers(chosen)] += 1
+        scenario_count[int(catalogue.scenario[chosen])] += 1
         return int(catalogue.ids[chosen])
 
     choose_pair = pairing.choose_pair
@@ -100,6 +105,7 @@ def voted(client, open_arena, monkeypatch):
            for vote in ArenaVote.objects.filter(showing__attention="").select_related(
                "showing__pair__model_a", "showing__pair__model_b")}
     assert frozenset(("fixture/spinner", "fixture/advocate")) in met, met
+    assert len(scenario_count) >= 2 and min(scenario_count.values()) >= 6, scenario_count
     monkeypatch.setattr(pairing, "choose_pair", choose_pair)  # the tests' own votes: as drawn
     simulation_drain(open_arena)
     return open_arena
