@@ -4,6 +4,7 @@ completion; platform ids; quotas under concurrent participants; exclusions."""
 from __future__ import annotations
 
 import html
+import random
 import re
 
 import numpy as np
@@ -21,6 +22,17 @@ from audits_app.models import (
     StudyReading,
 )
 from runs_app.traits import Traits
+
+
+class TextsDrawn(random.Random):
+    """A seeded draw that gives the reader a text in every scenario that has one: the tests
+    that need a text reading must not depend on the luck of the draw (a reader is as likely
+    to be given the control text or no text; the draw itself is tested above and in
+    test_setup.py)."""
+
+    def choice(self, seq):
+        texts = [option for option in seq if getattr(option, "kind", None) == "text"]
+        return super().choice(texts or seq)
 
 
 def person(study, client=None, pid="", traits=P06, seed=1):
@@ -406,7 +418,8 @@ def test_a_text_whose_words_became_public_since_the_draw_is_given_to_no_reader(
     from audits_app.models import StudyStimulus
 
     earlier = services.participant_consent(study=open_study, ids={})
-    assert services.participant_place(participant=earlier, traits=Traits(**P06))
+    assert services.participant_place(participant=earlier, traits=Traits(**P06),
+                                      rng=TextsDrawn(3))
     drawn = {reading.stimulus_id for reading in earlier.readings.all()}
     texts = StudyStimulus.objects.filter(study=open_study, kind=StudyStimulus.Kind.TEXT)
     exposed = set(texts.filter(pk__in=drawn).values_list("generation_id", flat=True))
@@ -462,7 +475,8 @@ def test_a_text_already_shown_stays_the_readings_text(open_study, monkeypatch):
     from audits_app.models import StudyStimulus
 
     participant = services.participant_consent(study=open_study, ids={})
-    assert services.participant_place(participant=participant, traits=Traits(**P06))
+    assert services.participant_place(participant=participant, traits=Traits(**P06),
+                                      rng=TextsDrawn(3))
     reading = participant.readings.filter(stimulus__kind=StudyStimulus.Kind.TEXT).first()
     assert reading is not None
     StudyReading.objects.filter(pk=reading.pk).update(shown_at=timezone.now())
