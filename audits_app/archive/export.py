@@ -23,6 +23,7 @@ from django.db.models import F
 import audits_app.archive as archive_format
 from audits_app import csv_files
 from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
+from audits_app.archive.audit_records import audit_rows
 from audits_app.models import Publication
 from audits_app.models.archive import (
     ArchiveKind,
@@ -149,6 +150,9 @@ def release_archive(release: Release, *, staff: bool,
             text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
     builder.add_csv("scores.csv", _renamed(_scores(release, text_ids), named),
                     tables.SCORE_COLUMNS)
+    if staff:  # a public archive carries none (`audit_records` says why)
+        for name, rows in audit_rows(release, named).items():
+            builder.add_lines(name, rows)
     manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
     return _zip(manifest, builder, publication, signed_by)
 

@@ -26,9 +26,6 @@ def test_the_figures_rest_on_audit_records(audited):
     assert snapshot["calibration"] is not None and snapshot["calibration"]["readers"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="the staff archive does not carry the audit records yet: "
-                   "verify_release there finds every agreement, gate and calibration figure "
-                   "differs")
 def test_a_release_imported_from_its_staff_archive_verifies_there(
         audited, tmp_path, migrated, archive_key):
     path = tmp_path / "aud.0-staff.zip"
