@@ -226,6 +226,7 @@ def reference_problems(lines: dict[str, list[dict[str, Any]]],
     for table, references in tables.AUDIT_TABLES:
         for number, row in enumerate(lines[table.file], start=1):
             where = f"{table.file}: line {number}"
+            before = len(problems)
             for key, kind in references.items():
                 value = row[key]
                 if kind == "person":
@@ -238,7 +239,9 @@ def reference_problems(lines: dict[str, list[dict[str, Any]]],
                         problems.append(f"{where}: {key}: null, but a value is required")
                 elif not _known(value, kind, texts, slugs, ids):
                     problems.append(f"{where}: {key}: {value!r} is not in the archive")
-            problems += [f"{where}: {found}" for found in _row_rules(table, row, texts, ids)]
+            if len(problems) == before:  # the rules between references that all hold
+                problems += [f"{where}: {found}" for found in _row_rules(table, row, texts,
+                                                                          ids)]
     problems += _unique(lines[tables.ITEMS.file], tables.ITEMS.file, ("batch", "text"))
     problems += _unique([row for row in lines[tables.SPOTCHECKS.file]
                          if row["item"] is not None and row["auditor"] is not None],
