@@ -7,6 +7,11 @@ problem is reported as `FILE: what is wrong` and nothing is written. The rows th
 new rows, in one transaction, and the release is marked published last: everything under a
 published release refuses to change, so nothing is written after that.
 
+A staff archive's audit records (`audits_app.archive.audit_records`) go in as the release's
+rows too, in the same transaction and after the same checks, so that `verify_release` here
+computes the figures drawn from them again; an archive written before it carried them loads
+as it did then, without them.
+
 Importing the same archive again finds the release here and says so.
 
 Its signature is checked first (`audits_app.archive.signing`): an archive that names a key
