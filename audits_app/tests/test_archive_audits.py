@@ -22,8 +22,15 @@ from audits_app.models import (
     SpotCheckBatch,
     SpotCheckCorrection,
 )
-from audits_app.tests.archives import files_of, forge, recoded, rezip
-from audits_app.tests.test_archive import empty_instance, manage, refused_lines
+from audits_app.tests.archives import (
+    empty_instance,
+    files_of,
+    forge,
+    manage,
+    recoded,
+    refused_lines,
+    rezip,
+)
 from audits_app.verification import release_verify
 from runs_app.models import Generation, Release
 
