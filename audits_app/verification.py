@@ -195,9 +195,12 @@ def _earlier_format(kept: bytes, built: bytes) -> bool:
         new_manifest = json.loads(archive.read("manifest.json"))
     old_manifest = json.loads(old["manifest.json"])
     old_files, new_files = old_manifest.pop("files"), new_manifest.pop("files")
+    added = set(new_files) - set(old_files)
     if old_manifest != new_manifest or set(old_files) - set(new_files) or (
-            set(new_files) - set(old_files) - set(tables.AUDIT_FILES)):
+            added - set(tables.AUDIT_FILES)):
         return False
+    if added and old_files.get("README.txt") == new_files.get("README.txt"):
+        return False  # this format's README, without this format's files: files taken out
     return all(name in old and tables.sha256(old[name]) == entry["sha256"]
                and (name == "README.txt" or entry == new_files[name])
                for name, entry in old_files.items())

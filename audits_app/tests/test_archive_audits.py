@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from audits_app.archive import tables
-from audits_app.archive.export import release_archive, release_archive_kept
+from audits_app.archive.export import archive_kind, release_archive, release_archive_kept
 from audits_app.archive.load import release_import
 from audits_app.models import (
     HumanReaderResult,
@@ -200,14 +200,17 @@ def test_each_bad_audit_row_is_one_line_and_nothing_is_written(audited):
     assert not Release.objects.filter(code="bad.0").exists()
 
 
-def kept_before_the_records(release: Release, *, scores_changed: bool = False) -> None:
-    """The release's staff archive as kept on a first download before this format: an older
-    README, no audit files (and, to show it still tells, a score changed)."""
-    files = files_of(release_archive(release, staff=True))
+def kept_before_the_records(release: Release, *, staff: bool = True,
+                            scores_changed: bool = False, readme_kept: bool = False) -> None:
+    """The release's archive as kept on a first download before this format: an older
+    README, no audit files (and, to show that they still tell, a score changed, or this
+    format's README: audit files taken out of an archive kept since)."""
+    files = files_of(release_archive(release, staff=staff))
     manifest = json.loads(files["manifest.json"])
-    for name in tables.AUDIT_FILES:
+    for name in tables.AUDIT_FILES if staff else ():
         del files[name], manifest["files"][name]
-    files["README.txt"] = b"An older format's description.\n"
+    if not readme_kept:
+        files["README.txt"] = b"An older format's description.\n"
     if scores_changed:
         files["scores.csv"] = files["scores.csv"].replace(b"complied", b"refused", 1)
     for name in ("README.txt", "scores.csv"):
@@ -215,8 +218,8 @@ def kept_before_the_records(release: Release, *, scores_changed: bool = False) -
                                        bytes=len(files[name]))
     files["manifest.json"] = (json.dumps(manifest, sort_keys=True, indent=1) + "\n").encode()
     older = rezip(files)
-    ReleaseArchive.objects.create(release=release, kind="staff", signing_key_id="",
-                                  sha256=tables.sha256(older), data=older)
+    ReleaseArchive.objects.create(release=release, kind=archive_kind(release, staff=staff),
+                                  signing_key_id="", sha256=tables.sha256(older), data=older)
 
 
 def test_a_staff_archive_kept_before_it_carried_the_records_still_verifies(audited):
@@ -231,7 +234,15 @@ def test_a_staff_archive_kept_before_it_carried_the_records_still_verifies(audit
     assert ReleaseArchive.objects.filter(release=audited, kind="staff").count() == 1
 
 
-def test_a_kept_archive_of_an_earlier_format_whose_files_differ_is_named(audited):
-    kept_before_the_records(audited, scores_changed=True)
+def test_a_public_archive_kept_with_an_earlier_readme_still_verifies(audited):
+    kept_before_the_records(audited, staff=False)
+    verified = release_verify(release=audited)
+    assert verified.ok, verified.differences
+    assert "kept public archive, of an earlier format" in verified.checked
+
+
+@pytest.mark.parametrize("change", ["scores_changed", "readme_kept"])
+def test_a_kept_archive_of_an_earlier_format_whose_files_differ_is_named(audited, change):
+    kept_before_the_records(audited, **{change: True})
     assert "kept staff archive: not the archive the rows build now" in release_verify(
         release=audited).differences
