@@ -142,7 +142,7 @@ class SpotCheckBatchAdmin(EvidenceAdmin):
     list_filter = ("release",)
     list_select_related = ("release",)
     fields = ("release", "name", "seed", "size", "disagreement_weight", "double_code_share",
-              "created_at", "created_by")
+              "created_at", "created_by", "created_by_name")
     readonly_fields = fields
     inlines = [SpotCheckItemInline]
 
@@ -160,7 +160,7 @@ class SpotCheckCorrectionInline(ReadOnlyInline):
 
     model = SpotCheckCorrection
     fk_name = "spot_check"
-    fields = ("made_at", "made_by", "what_changed", "reason")
+    fields = ("made_at", "made_by", "made_by_name", "what_changed", "reason")
     readonly_fields = fields
     verbose_name_plural = "corrections after the reveal (the blind verdict above is kept)"
 
@@ -198,7 +198,7 @@ class SpotCheckAdmin(EvidenceAdmin):
     def who(self, check: SpotCheck) -> str:
         if check.audit_id:
             return f"{check.audit.auditor_name} (out of band)"
-        return check.auditor.get_username() if check.auditor_id else "-"
+        return check.auditor.get_username() if check.auditor_id else (check.auditor_name or "-")
 
     @admin.display(description="corrections", ordering="corrections_made")
     def correction_count(self, check: SpotCheck) -> int:
@@ -224,7 +224,7 @@ class OutOfBandAuditAdmin(EvidenceAdmin):
     list_filter = ("release",)
     list_select_related = ("release",)
     fields = ("release", "auditor_name", "organisation", "audited_on", "method", "source_name",
-              "content_hash", "imported_at", "imported_by")
+              "content_hash", "imported_at", "imported_by", "imported_by_name")
     readonly_fields = fields
     inlines = [OutOfBandVerdictInline]
 

@@ -22,12 +22,22 @@ format (`baitbench.scenario/1`).
 | `transcripts.jsonl` | the agent runs: uptake, reveal |
 | `crossexam.jsonl` | T4 interviews: questions, answers, the judge's labels (newer archives) |
 | `scores.csv` | every per-text score |
+| `spotcheck_batches.jsonl` | staff: spot-check batches: seed, size, weights, who drew them |
+| `spotcheck_items.jsonl` | staff: the texts each batch drew, with their strata |
+| `oob_audits.jsonl` | staff: out-of-band audits: who, organisation, date, method |
+| `spotchecks.jsonl` | staff: every spot-check: its auditor, claim labels, verdict, note |
+| `spotcheck_corrections.jsonl` | staff: corrections after the reveal: who, when, what, why |
+| `oob_verdicts.jsonl` | staff: each out-of-band audit's rows as entered |
+| `human_readers.jsonl` | staff: human reader results: reader, stimulus, answers |
 
 Two kinds. The *staff* archive holds all of the release's run, and every hash can be checked
-against the content: the snapshot's and configuration's hashes too. Neither kind holds the
-audit records (spot-checks, corrections, out-of-band audits, human reader results): the
-snapshot holds the figures drawn from them. The *public* archive holds what the
-public pages show and nothing else: no held-out scenario, text or answer; no confidential fact
+against the content: the snapshot's and configuration's hashes too. Only it holds the audit
+records (the `staff:` files above; archives written before they were carried lack them),
+naming texts by their id in `texts.jsonl` and people by user name alone, never by e-mail
+address or password. The *public* archive holds what the public pages show and nothing else:
+no audit record (they name their auditors and hold their notes in their own words; its
+snapshot holds the figures drawn from them: `audits_app.archive.audit_records` says why); no
+held-out scenario, text or answer; no confidential fact
 (each is replaced by a note in the scenario files, whose content hash is then their own);
 no prompt (a prompt shows the writer the confidential facts) and no raw model reply. Its
 snapshot and configuration are the public view of the original, while the manifest keeps the

@@ -23,6 +23,7 @@ from django.db.models import F
 import audits_app.archive as archive_format
 from audits_app import csv_files
 from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
+from audits_app.archive.audit_records import audit_rows
 from audits_app.models import Publication
 from audits_app.models.archive import (
     ArchiveKind,
@@ -149,6 +150,9 @@ def release_archive(release: Release, *, staff: bool,
             text=F("generation_id"), judge_model=F("judge__openrouter_id")), staff), named))
     builder.add_csv("scores.csv", _renamed(_scores(release, text_ids), named),
                     tables.SCORE_COLUMNS)
+    if staff:  # a public archive carries none (`audit_records` says why)
+        for name, rows in audit_rows(release, named).items():
+            builder.add_lines(name, rows)
     manifest = _manifest(release, publication, builder, scenarios, scoring, staff=staff)
     return _zip(manifest, builder, publication, signed_by)
 
@@ -348,6 +352,13 @@ def archive_kind(release: Release, *, staff: bool) -> str:
                                                revealed_holders(release.pk)))]
 
 
+def without_audit_records(data: bytes) -> bool:
+    """Whether a staff archive was built before staff archives carried the audit records
+    (its file names alone are read)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return tables.SPOTCHECKS.file not in archive.namelist()
+
+
 def _typed_snapshot(publication: Publication) -> ReleaseSnapshot:
     """The publication's snapshot as the public pages read it; refused when it has not
     that shape, since no public view of it can then be built."""
@@ -369,9 +380,15 @@ def release_archive_kept(release: Release, *, staff: bool) -> ReleaseArchive:
     key_id = "" if key is None else signing.key_id(key.public_key())
     kept = ReleaseArchive.objects.filter(release=release, kind=kind,
                                          signing_key_id=key_id).first()
-    if kept is not None:
+    if kept is not None and not (staff and without_audit_records(bytes(kept.data))):
         return kept
     data = release_archive(release, staff=staff, signed_by=key)
+    if kept is not None:
+        # Kept before staff archives carried the audit records: one loaded elsewhere could
+        # not be verified there. The kept row cannot change; staff downloads are few, and
+        # each gets the archive built now.
+        return ReleaseArchive(release=release, kind=kind, signing_key_id=key_id,
+                              sha256=tables.sha256(data), data=data)
     try:
         with transaction.atomic():
             return ReleaseArchive.objects.create(release=release, kind=kind,

@@ -7,6 +7,11 @@ problem is reported as `FILE: what is wrong` and nothing is written. The rows th
 new rows, in one transaction, and the release is marked published last: everything under a
 published release refuses to change, so nothing is written after that.
 
+A staff archive's audit records (`audits_app.archive.audit_records`) go in as the release's
+rows too, in the same transaction and after the same checks, so that `verify_release` here
+computes the figures drawn from them again; an archive written before it carried them loads
+as it did then, without them.
+
 Importing the same archive again finds the release here and says so.
 
 Its signature is checked first (`audits_app.archive.signing`): an archive that names a key
@@ -31,7 +36,7 @@ from django.db import IntegrityError, models, transaction
 from django.utils.dateparse import parse_datetime
 from pydantic import ValidationError
 
-from audits_app.archive import FORMAT, FORMAT_VERSION, signing, tables
+from audits_app.archive import FORMAT, FORMAT_VERSION, audit_records, signing, tables
 from audits_app.models import ImportedText, Provenance, Publication, ReleaseImport
 from audits_app.publication.services import snapshot_hash
 from audits_app.publication.snapshot_model import SnapshotError, snapshot_load
@@ -340,6 +345,7 @@ def _parse(contents: Contents, files: dict[str, bytes]) -> list[str]:
         rows, found = _parse_lines(name, files[name], table, references, contents.staff)
         contents.lines[name] = rows
         problems += found or _rows_problem(name, len(rows), manifest)
+    problems += _parse_audit_records(contents, files)
     contents.claims, found = _parse_csv("claims.csv", files["claims.csv"], tables.CLAIM_COLUMNS)
     found = found or _cell_problems("claims.csv", contents.claims, CLAIM_CELLS)
     problems += found or _rows_problem("claims.csv", len(contents.claims), manifest)
@@ -347,6 +353,30 @@ def _parse(contents: Contents, files: dict[str, bytes]) -> list[str]:
     found = found or _cell_problems("scores.csv", contents.scores, SCORE_CELLS)
     problems += found or _rows_problem("scores.csv", len(contents.scores), manifest)
     return problems
+
+
+def _parse_audit_records(contents: Contents, files: dict[str, bytes]) -> list[str]:
+    """The audit records (`audit_records`): in a staff archive, each file read as empty when
+    the archive has none (written before they were carried); a public archive carries none."""
+    problems = []
+    for table, references in tables.AUDIT_TABLES:
+        name = table.file
+        contents.lines[name] = []
+        if name not in files:
+            continue
+        if not contents.staff:
+            problems.append(f"{name}: a public archive carries no audit records")
+            continue
+        rows, found = _parse_lines(name, files[name], table, tuple(references), staff=True,
+                                   check=_audit_field_problem)
+        contents.lines[name] = rows
+        problems += found or _rows_problem(name, len(rows), contents.manifest)
+    return problems
+
+
+def _audit_field_problem(model: type, column: str, value: Any) -> str:
+    return (_field_problem(model, column, value)
+            or audit_records.field_problem(model, column, value))
 
 
 def _check_release(contents: Contents) -> list[str]:
@@ -436,7 +466,8 @@ def _parse_scenario(contents: Contents, entry: Any, files: dict[str, bytes]) -> 
 
 
 def _parse_lines(name: str, content: bytes, table: tables.Table, references: tuple[str, ...],
-                 staff: bool) -> tuple[list[dict[str, Any]], list[str]]:
+                 staff: bool, check=None) -> tuple[list[dict[str, Any]], list[str]]:
+    check = check or _field_problem
     required = ("id", *references, *table.columns(staff=staff))
     rows, problems = [], []
     try:
@@ -458,7 +489,7 @@ def _parse_lines(name: str, content: bytes, table: tables.Table, references: tup
             continue
         wrong = [f"{name}: line {number}: {column}: {found}"
                  for column in table.columns(staff=staff)
-                 if (found := _field_problem(table.model, column, row[column]))]
+                 if (found := check(table.model, column, row[column]))]
         if wrong:
             problems += wrong
             continue
@@ -578,6 +609,8 @@ def _references(contents: Contents) -> list[str]:
         if _whole(row["text"]) not in texts:
             problems.append(f"scores.csv: row {number}: text {row['text']!r} is not in "
                             f"texts.jsonl")
+    problems += audit_records.reference_problems(
+        contents.lines, {row["id"]: row for row in contents.lines["texts.jsonl"]}, slugs)
     shown = {text.get("id") for text in contents.snapshot.get("texts", [])
              if isinstance(text, dict)}
     problems += [f"snapshot.json: text {text_id} is not in texts.jsonl"
@@ -646,6 +679,9 @@ def _write(contents: Contents, user) -> ImportResult:
         TextScore(release=release, generation_id=text_ids[_whole(row["text"])],
                   **{name: _score_value(name, row[name]) for name in tables.SCORE_FIELDS})
         for row in contents.scores)
+    audited = {}
+    if any(table.file in contents.manifest["files"] for table, _ in tables.AUDIT_TABLES):
+        audited = audit_records.audit_records_write(contents.lines, release, text_ids, _fields)
     Publication.objects.create(
         release=release, published_at=meta["published_at"], config_hash=meta["config_hash"],
         snapshot=contents.snapshot, snapshot_hash=meta["snapshot_hash"],
@@ -667,7 +703,7 @@ def _write(contents: Contents, user) -> ImportResult:
               "reader responses": len(contents.lines["reader_responses.jsonl"]),
               "agent runs": len(contents.lines["transcripts.jsonl"]),
               "cross-examination turns": len(contents.lines["crossexam.jsonl"]),
-              "scores": len(contents.scores)}
+              "scores": len(contents.scores), **audited}
     return ImportResult(release, created=True, kind=contents.manifest["kind"], counts=counts,
                         provenance=provenance)
 

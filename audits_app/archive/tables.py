@@ -10,6 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from audits_app.csv_files import PLAIN_NUMBER
+from audits_app.models import (
+    HumanReaderResult,
+    OutOfBandAudit,
+    OutOfBandVerdict,
+    SpotCheck,
+    SpotCheckBatch,
+    SpotCheckCorrection,
+    SpotCheckItem,
+)
 from runs_app.models import (
     AgentRun,
     CrossExamTurn,
@@ -62,6 +71,42 @@ CLAIM_COLUMNS = ("verdict", "position", "quote", "label", "basis")
 # Messages of an agent run that are prompts, not answers: withheld from a public archive (a
 # prompt may hold a scenario's labelled or confidential material).
 PROMPT_ROLES = ("system", "user")
+
+
+# The audit records, in staff archives only (`audits_app.archive.audit_records`), in the order
+# they are written and read: a file refers only to those before it. Besides `id`, a row names
+# `text` (the archive's text id), `scenario` (slug), the rows of the files before it by their
+# `id` there (`batch`, `item`, `audit`, `spot_check`), and people by the user name the
+# exporting instance gave them (`created_by`, `auditor`, `made_by`, `imported_by`): never an
+# e-mail address or a password.
+BATCHES = Table("spotcheck_batches.jsonl", SpotCheckBatch, (
+    "name", "seed", "size", "disagreement_weight", "double_code_share", "left_out_public",
+    "created_at"))
+ITEMS = Table("spotcheck_items.jsonl", SpotCheckItem, (
+    "stratum", "jury_class", "jurors_disagreed", "double_coded", "position"))
+OOB_AUDITS = Table("oob_audits.jsonl", OutOfBandAudit, (
+    "auditor_name", "organisation", "audited_on", "method", "source_name", "content_hash",
+    "imported_at"))
+SPOTCHECKS = Table("spotchecks.jsonl", SpotCheck, (
+    "status", "claim_labels", "facts_conveyed", "techniques", "agrees_with_jury", "note",
+    "out_of_band", "completed_at"))
+CORRECTIONS = Table("spotcheck_corrections.jsonl", SpotCheckCorrection, (
+    "made_at", "changes", "state", "reason"))
+OOB_VERDICTS = Table("oob_verdicts.jsonl", OutOfBandVerdict, (
+    "row_number", "claim_position", "label", "agrees_with_jury", "note"))
+HUMAN_READERS = Table("human_readers.jsonl", HumanReaderResult, (
+    "stimulus", "reader", "attitude", "knowledge", "imported_at"))
+# Each table's references: the row's key and what it names ("person": a user name or null).
+AUDIT_TABLES: tuple[tuple[Table, dict[str, str]], ...] = (
+    (BATCHES, {"created_by": "person"}),
+    (ITEMS, {"batch": "batch", "text": "text"}),
+    (OOB_AUDITS, {"imported_by": "person"}),
+    (SPOTCHECKS, {"text": "text", "item": "item", "audit": "audit", "auditor": "person"}),
+    (CORRECTIONS, {"spot_check": "spot_check", "made_by": "person"}),
+    (OOB_VERDICTS, {"audit": "audit", "spot_check": "spot_check", "text": "text"}),
+    (HUMAN_READERS, {"scenario": "scenario", "text": "text"}),
+)
+AUDIT_FILES = tuple(table.file for table, _ in AUDIT_TABLES)
 
 
 def json_line(row: dict[str, Any]) -> str:

@@ -11,6 +11,11 @@ section 8, and the database's triggers, baitbench_site.immutability): the publis
 froze the agreement figures they feed. Once the jury's verdict has been revealed to an auditor,
 their check changes only through a `SpotCheckCorrection`.
 
+A release imported from a staff archive (`audits_app.archive.load`) carries these records as
+they were made, but not the logins that made them: its spot-checks, corrections, batches and
+audits name those people in `*_name` fields (the user names the exporting instance gave them)
+and leave the user fields empty.
+
 Claim labels are keyed by the claim's position (1-based) in the text's *jury claim list*: the
 distinct quotes the jurors extracted, in order of first appearance (see
 `audits_app.spotchecks.selectors.jury_claims`).
@@ -23,6 +28,12 @@ from django.db import models
 
 from audits_app.text_codes import text_code
 from runs_app.models import Claim, Generation, PublishedGuard, Release
+
+# A release imported from an archive (`audits_app.archive.load`) keeps who made its records
+# as the exporting instance named them: a login of the same name here may be someone else, and
+# linking it would put another person's verdicts in that login's queue.
+PERSON_NAME_HELP = ("Who, by the user name the instance the release was imported from gave "
+                    "them; empty when the login is here (the user field).")
 
 __all__ = [
     "SpotCheckBatch", "SpotCheckItem", "SpotCheck", "SpotCheckCorrection", "OutOfBandAudit",
@@ -51,6 +62,7 @@ class SpotCheckBatch(PublishedGuard):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    created_by_name = models.CharField(max_length=150, blank=True, help_text=PERSON_NAME_HELP)
 
     class Meta:
         ordering = ["-created_at"]
@@ -100,6 +112,7 @@ class SpotCheck(PublishedGuard):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
         related_name="spot_checks",
     )
+    auditor_name = models.CharField(max_length=150, blank=True, help_text=PERSON_NAME_HELP)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ASSIGNED)
     # [{"position": 1, "quote": "...", "label": "supported"}, ...] in jury claim list order.
     claim_labels = models.JSONField(default=list, blank=True)
@@ -127,7 +140,7 @@ class SpotCheck(PublishedGuard):
 
     def __str__(self) -> str:
         # The text by its keyed code, never its id: a title must not help place its writer.
-        who = self.audit.auditor_name if self.audit_id else self.auditor
+        who = self.audit.auditor_name if self.audit_id else (self.auditor or self.auditor_name)
         code = text_code(self.release.code, self.generation_id)
         return f"spot-check {self.pk} of text {code} by {who}"
 
@@ -151,8 +164,10 @@ class SpotCheckCorrection(PublishedGuard):
                                 related_name="spotcheck_corrections")
     spot_check = models.ForeignKey(SpotCheck, on_delete=models.CASCADE,
                                    related_name="corrections")
-    made_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
-                                related_name="+")
+    # Empty only in a release imported from an archive: then `made_by_name` says who.
+    made_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                on_delete=models.PROTECT, related_name="+")
+    made_by_name = models.CharField(max_length=150, blank=True, help_text=PERSON_NAME_HELP)
     made_at = models.DateTimeField(auto_now_add=True)
     # What a reader is shown: [{"field": "claim 2", "before": "supported", "after": ...}, ...]
     changes = models.JSONField()
@@ -189,6 +204,7 @@ class OutOfBandAudit(PublishedGuard):
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    imported_by_name = models.CharField(max_length=150, blank=True, help_text=PERSON_NAME_HELP)
 
     class Meta:
         ordering = ["-imported_at"]

@@ -166,7 +166,8 @@ def audit_date_problem(release: Release, audited_on: dt.date) -> str:
 
 def _already_imported(audit: OutOfBandAudit) -> str:
     when = timezone.localtime(audit.imported_at).date().isoformat()
-    who = audit.imported_by.get_username() if audit.imported_by else "an unknown user"
+    who = (audit.imported_by.get_username() if audit.imported_by
+           else audit.imported_by_name or "an unknown user")
     return (f"this file was already imported on {when} by {who} as import #{audit.pk}: "
             "nothing was imported again")
 

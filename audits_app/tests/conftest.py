@@ -29,20 +29,23 @@ def calibrated(small_demo_release):
     return calibrated_create(small_demo_release)
 
 
-def published_create() -> Release:
+def published_create(code: str = "arc.0", before_publishing=None) -> Release:
     """Release arc.0: demo.0's models on one public and one held-out scenario, T1 and T4
-    under C0 and C2, run through every stage and published (the scenarios imported)."""
+    under C0 and C2, run through every stage and published (the scenarios imported);
+    `before_publishing(release)` adds to it what it should hold when it is published."""
     from runs_app.schemas import ReleaseConfig
     from runs_app.services import release_config_from_file, release_create
 
     scenario_apply(document=scenario_document(HELD_OUT, visibility="held-out"))
     data = release_config_from_file(settings.RELEASES_DIR / "demo.0.yaml").model_dump()
-    data.update(code="arc.0", scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
+    data.update(code=code, scenarios=[PUBLIC, HELD_OUT], tasks=["T1", "T4"],
                 conditions=["C0", "C2"], bootstrap={"seed": 3, "resamples": 200, "level": 0.95},
                 arena={"held_share": 0}, reading_studies={"held_share": 0})  # every text public
     release_create(config=ReleaseConfig.model_validate(data))
-    call_command("run_release", "arc.0", "--sync", stdout=io.StringIO(), stderr=io.StringIO())
-    release = Release.objects.get(code="arc.0")
+    call_command("run_release", code, "--sync", stdout=io.StringIO(), stderr=io.StringIO())
+    release = Release.objects.get(code=code)
+    if before_publishing is not None:
+        before_publishing(release)
     release_publish(release=release)
     release.refresh_from_db()
     return release
@@ -58,6 +61,21 @@ def kept_published(request, kept_scenarios, django_db_blocker):
 def published(kept_published, imported_scenarios):
     """Release arc.0 (`published_create`), published."""
     return copy.deepcopy(kept_published)
+
+
+@pytest.fixture(scope="module")
+def kept_audited(request, kept_scenarios, django_db_blocker):
+    """Kept: release aud.0, as arc.0 but published with every kind of audit record
+    (audits_app/tests/audit_records.py)."""
+    from audits_app.tests.audit_records import audited_create
+
+    yield from world_kept(request, django_db_blocker, audited_create)
+
+
+@pytest.fixture
+def audited(kept_audited, imported_scenarios):
+    """Release aud.0 (`audit_records.audited_create`), published."""
+    return copy.deepcopy(kept_audited)
 
 
 @pytest.fixture(scope="module")

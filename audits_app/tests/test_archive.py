@@ -11,20 +11,13 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tracemalloc
-import uuid
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.test import Client
 
 from audits_app import http_cache
@@ -32,7 +25,17 @@ from audits_app.archive import tables
 from audits_app.archive.export import WITHHELD_NOTE, release_archive
 from audits_app.archive.load import ArchiveError, release_import
 from audits_app.models import Publication, ReleaseImport
-from audits_app.tests.archives import HELD_OUT, PUBLIC, files_of, forge, recoded, rezip
+from audits_app.tests.archives import (
+    HELD_OUT,
+    PUBLIC,
+    empty_instance,
+    files_of,
+    forge,
+    manage,
+    recoded,
+    refused_lines,
+    rezip,
+)
 from baitbench_site.immutability import ImmutableError
 from runs_app.models import Generation, Release, ReleaseStatus
 from scenarios_app.models import Scenario, ScenarioVersion
@@ -69,51 +72,6 @@ def migrated(django_db_setup, migrated_scratch) -> str:
     order, so each side must be the same kind), migrated once a session (conftest.py): each
     other instance starts from a copy of it, as it would from `manage.py migrate` (its URL)."""
     return migrated_scratch.url
-
-
-@contextmanager
-def empty_instance(tmp_path: Path, migrated: str, *,
-                   trusting: str = "") -> Iterator[dict[str, str]]:
-    """The environment of another instance: a copy of the `migrated` empty database, which
-    trusts the archive key `trusting` (a public key line)."""
-    if connection.vendor == "sqlite":
-        path = tmp_path / "other.sqlite3"
-        shutil.copyfile(migrated.removeprefix("sqlite:///"), path)
-        url, cleanup = f"sqlite:///{path}", None
-    else:
-        url, cleanup = _postgres_database(template=migrated.rsplit("/", 1)[1])
-    env = {**os.environ, "DATABASE_URL": url, "BAITBENCH_DEV": "1",
-           "BAITBENCH_ARCHIVE_TRUSTED_KEYS": trusting}
-    try:
-        yield env
-    finally:
-        if cleanup:
-            cleanup()
-
-
-def _postgres_database(template: str = ""):
-    import psycopg
-
-    params = connection.settings_dict
-    name = f"{params['NAME']}_other_{uuid.uuid4().hex[:8]}"
-    server = (f"postgres://{params['USER']}:{params['PASSWORD'] or ''}@{params['HOST']}:"
-              f"{params['PORT'] or 5432}")
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template
-                                                      else ""))
-
-    def drop():
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return f"{server}/{name}", drop
-
-
-def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR,
-                            env=env, capture_output=True, text=True, timeout=600)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 def answers_there(env: dict[str, str], urls: list[str], staff_urls: tuple[str, ...] = ()
@@ -435,12 +393,6 @@ def test_malformed_fields_and_oversized_members_are_one_line_each(published):
     assert refused(rezip({**files, "manifest.json": json.dumps(manifest).encode()})) == [
         f"claims.csv: {len(files['claims.csv'])} bytes in the archive, the manifest says 10"]
     assert Release.objects.count() == 1 and not ReleaseImport.objects.exists()
-
-
-def refused_lines(archive: bytes) -> list[str]:
-    with pytest.raises(ArchiveError) as error:
-        release_import(data=archive, source="a.zip")
-    return error.value.lines
 
 
 def copy_archive(release: Release) -> bytes:
