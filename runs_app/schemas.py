@@ -350,7 +350,22 @@ def _held_shares_fit(values: dict) -> list[Problem]:
     return []
 
 
+def _named_once(values: dict) -> list[Problem]:
+    """A scenario, model, task or condition listed twice would be run, paid for and counted
+    twice (a scenario twice also broke the release's creation with a database error)."""
+    problems = []
+    for name in ("scenarios", "models", "writers", "jurors", "tasks", "conditions"):
+        seen: set[str] = set()
+        for index, item in enumerate(values[name]):
+            key = item["id"] if name == "models" else str(item).split("@", 1)[0]
+            if key in seen:
+                problems.append(Problem(f"{name}[{index}]", f"{key} is listed twice"))
+            seen.add(key)
+    return problems
+
+
 RULES: tuple[tuple[Callable[[dict], list[Problem]], tuple[str, ...]], ...] = (
+    (_named_once, ("scenarios", "models", "writers", "jurors", "tasks", "conditions")),
     (_declared, ("models", "writers", "jurors", "reader", "journalist")),
     (_jury_families, ("models", "jurors")),
     (_reader_family, ("models", "writers", "reader")),

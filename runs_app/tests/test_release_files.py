@@ -219,3 +219,24 @@ def test_a_whole_number_written_as_text_or_as_a_whole_float_is_still_read():
     demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
     config, problems = release_document_problems(demo | {"variants": "2", "max_attempts": 4.0})
     assert problems == [] and (config.variants, config.max_attempts) == (2, 4)
+
+
+def test_a_release_file_listing_a_scenario_or_model_twice_is_refused_by_name_in_the_admin(
+    client, imported_scenarios,
+):
+    """A scenario listed twice broke the release's creation with a database error (a 500);
+    a writer, juror, task or condition twice would be run and paid for twice."""
+    demo = yaml_files.safe_load((Path(settings.RELEASES_DIR) / "demo.0.yaml").read_text())
+    scenario, writer = demo["scenarios"][0], demo["writers"][1]
+    demo |= {"code": "twice.0", "scenarios": [*demo["scenarios"], f"{scenario}"],
+             "writers": [*demo["writers"], writer], "conditions": ["C0", "C1", "C0"]}
+    client.force_login(make_staff("olga", "operator"))
+    response = client.post("/admin/runs_app/release/add/",
+                           {"config_yaml": yaml.safe_dump(demo, sort_keys=False)})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["config_yaml"] == [
+        f"scenarios[{len(demo['scenarios']) - 1}]: {scenario} is listed twice",
+        f"writers[{len(demo['writers']) - 1}]: {writer} is listed twice",
+        "conditions[2]: C0 is listed twice",
+    ]
+    assert not Release.objects.filter(code="twice.0").exists()
