@@ -23,6 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 from scenarios_app.files import (
     MAX_FILE_BYTES,
     SUFFIXES,
+    dump_scenario,
     members_left_out,
     read_zip,
     size_against,
@@ -230,8 +231,16 @@ class ScenarioDocumentCheck:
         return scenario_document(_SubmittedScenario(self.scenario, parts))
 
     def run(self) -> list[str]:
-        _, problems = validate_scenario_document(self.document())
+        document, problems = validate_scenario_document(self.document())
         self.problems = [f"{problem.path}: {problem.message}" for problem in problems]
+        if document is not None:
+            # The limit an upload has, on the file this scenario exports as: a scenario
+            # saved here must come back through its own download and `import_scenarios`.
+            size = len(dump_scenario(document).encode())
+            if size > MAX_FILE_BYTES:
+                self.problems.append(
+                    f"too large as a scenario file ({size_against(size, MAX_FILE_BYTES)}): "
+                    "shorten its texts; a larger file could not be uploaded or imported again")
         return self.problems
 
 

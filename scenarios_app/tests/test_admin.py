@@ -151,6 +151,23 @@ def test_it_refuses_an_edit_that_breaks_a_rule_and_changes_nothing(curator_clien
     assert version_numbers(scenario) == [1]
 
 
+def test_an_edit_that_makes_the_scenario_file_too_large_is_refused(curator_client):
+    """The 256 KB an upload may have holds for an edit too: a larger scenario could be saved
+    but never downloaded and imported again."""
+    scenario = make_scenario()
+    data = change_form_data(curator_client, scenario)
+    data["situation"] = "The plant was inspected again. " * 9_000  # about 280 KB
+
+    response = curator_client.post(change_url(scenario), data)
+
+    assert response.status_code == 200
+    page = html.unescape(response.content.decode()).replace("\xa0", " ")
+    assert "too large as a scenario file (" in page and "the limit is 256.0 KB)" in page
+    assert version_numbers(scenario) == [1]
+    scenario.refresh_from_db()
+    assert len(scenario.situation) < 10_000
+
+
 def test_the_correct_answer_is_a_radio_button_beside_each_option(curator_client):
     scenario = make_scenario()
     question = KnowledgeQuestion.objects.get(scenario=scenario, position=1)
