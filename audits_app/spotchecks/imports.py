@@ -200,7 +200,8 @@ def _check_oob_rows(table: csv_files.Table, texts: dict[int, JuryText], codes: d
             result.problems.append(
                 f"row {row.number}, column claim: this auditor's verdict on this claim was "
                 f"imported before (import #{earlier[key]}); each verdict counts once, so leave "
-                "the row out (to correct it, delete that import and import again)")
+                "the row out (to correct one, an administrator deletes that import before "
+                "publication and the corrected file is imported again)")
         seen.add(key)
         parsed.append(entry)
     if not parsed and not result.problems:
