@@ -1,9 +1,10 @@
 """Held texts stay held in the audit records too: a spot-check of a text the release now holds
-for its arena or reading studies, its batch item, correction, out-of-band row and reader result
-name the text's writer (a stratum, "Written by") or quote it (claim labels), so in the admin
-and on the review screens they are absent for everyone but publishers until the holder
-reveals the texts, as the generation admin and the public pages leave the texts out; the
-figures (a batch's size and checks done) stay as they were (user tryout on demo.0)."""
+for its arena or reading studies, its batch item, correction, out-of-band row, reader result
+and contamination finding name the text's writer (a stratum, "Written by") or quote it (claim
+labels, an excerpt), so in the admin and on the review screens they are absent for everyone
+but publishers until the holder reveals the texts, as the generation admin and the public
+pages leave the texts out; the figures (a batch's size and checks done) stay as they were
+(user tryout on demo.0)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,17 @@ from audits_app.spotchecks.imports import oob_audit_import
 from audits_app.spotchecks.selectors import jury_texts
 from audits_app.tests.juries import jury_verdicts_write
 from audits_app.text_codes import text_code
-from runs_app.models import Generation, Release
+from runs_app.models import (
+    ContaminationCheck,
+    ContaminationFinding,
+    FindingKind,
+    Generation,
+    Release,
+)
 
 CODE = "checked.0"
 PUBLIC = ("greenvale-listeria", "cobaltcloud-breach")
+CANDID = "fixture/candid"
 HELD_NOTE = "of texts a published release holds for its arena or reading studies"
 
 
@@ -65,6 +73,16 @@ def _audit_records(release: Release) -> None:
                   f"{slug},none,p1,4,4,4,0,0,dk,1"]
     read = human_readers_import(release=release, csv_text="\n".join(lines) + "\n")
     assert read.ok, read.problems
+    # A contamination check that found every candid text repeating its scenario's file: each
+    # finding quotes the text and names its writer.
+    check = ContaminationCheck.objects.create(release=release)
+    ContaminationFinding.objects.bulk_create(
+        ContaminationFinding(contamination_check=check, model=text.model.openrouter_id,
+                             scenario=text.scenario_version.scenario,
+                             kind=FindingKind.OUTPUT_OVERLAP, evidence=text.text[:80],
+                             source=f"generation {text.pk}", source_release=release.code)
+        for text in Generation.objects.filter(release=release, model__openrouter_id=CANDID)
+        .select_related("model", "scenario_version__scenario"))
 
 
 def _checked_release(holder: Holder) -> Release:
@@ -97,8 +115,8 @@ def _words(page: str) -> str:
     return " ".join(page.split())
 
 
-def _linked(page: str, model: str) -> set[int]:
-    return {int(pk) for pk in re.findall(rf"/admin/audits_app/{model}/(\d+)/change/", page)}
+def _linked(page: str, model: str, app: str = "audits_app") -> set[int]:
+    return {int(pk) for pk in re.findall(rf"/admin/{app}/{model}/(\d+)/change/", page)}
 
 
 def _admin_sees(client, release: Release, held_ids: set[int]) -> dict[str, bool]:
@@ -128,6 +146,18 @@ def _admin_sees(client, release: Release, held_ids: set[int]) -> dict[str, bool]
     assert client.get(f"/admin/audits_app/spotcheck/{open_check.pk}/change/").status_code == 200
     assert _linked(check_list, "spotcheck") - held_checks, "the other checks are listed"
     assert _linked(reader_list, "humanreaderresult") - held_readers
+    findings = ContaminationFinding.objects.filter(contamination_check__release=release)
+    held_findings = {finding.pk for finding in findings
+                     if int(finding.source.split()[1]) in held_ids}
+    held_excerpts = {" ".join(finding.evidence.split()) for finding in findings
+                     if finding.pk in held_findings}
+    assert held_findings and held_findings != set(findings.values_list("pk", flat=True))
+    finding_list = html.unescape(client.get("/admin/runs_app/contaminationfinding/",
+                                            {"all": ""}).content.decode())
+    check_page = html.unescape(client.get(
+        f"/admin/runs_app/contaminationcheck/{release.contamination_check.pk}/change/"
+    ).content.decode())
+    assert _linked(finding_list, "contaminationfinding", "runs_app") - held_findings
     held_check = client.get(f"/admin/audits_app/spotcheck/{min(held_checks)}/change/")
     held_check_page = html.unescape(held_check.content.decode())
     return {
@@ -142,6 +172,12 @@ def _admin_sees(client, release: Release, held_ids: set[int]) -> dict[str, bool]
         "audit rows": bool(held_codes & set(re.findall(r"t[0-9a-f]{12}", audit_page))),
         "audit note": HELD_NOTE in audit_page,
         "reader list": bool(_linked(reader_list, "humanreaderresult") & held_readers),
+        "finding list": bool(_linked(finding_list, "contaminationfinding", "runs_app")
+                             & held_findings),
+        "finding excerpts": any(excerpt in _words(finding_list + check_page)
+                                for excerpt in held_excerpts),
+        "finding page": client.get(f"/admin/runs_app/contaminationfinding/{min(held_findings)}"
+                                   f"/change/").status_code == 200,
         "reader page": client.get(f"/admin/audits_app/humanreaderresult/{min(held_readers)}"
                                   f"/change/").status_code == 200,
     }
@@ -162,7 +198,8 @@ def test_the_admin_shows_no_audit_record_of_a_held_text_but_to_publishers(
     assert SpotCheckItem.objects.filter(batch__release=checked, generation_id__in=held_ids)
     assert OutOfBandVerdict.objects.filter(audit__release=checked, generation_id__in=held_ids)
     nothing = dict.fromkeys(("batch items", "check list", "check page", "check history",
-                             "claim quotes", "audit rows", "reader list", "reader page"), False)
+                             "claim quotes", "audit rows", "reader list", "reader page",
+                             "finding list", "finding excerpts", "finding page"), False)
     for role in ("curator", "operator"):
         client.force_login(staff_user(role, role))
         assert _admin_sees(client, checked, held_ids) == {
