@@ -7,7 +7,12 @@ checking blind shows them neither its writer nor its jury class: auditors cannot
 verdicts or sampled items at all, and anyone else with a pending check in a release sees none
 of its texts in the generation admin (no gaps to read) and `BLIND` for the stratum and jury
 class of every item of its batches (no neighbours to read). Texts are named by keyed codes,
-never by ids (`__str__` of these rows names neither writer nor id, either).
+never by ids (`__str__` of these rows names neither writer nor id, either). A text a published
+release holds for its arena or reading studies is absent for everyone but publishers, until
+its holder reveals it (`viewer.withheld_texts`): no spot-check, sampled item, correction,
+out-of-band row or reader result of it is listed or opened, since their strata name its
+writer and their claim labels quote it; the figures (a batch's size and checks done, an
+audit's rows) are counted as before.
 """
 
 from __future__ import annotations
@@ -63,6 +68,29 @@ runs_admin.HIDDEN_GENERATIONS.append(lambda request: blinded_texts(request.user)
 runs_admin.HIDDEN_GENERATIONS.append(lambda request: withheld_texts(request.user))
 
 
+def without_held(queryset: QuerySet, request: HttpRequest, generation: str = "generation"
+                 ) -> QuerySet:
+    """The rows whose text (the field `generation`) is not held from this person: the records
+    of a held text name its writer (a stratum) or quote it (claim labels), as its generation
+    admin page would."""
+    return queryset.exclude(**{f"{generation}__in": withheld_texts(request.user)})
+
+
+def held_count(related: str, request: HttpRequest) -> Count:
+    """How many of a record's `related` rows (each with a `generation`) are of texts held from
+    this person: the change page says how many its list leaves out, by number alone (as the
+    public pages do), while its figures count them all."""
+    return Count(related, distinct=True,
+                 filter=Q(**{f"{related}__generation__in": withheld_texts(request.user)}))
+
+
+def held_words(count: int, noun: str) -> str:
+    if not count:
+        return "none"
+    return (f"{count} {noun}{'s' if count != 1 else ''}, of texts a published release holds "
+            f"for its arena or reading studies: listed once the texts are made public")
+
+
 class ReadOnlyInline(admin.TabularInline):
     extra = 0
     can_delete = False
@@ -115,8 +143,8 @@ class SpotCheckItemInline(ReadOnlyInline):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # Blind for the whole batch: a pending item between neighbours whose strata show
         # would be placed by them.
-        return super().get_queryset(request).select_related("batch__release").annotate(
-            blind=Exists(blinded_releases(request.user).filter(release_id=OuterRef(
+        return without_held(super().get_queryset(request), request).select_related(
+            "batch__release").annotate(blind=Exists(blinded_releases(request.user).filter(release_id=OuterRef(
                 "batch__release_id"))))
 
     @admin.display(description="text")
@@ -142,17 +170,23 @@ class SpotCheckBatchAdmin(EvidenceAdmin):
     list_filter = ("release",)
     list_select_related = ("release",)
     fields = ("release", "name", "seed", "size", "disagreement_weight", "double_code_share",
-              "created_at", "created_by", "created_by_name")
+              "created_at", "created_by", "created_by_name", "held_items")
     readonly_fields = fields
     inlines = [SpotCheckItemInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(
-            checks_done=Count("items__checks", filter=Q(items__checks__status="done")))
+            checks_done=Count("items__checks", filter=Q(items__checks__status="done")),
+            items_held=held_count("items", request))
 
     @admin.display(description="spot-checks done", ordering="checks_done")
     def done_count(self, batch: SpotCheckBatch) -> int:
         return batch.checks_done
+
+    @admin.display(description="items not listed")
+    def held_items(self, batch: SpotCheckBatch) -> str:
+        return held_words(batch.items_held, "item")
+
 
 
 class SpotCheckCorrectionInline(ReadOnlyInline):
@@ -163,6 +197,9 @@ class SpotCheckCorrectionInline(ReadOnlyInline):
     fields = ("made_at", "made_by", "made_by_name", "what_changed", "reason")
     readonly_fields = fields
     verbose_name_plural = "corrections after the reveal (the blind verdict above is kept)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return without_held(super().get_queryset(request), request, "spot_check__generation")
 
     @admin.display(description="what changed")
     def what_changed(self, correction: SpotCheckCorrection) -> SafeString:
@@ -183,8 +220,8 @@ class SpotCheckAdmin(EvidenceAdmin):
     inlines = [SpotCheckCorrectionInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request).select_related("item__batch__release").annotate(
-            corrections_made=Count("corrections"))
+        queryset = without_held(super().get_queryset(request), request).select_related(
+            "item__batch__release").annotate(corrections_made=Count("corrections"))
         if sees_only_own_checks(request.user):
             queryset = queryset.filter(auditor=request.user)
         return queryset
@@ -211,7 +248,8 @@ class OutOfBandVerdictInline(ReadOnlyInline):
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).select_related("audit__release")
+        return without_held(super().get_queryset(request), request).select_related(
+            "audit__release")
 
     @admin.display(description="text")
     def text(self, verdict: OutOfBandVerdict) -> str:
@@ -224,12 +262,17 @@ class OutOfBandAuditAdmin(EvidenceAdmin):
     list_filter = ("release",)
     list_select_related = ("release",)
     fields = ("release", "auditor_name", "organisation", "audited_on", "method", "source_name",
-              "content_hash", "imported_at", "imported_by", "imported_by_name")
+              "content_hash", "imported_at", "imported_by", "imported_by_name", "held_rows")
     readonly_fields = fields
     inlines = [OutOfBandVerdictInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).annotate(rows=Count("verdicts"))
+        return super().get_queryset(request).annotate(rows=Count("verdicts", distinct=True),
+                                                      rows_held=held_count("verdicts", request))
+
+    @admin.display(description="rows not listed")
+    def held_rows(self, audit: OutOfBandAudit) -> str:
+        return held_words(audit.rows_held, "row")
 
     @admin.display(description="rows", ordering="rows")
     def row_count(self, audit: OutOfBandAudit) -> int:
@@ -244,6 +287,10 @@ class HumanReaderResultAdmin(EvidenceAdmin):
     fields = ("release", "scenario_slug", "stimulus", "text", "reader", "attitude", "knowledge",
               "imported_at")
     readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # A reading study's reader on a held text: the row names the text (its stimulus).
+        return without_held(super().get_queryset(request), request)
 
 
 # The arena registers its own admin (audits_app/arena/admin.py).

@@ -5,18 +5,42 @@ contamination checks with their findings and probes. They are written by the com
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
 from runs_app.models import (
     CANARY_KINDS,
+    AgentRun,
     ContaminationCheck,
     ContaminationFinding,
     ContaminationProbe,
+    GenerationAttempt,
     ReaderTrial,
     TrialReading,
     WorkStatus,
 )
+
+
+def findings_shown(request: HttpRequest, findings: QuerySet) -> QuerySet:
+    """The findings but those in a text the generation admin hides from this person (a text
+    held for an arena or reading study, one they check blind): a finding names the writer of
+    the output it quotes (`contamination_services.stored_outputs`: the text, its attempts and
+    its cross-examination's spokesperson turns)."""
+    from runs_app.admin import HIDDEN_GENERATIONS  # that module imports this one at its end
+
+    texts: set[int] = set()
+    for hidden in HIDDEN_GENERATIONS:
+        texts |= set(hidden(request).values_list("pk", flat=True))
+    if not texts:
+        return findings
+    sources = {f"generation {pk}" for pk in texts} | {
+        f"attempt {pk}" for pk in GenerationAttempt.objects.filter(
+            generation_id__in=texts).values_list("pk", flat=True)}
+    turns = tuple(f"{AgentRun.Kind.CROSSEXAM} run {pk} turn " for pk in AgentRun.objects.filter(
+        generation_id__in=texts, kind=AgentRun.Kind.CROSSEXAM).values_list("pk", flat=True))
+    held = [pk for pk, source in findings.values_list("pk", "source")
+            if source in sources or (turns and source.startswith(turns))]
+    return findings.exclude(pk__in=held)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -80,6 +104,9 @@ class FindingInline(ReadOnlyInline):
     model = ContaminationFinding
     fields = ["model", "scenario", "kind", "evidence", "source", "source_release"]
 
+    def get_queryset(self, request: HttpRequest):
+        return findings_shown(request, super().get_queryset(request))
+
 
 @admin.register(ContaminationCheck)
 class ContaminationCheckAdmin(ReadOnlyAdmin):
@@ -115,6 +142,9 @@ class ContaminationFindingAdmin(ReadOnlyAdmin):
     list_filter = ["kind", "model"]
     list_select_related = ["scenario", "contamination_check__release"]
     search_fields = ["model", "scenario__slug", "evidence"]
+
+    def get_queryset(self, request: HttpRequest):
+        return findings_shown(request, super().get_queryset(request))
 
 
 @admin.register(ContaminationProbe)

@@ -2,7 +2,9 @@
 
 Blind by default: until an auditor has saved a verdict on an item, its page carries neither the
 writing model nor the jury's labels, facts or techniques (the jury's claims are shown as spans to
-label, without their labels)."""
+label, without their labels). A text a published release holds for its arena or reading studies
+is absent from every review screen for whoever does not publish, a checked one too
+(`_held_from`), until its holder reveals it."""
 
 from __future__ import annotations
 
@@ -62,13 +64,16 @@ def staff_required(view):
 @auditor_required
 def queue(request: HttpRequest) -> HttpResponse:
     batches: dict[int, dict] = {}
-    for check in selectors.auditor_queue(request.user):
+    held = _held_everywhere(request)
+    for check in selectors.auditor_queue(request.user, leave_out=held):
         batch = check.item.batch
         entry = batches.setdefault(batch.pk, {"batch": batch, "checks": [], "done": 0})
         entry["checks"].append(check)
         entry["done"] += check.is_done
+    held_checks = SpotCheck.objects.filter(auditor=request.user, item__isnull=False,
+                                           generation_id__in=held).count() if held else 0
     return render(request, "review/queue.html", {
-        "batches": list(batches.values()),
+        "batches": list(batches.values()), "held_checks": held_checks,
         "next": selectors.next_pending(request.user),
         "releases": [_release_actions(release, request.user)
                      for release in Release.objects.exclude(status="draft").order_by("code")],
@@ -120,11 +125,18 @@ def _fact_choices(facts: list[dict]) -> list[tuple[str, str]]:
 
 def _own_check(request: HttpRequest, pk: int) -> SpotCheck:
     # Another auditor's check is a 404: its existence, writer and labels are not theirs to see.
-    return get_object_or_404(
+    check = get_object_or_404(
         SpotCheck.objects.select_related("generation__model", "generation__scenario_version",
                                          "release", "item__batch"),
         pk=pk, auditor=request.user,
     )
+    # So is a check of a text its release now holds for the arena or reading studies, to
+    # whoever does not publish, until the holder reveals it: the auditor who checked it
+    # before publication would otherwise read it here with its writer while the arena shows
+    # it blind (as the public pages, where it is a 404 too).
+    if check.generation_id in _held_from(request, check.release):
+        raise Http404("No such spot-check.")
+    return check
 
 
 def _form_kwargs(check: SpotCheck, claims: list, facts: list[dict]) -> dict:
@@ -208,7 +220,8 @@ def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckFor
         "scenario": check.generation.scenario_version.content,
         "marked": marked_text(check.generation.text, claims),
         "claim_fields": [(claim, form[f"claim_{claim.position}"]) for claim in claims],
-        "form": form, "revealed": revealed, "progress": selectors.queue_progress(check),
+        "form": form, "revealed": revealed, "progress": selectors.queue_progress(
+            check, leave_out=_held_from(request, check.release)),
         "following": selectors.next_pending(request.user, after=check) if revealed else None,
         "corrections": list(check.corrections.select_related("made_by")),
     }
@@ -383,11 +396,17 @@ def csv_download(text: str, name: str) -> HttpResponse:
 def _held_from(request: HttpRequest, release: Release) -> set[int]:
     """The texts the release still holds for its arena or reading studies, unless this
     person publishes: the rule every public page follows (`viewer.withheld_texts`). Held
-    texts are left off the audit's list, worksheet and template, and their pages are a 404,
-    as on the public pages: an auditor who met one in the arena or a study would otherwise
-    find it here under its cell, with its jury's claims, and the public list's gaps would
-    name its writer."""
+    texts are left off the audit's list, worksheet and template and the review queue, and
+    their pages (the audit's, a spot-check's) are a 404, as on the public pages: an auditor
+    who met one in the arena or a study would otherwise find it here under its cell, with
+    its jury's claims (a spot-check's page with its writer too), and the public list's gaps
+    would name its writer."""
     return set(withheld_texts(request.user, release.pk).values_list("pk", flat=True))
+
+
+def _held_everywhere(request: HttpRequest) -> set[int]:
+    """`_held_from` for every published release at once (the review queue spans them)."""
+    return set(withheld_texts(request.user).values_list("pk", flat=True))
 
 
 @require_safe

@@ -312,10 +312,13 @@ def _text_level(release: Release, texts: dict[int, JuryText], clusters, counts,
 
 # --- review queue ---------------------------------------------------------------------------
 
-def auditor_queue(user) -> list[SpotCheck]:
-    """A person's assigned spot-checks, in batch order, pending ones first within a batch."""
+def auditor_queue(user, leave_out: Collection[int] = ()) -> list[SpotCheck]:
+    """A person's assigned spot-checks, in batch order, pending ones first within a batch,
+    but those of the texts left out (the texts published releases still hold from this
+    person: `pages.viewer.withheld_texts`)."""
     return list(
         SpotCheck.objects.filter(auditor=user, item__isnull=False)
+        .exclude(generation_id__in=leave_out)
         .select_related("item__batch__release", "generation__scenario_version__scenario")
         .order_by("item__batch__created_at", "item__batch_id", "item__position")
     )
@@ -330,14 +333,16 @@ class QueueProgress:
     done: int
 
 
-def queue_progress(check: SpotCheck) -> QueueProgress | None:
+def queue_progress(check: SpotCheck, leave_out: Collection[int] = ()) -> QueueProgress | None:
     """The check's place among its auditor's checks of the same batch, in the batch's order
-    (items are shuffled when the batch is drawn, so the place says nothing of the writer).
-    An out-of-band check has no batch and no place."""
+    (items are shuffled when the batch is drawn, so the place says nothing of the writer),
+    counting only the checks whose texts are not left out (as `auditor_queue`). An
+    out-of-band check has no batch and no place."""
     if check.item_id is None:
         return None
     rows = list(SpotCheck.objects.filter(auditor_id=check.auditor_id,
                                          item__batch_id=check.item.batch_id)
+                .exclude(generation_id__in=leave_out)
                 .order_by("item__position").values_list("pk", "status"))
     ids = [pk for pk, _ in rows]
     return QueueProgress(position=ids.index(check.pk) + 1, size=len(ids),
