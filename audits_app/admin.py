@@ -43,8 +43,8 @@ from baitbench_site.admin_refusals import (
     related_refusal,
 )
 from baitbench_site.roles import sees_only_own_checks
-from runs_app import admin as runs_admin
 from runs_app.admin_checks import ReadOnlyAdmin
+from runs_app.admin_hidden import HIDDEN_GENERATIONS
 from runs_app.models import Generation
 
 BLIND = "hidden: you are checking this text blind"
@@ -64,8 +64,8 @@ def blinded_texts(user) -> QuerySet:
 
 # The generation admin (runs_app) hides these texts from the person checking them, and held
 # texts from everyone but publishers.
-runs_admin.HIDDEN_GENERATIONS.append(lambda request: blinded_texts(request.user))
-runs_admin.HIDDEN_GENERATIONS.append(lambda request: withheld_texts(request.user))
+HIDDEN_GENERATIONS.append(lambda request: blinded_texts(request.user))
+HIDDEN_GENERATIONS.append(lambda request: withheld_texts(request.user))
 
 
 def without_held(queryset: QuerySet, request: HttpRequest, generation: str = "generation"

@@ -27,6 +27,7 @@ from baitbench_site.admin_refusals import (
     related_refusal,
 )
 from baitbench_site.roles import OPERATE_PERMISSION, may_see_draft
+from runs_app.admin_hidden import hidden_generations
 from runs_app.forms import ReleaseForm
 from runs_app.models import (
     AgentRun,
@@ -46,11 +47,6 @@ from runs_app.models import (
 from runs_app.selectors import format_eta, release_progress, release_row_counts
 from runs_app.services import release_create, release_retry_failed, release_update_config
 from runs_app.stages import available_stages
-
-# Texts hidden from a viewer, as querysets of generation ids. audits_app adds the texts a
-# person is checking blind (runs_app knows nothing of spot-checks: dependencies run one way).
-HIDDEN_GENERATIONS: list[Callable[[HttpRequest], QuerySet]] = []
-
 
 # ---------------------------------------------------------------------------------------
 # Claims marked in a text (pure: plain strings in, escaped HTML out)
@@ -313,10 +309,7 @@ class GenerationAdmin(OperateMixin, admin.ModelAdmin):
     change_form_template = "admin/runs_app/generation/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
-        for hidden in HIDDEN_GENERATIONS:
-            queryset = queryset.exclude(pk__in=hidden(request))
-        return queryset
+        return hidden_generations(request, super().get_queryset(request))
 
     @admin.display(description="scenario", ordering="scenario_version__scenario__slug")
     def scenario(self, generation: Generation) -> str:

@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
+from runs_app.admin_hidden import hidden_generation_ids
 from runs_app.models import (
     CANARY_KINDS,
     AgentRun,
@@ -26,11 +27,7 @@ def findings_shown(request: HttpRequest, findings: QuerySet) -> QuerySet:
     held for an arena or reading study, one they check blind): a finding names the writer of
     the output it quotes (`contamination_services.stored_outputs`: the text, its attempts and
     its cross-examination's spokesperson turns)."""
-    from runs_app.admin import HIDDEN_GENERATIONS  # that module imports this one at its end
-
-    texts: set[int] = set()
-    for hidden in HIDDEN_GENERATIONS:
-        texts |= set(hidden(request).values_list("pk", flat=True))
+    texts = hidden_generation_ids(request)
     if not texts:
         return findings
     sources = {f"generation {pk}" for pk in texts} | {
