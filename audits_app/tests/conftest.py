@@ -20,13 +20,22 @@ from scenarios_app.services import scenario_apply
 from tests.kept import world_kept
 
 
-@pytest.fixture
-def calibrated(small_demo_release):
-    """small_demo_release with every text read by two simulated positions and by two people
-    (audits_app/tests/calibration_world.py): the release and its texts."""
+@pytest.fixture(scope="module")
+def kept_calibrated(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): built once for a module's tests, which only read it or change a
+    row or two in their own savepoint (it cost a generate stage and a few hundred rows, some
+    three seconds, per test)."""
     from audits_app.tests.calibration_world import calibrated_create
 
-    return calibrated_create(small_demo_release)
+    yield from world_kept(request, django_db_blocker, lambda: calibrated_create(
+        copy.deepcopy(kept_small_demo_release)))
+
+
+@pytest.fixture
+def calibrated(kept_calibrated, small_demo_release):
+    """small_demo_release with every text read by two simulated positions and by two people
+    (audits_app/tests/calibration_world.py): the release and its texts."""
+    return copy.deepcopy(kept_calibrated)
 
 
 def published_create(code: str = "arc.0", before_publishing=None) -> Release:

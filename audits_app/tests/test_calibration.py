@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -16,6 +18,7 @@ from audits_app.statistics import agreement
 from runs_app.models import Generation, ReaderResponse, ReplyOutcome, Stimulus, WorkStatus
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
+from tests.kept import world_kept
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -31,22 +34,34 @@ def test_rank_correlations_equal_scipy(seed):
         stats.pearsonr(first, second).statistic)
 
 
-@pytest.fixture
-def read_release(small_demo_release):
-    drain(get_stage("generate"), small_demo_release)
+def read_release_create(release):
+    drain(get_stage("generate"), release)
     # In the order of their cells: text ids are planned in a random order, and the readers'
     # answers below follow this order.
-    generations = list(Generation.objects.filter(release=small_demo_release).select_related(
+    generations = list(Generation.objects.filter(release=release).select_related(
         "model", "scenario_version__scenario").order_by(
         "model__openrouter_id", "scenario_version__scenario__slug", "task", "condition",
         "variant"))
     for index, generation in enumerate(generations):
         ReaderResponse.objects.create(
-            release=small_demo_release, scenario_version=generation.scenario_version,
+            release=release, scenario_version=generation.scenario_version,
             stimulus=Stimulus.GENERATION, stimulus_key=str(generation.pk), generation=generation,
             position="P01", status=WorkStatus.DONE, outcome=ReplyOutcome.SCORED,
             attitude=[1 + index % 7, 4, 4], knowledge=[0, 1, None, 2])
-    return small_demo_release, generations
+    return release, generations
+
+
+@pytest.fixture(scope="module")
+def kept_read_release(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): generated and read once for the module's tests, each importing
+    in a savepoint of its own (built for each, a generate stage a test)."""
+    yield from world_kept(request, django_db_blocker, lambda: read_release_create(
+        copy.deepcopy(kept_small_demo_release)))
+
+
+@pytest.fixture
+def read_release(kept_read_release, small_demo_release):
+    return copy.deepcopy(kept_read_release)
 
 
 def reader_csv(generations, shift: int = 0) -> str:

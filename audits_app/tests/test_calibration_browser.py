@@ -20,6 +20,14 @@ def small_demo_release(transactional_db):
 
 
 @pytest.fixture
+def calibrated(small_demo_release):
+    """Made for each test, as its release is (audits_app/tests/conftest.py keeps its own)."""
+    from audits_app.tests.calibration_world import calibrated_create
+
+    return calibrated_create(small_demo_release)
+
+
+@pytest.fixture
 def published(calibrated):  # noqa: F811
     # Written before Playwright starts: its event loop makes the ORM refuse to run.
     release, _ = calibrated

@@ -3,6 +3,7 @@ counted once; whatever a spreadsheet sends is read or refused naming row and col
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import pytest
@@ -20,6 +21,7 @@ from audits_app.spotchecks.selectors import (
     jury_texts,
 )
 from audits_app.tests.juries import build_jury, make_user
+from tests.kept import world_kept
 
 # Audited today: an audit cannot be dated before its release's texts were written, and the
 # test worlds' texts are written as the tests run.
@@ -28,10 +30,21 @@ META = {"auditor_name": "R. Vos", "organisation": "Fact Lab", "audited_on": TODA
         "method": "two readers, consensus"}
 
 
+@pytest.fixture(scope="module")
+def kept_release(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): the jury built once for the module's tests, each importing in a
+    savepoint of its own (built for each, it cost about a second a test)."""
+    def build():
+        release = copy.deepcopy(kept_small_demo_release)
+        build_jury(release)
+        return release
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
 @pytest.fixture
-def release(small_demo_release):
-    build_jury(small_demo_release)
-    return small_demo_release
+def release(kept_release, small_demo_release):
+    return copy.deepcopy(kept_release)
 
 
 def good_csv(release) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import copy
 import html
 import re
 from datetime import date
@@ -22,15 +23,28 @@ from audits_app.spotchecks.services import spotcheck_batch_create
 from audits_app.tests.factories import publication_create, published_release_create
 from audits_app.tests.juries import build_jury, make_user
 from runs_app.models import Generation, ImmutableError, Release, ReleaseStatus
+from tests.kept import world_kept
+
+
+@pytest.fixture(scope="module")
+def kept_world(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): the jury and the batch built once for the module's tests, each
+    changing only what its own savepoint rolls back (built for each, they cost about a second
+    a test, in some twenty tests)."""
+    def build() -> dict:
+        release = copy.deepcopy(kept_small_demo_release)
+        build_jury(release)
+        auditor = make_user("ann")
+        batch = spotcheck_batch_create(release=release, size=4, seed=5, auditors=[auditor])
+        checks = list(SpotCheck.objects.filter(item__batch=batch).order_by("item__position"))
+        return {"release": release, "auditor": auditor, "checks": checks}
+
+    yield from world_kept(request, django_db_blocker, build)
 
 
 @pytest.fixture
-def world(small_demo_release):
-    build_jury(small_demo_release)
-    auditor = make_user("ann")
-    batch = spotcheck_batch_create(release=small_demo_release, size=4, seed=5, auditors=[auditor])
-    checks = list(SpotCheck.objects.filter(item__batch=batch).order_by("item__position"))
-    return {"release": small_demo_release, "auditor": auditor, "checks": checks}
+def world(kept_world, small_demo_release):
+    return copy.deepcopy(kept_world)
 
 
 def verdict_post(check, **extra) -> dict:

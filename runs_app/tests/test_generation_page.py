@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
@@ -11,14 +13,25 @@ from runs_app.models import Claim, Generation, JurorVerdict
 from runs_app.services import release_freeze
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
+from tests.kept import world_kept
+
+
+@pytest.fixture(scope="module")
+def kept_judged(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): three stages run once for the module's tests, each changing only
+    what its own savepoint rolls back."""
+    def build():
+        release = release_freeze(release=copy.deepcopy(kept_small_demo_release))
+        for name in ("generate", "refusal", "jury"):
+            drain(get_stage(name), release, concurrency=8)
+        return release
+
+    yield from world_kept(request, django_db_blocker, build)
 
 
 @pytest.fixture
-def judged(small_demo_release):
-    release = release_freeze(release=small_demo_release)
-    for name in ("generate", "refusal", "jury"):
-        drain(get_stage(name), release, concurrency=8)
-    return release
+def judged(kept_judged, small_demo_release):
+    return copy.deepcopy(kept_judged)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from statistics import mean
 
 import pytest
@@ -19,6 +20,7 @@ from runs_app.readers import Revealed, VerdictData, load_panel, reveal_positions
 from runs_app.services import release_freeze
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
+from tests.kept import world_kept
 
 
 def run(release, *stages: str) -> None:
@@ -26,12 +28,22 @@ def run(release, *stages: str) -> None:
         drain(get_stage(name), release, concurrency=20)
 
 
+@pytest.fixture(scope="module")
+def kept_scored(request, kept_small_demo_release, django_db_blocker):
+    """Kept (tests/kept.py): the chain run once for the module's tests, which only read it
+    (run for each of them, it cost about two seconds a test)."""
+    def build():
+        release = release_freeze(release=copy.deepcopy(kept_small_demo_release))
+        run(release, "generate", "refusal", "jury", "panel", "uptake", "reveal")
+        text_scores_update_panel(release=release)
+        return release
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
 @pytest.fixture
-def scored(small_demo_release):
-    release = release_freeze(release=small_demo_release)
-    run(release, "generate", "refusal", "jury", "panel", "uptake", "reveal")
-    text_scores_update_panel(release=release)
-    return release
+def scored(kept_scored, small_demo_release):
+    return copy.deepcopy(kept_scored)
 
 
 @pytest.mark.django_db
