@@ -121,6 +121,13 @@ def _check_figures(result: Verification, release: Release, publication: Publicat
                                                                           "snapshot_id"))
     for text in recomputed.get("texts", []) if named else []:
         text["id"] = named.get(text["id"], text["id"])
+    if ReleaseImport.objects.filter(release=release).exists():
+        # Its jurors' `key` is the registry row where it was published: the rows here have
+        # their own (the same only by chance), and the pages name jurors by their ids.
+        keys = {juror.get("id"): juror.get("key")
+                for juror in publication.snapshot.get("jurors", [])}
+        for juror in recomputed.get("jurors", []):
+            juror["key"] = keys.get(juror["id"], juror["key"])
     if "schema_version" not in publication.snapshot:
         recomputed.pop("schema_version", None)  # frozen before snapshots carried it
     if "human_readers" not in publication.snapshot:

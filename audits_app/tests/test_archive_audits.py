@@ -80,6 +80,11 @@ def test_a_release_imported_from_its_staff_archive_verifies_there(
     path = tmp_path / "aud.0-staff.zip"
     path.write_bytes(release_archive(audited, staff=True, signed_by=archive_key.private))
     with empty_instance(tmp_path, migrated, trusting=archive_key.line) as env:
+        # A model registered here first: the release's models get other rows than where it
+        # was published, as in any instance that is not empty (its jurors' keys differed).
+        manage(env, "shell", "-c", "from runs_app.models import LlmModel; LlmModel.objects"
+               ".create(openrouter_id='elsewhere/only-here', family='elsewhere', "
+               "display_name='Only here')")
         loaded = manage(env, "import_release", str(path))
         verified = manage(env, "verify_release", "aud.0", check=False)
         there = json.loads(manage(env, "shell", "-c", DUMP).stdout.splitlines()[-1])
