@@ -143,9 +143,9 @@ class SpotCheckItemInline(ReadOnlyInline):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # Blind for the whole batch: a pending item between neighbours whose strata show
         # would be placed by them.
+        pending = blinded_releases(request.user).filter(release_id=OuterRef("batch__release_id"))
         return without_held(super().get_queryset(request), request).select_related(
-            "batch__release").annotate(blind=Exists(blinded_releases(request.user).filter(release_id=OuterRef(
-                "batch__release_id"))))
+            "batch__release").annotate(blind=Exists(pending))
 
     @admin.display(description="text")
     def text(self, item: SpotCheckItem) -> str:
@@ -186,7 +186,6 @@ class SpotCheckBatchAdmin(EvidenceAdmin):
     @admin.display(description="items not listed")
     def held_items(self, batch: SpotCheckBatch) -> str:
         return held_words(batch.items_held, "item")
-
 
 
 class SpotCheckCorrectionInline(ReadOnlyInline):
