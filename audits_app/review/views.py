@@ -393,15 +393,20 @@ def csv_download(text: str, name: str) -> HttpResponse:
     return response
 
 
-def _held_from(request: HttpRequest, release: Release) -> set[int]:
+def _held_from(request: HttpRequest, release: Release) -> frozenset[int]:
     """The texts the release still holds for its arena or reading studies, unless this
     person publishes: the rule every public page follows (`viewer.withheld_texts`). Held
     texts are left off the audit's list, worksheet and template and the review queue, and
     their pages (the audit's, a spot-check's) are a 404, as on the public pages: an auditor
     who met one in the arena or a study would otherwise find it here under its cell, with
     its jury's claims (a spot-check's page with its writer too), and the public list's gaps
-    would name its writer."""
-    return set(withheld_texts(request.user, release.pk).values_list("pk", flat=True))
+    would name its writer. Read once a request per release (a check's page asks twice: for
+    the check itself and for its place in the queue)."""
+    known: dict[int, frozenset[int]] = request.__dict__.setdefault("held_texts", {})
+    if release.pk not in known:
+        known[release.pk] = frozenset(withheld_texts(request.user, release.pk)
+                                      .values_list("pk", flat=True))
+    return known[release.pk]
 
 
 def _held_everywhere(request: HttpRequest) -> set[int]:
