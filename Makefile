@@ -7,7 +7,7 @@ PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/baitbench
 # The browser tests drive Debian's Chromium (never a browser build downloaded by Playwright).
 CHROMIUM ?= /usr/bin/chromium
 REDIS_SERVER ?= /usr/bin/redis-server
-TEST_ENV = BAITBENCH_CHROMIUM=$(CHROMIUM) BAITBENCH_REDIS_SERVER=$(REDIS_SERVER)
+TEST_ENV = BAITBENCH_CHROMIUM=$(CHROMIUM) BAITBENCH_REDIS_SERVER=$(REDIS_SERVER) PYTHONDONTWRITEBYTECODE=
 
 .PHONY: install test-tools demo serve test test-pg lint bench clean
 
