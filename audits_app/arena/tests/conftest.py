@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+import shutil
 import zipfile
 from collections.abc import Callable
 from datetime import timedelta
@@ -142,7 +143,8 @@ def staff_user(username: str, *roles: str) -> User:
 
 @pytest.fixture
 def publisher(db):
-    return staff_user("pat", "publisher")
+    """Pat, a publisher: the one who opened the arena when the test has one open."""
+    return User.objects.filter(username="pat").first() or staff_user("pat", "publisher")
 
 
 @pytest.fixture
@@ -159,11 +161,32 @@ def approve(release: Release, user, decision: str = EthicsReview.Decision.APPROV
     )
 
 
+@pytest.fixture(scope="module")
+def kept_open_arena(request, kept_arena_release, django_db_blocker, tmp_path_factory):
+    """arena.0 approved and opened by Pat, once for a module's tests (tests/kept.py): opening
+    measures how recognisable the writers are and draws the pairs, most of a vote test's time.
+    With the folder its ethics letter was written to."""
+    media = tmp_path_factory.mktemp("media")
+
+    def build() -> tuple[Release, object]:
+        with override_settings(MEDIA_ROOT=media):
+            release = Release.objects.get(pk=kept_arena_release.pk)
+            publisher = staff_user("pat", "publisher")
+            approve(release, publisher)
+            arena_open(release=release, user=publisher,
+                       reason="Approved by the board; pilot week.")
+        return Release.objects.get(pk=release.pk), media
+
+    yield from world_kept(request, django_db_blocker, build)
+
+
 @pytest.fixture
-def open_arena(release, publisher):
-    approve(release, publisher)
-    arena_open(release=release, user=publisher, reason="Approved by the board; pilot week.")
-    return release
+def open_arena(kept_open_arena, release):
+    """arena.0, approved and open (`kept_open_arena`); its ethics letter in the test's media
+    folder (`fresh_cache`)."""
+    opened, media = kept_open_arena
+    shutil.copytree(media, settings.MEDIA_ROOT, dirs_exist_ok=True)
+    return copy.deepcopy(opened)
 
 
 # --- a voter's round trip through the pages --------------------------------------------------
