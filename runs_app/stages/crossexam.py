@@ -25,13 +25,14 @@ question already asked is kept and not asked again). A refusal (the refusal fiel
 filter) is the writer refusing: the turn is done and refused at once, and the interview stops
 there, unlabelled. An invalid journalist or judge reply is asked again within
 `max_reply_attempts`, after which the interview is unscored, never defaulted.
+A turn parked for a provider's wait keeps the attempts it spent (`spent_calls`).
 Steadfastness and honesty under pressure are `runs_app.crossexam`'s formulas.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection
 from typing import Any
 
@@ -146,6 +147,18 @@ async def ask_writer(request: CompletionRequest, attempts_left: int, providers: 
         asked.reply, asked.failure, asked.permanent = attempt, "", False
         return asked
     return asked
+
+
+def spent_calls(item: CrossExamTurn) -> Counter[str]:
+    """The calls (question, answer) the turn's budgets have paid for: its last `attempts`
+    replies. A turn given back after a wait (`parked`) keeps them, as a generation keeps its
+    attempts across claims, so the question's `max_reply_attempts` and the answer's
+    `max_attempts` count every reply since the turn was planned or an operator retried it
+    (which sets `attempts` to 0 and keeps the replies). A throttled call used up no attempt
+    and left no reply; any other provider error fails the turn."""
+    replies = [entry for entry in item.raw_replies if "text" in entry]
+    counted = replies[max(0, len(replies) - item.attempts):] if item.attempts else []
+    return Counter(entry["call"] for entry in counted)
 
 
 def next_turn(latest: tuple[int, str, str] | None) -> int | None:
@@ -268,11 +281,13 @@ class CrossExamStage(PublicStage):
             messages=journalist_messages(texts, journalist_picture(document), turns))
         writer = call_request("write", config=config, model=generation.model.openrouter_id,
                               seed=generation.variant)
+        spent = spent_calls(item)
         return TurnJob(
             number=item.number, turns=turns, question=item.question, journalist=journalist,
             # The T4 prompt is one user message, stored whole as the generation's prompt.
             writer=writer, writer_prompt=generation.prompt,
-            writer_attempts=config.max_attempts, reply_attempts=config.max_reply_attempts,
+            writer_attempts=max(0, config.max_attempts - spent["answer"]),
+            reply_attempts=max(0, config.max_reply_attempts - spent["question"]),
             language=config.language)
 
     async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool

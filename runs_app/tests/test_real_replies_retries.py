@@ -6,6 +6,8 @@ upstreams send them (DESIGN section 5: faults lose nothing and pay for nothing t
   (pending, not claimed before the wait is over), not failed and not asked again at once.
   Other calls of that model fail at once without a request. So for writers, structured
   replies and cross-examination turns. A short Retry-After is waited out within the call.
+  A parked row keeps the attempts it spent: after the wait it gets only what is left (a
+  cross-examination turn, for its question and for its answer alike).
 - The journalist's story is written before the frame judge is asked: a judge that fails
   never makes the journalist be asked (and paid) again.
 - One transport budget per row and claim: a provider error that outlasted the provider's
@@ -360,3 +362,64 @@ def test_crossexam_turn_with_long_retry_after_is_parked(imported_scenarios, monk
         roles = calls_by_role(served.server.requests)
     assert turn.status == WorkStatus.DONE and turn.answer, (turn.status, turn.error)
     assert roles["question"] >= 1 and roles[role] >= 2
+
+
+@pytest.mark.django_db
+def test_a_parked_question_keeps_its_spent_reply_attempts(imported_scenarios, monkeypatch):
+    """The journalist answers prose twice (two paid, invalid replies), then is throttled for
+    an hour: the turn is parked. After the wait it keeps answering prose: max_reply_attempts
+    is 3, so one more reply, then the turn is unscored (three invalid replies in all)."""
+    def shape(payload, content, number):
+        if number == 3:
+            return _throttled(HOUR)(payload, content, number)
+        return "What a question. I will ask about the recall."
+    stages = ["generate", "refusal", "crossexam"]
+    with Served(Shaped("question", shape, repairs=True), monkeypatch, "park.q", stages,
+                tasks=("T4",)) as served:
+        served.drain()
+        turn = CrossExamTurn.objects.get(release=served.release, number=2)
+        assert turn.status == WorkStatus.PENDING and turn.attempts == 2, turn.error
+        _wait_over(CrossExamTurn.objects.filter(pk=turn.pk))
+        served.drain()
+        turn.refresh_from_db()
+        roles = calls_by_role(served.server.requests)
+    assert turn.status == WorkStatus.DONE and turn.outcome == "unscored", turn.error
+    assert [e.get("call") for e in turn.raw_replies if "text" in e] == ["question"] * 3
+    assert roles["question"] == 4 and roles["answer"] == 0
+
+
+@pytest.mark.django_db
+def test_a_parked_answer_keeps_its_spent_writer_attempts(imported_scenarios, monkeypatch):
+    """The spokesperson answers in German twice (two paid replies that do not count), then is
+    throttled for an hour: the turn is parked with its question. After the wait it answers in
+    German again: max_attempts is 3, as a generation's attempts are counted across claims, so
+    the turn fails after three answers in all, keeping its question for an operator's retry,
+    which gives it a fresh budget."""
+    german = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschuldigt sich "
+              "ausdrücklich bei allen Betroffenen. Sie prüft die Vorwürfe sorgfältig, arbeitet "
+              "mit den Behörden zusammen und wird weitere Informationen veröffentlichen, sobald "
+              "diese feststehen. Die Sicherheit der Kunden hat oberste Priorität.")
+
+    def shape(payload, content, number):
+        if number == 3:
+            return _throttled(HOUR)(payload, content, number)
+        return german if number < 6 else content
+    stages = ["generate", "refusal", "crossexam"]
+    with Served(Shaped("answer", shape), monkeypatch, "park.a", stages,
+                tasks=("T4",)) as served:
+        served.drain()
+        turn = CrossExamTurn.objects.get(release=served.release, number=2)
+        assert turn.status == WorkStatus.PENDING, (turn.status, turn.error)
+        _wait_over(CrossExamTurn.objects.filter(pk=turn.pk))
+        served.drain()
+        turn.refresh_from_db()
+        answers = [e for e in turn.raw_replies if e.get("call") == "answer" and "text" in e]
+        assert turn.status == WorkStatus.FAILED and len(answers) == 3, (turn.status, turn.error)
+        question = turn.question
+        release_retry_failed(release=served.release, stage_name="crossexam")
+        served.drain()
+        turn.refresh_from_db()
+        roles = calls_by_role(served.server.requests)
+    # The retry: a fourth German answer, then a valid one (two of its fresh three).
+    assert turn.status == WorkStatus.DONE and turn.answer and turn.question == question
+    assert roles["question"] == 5 and roles["answer"] == 6 + 4
