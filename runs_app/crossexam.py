@@ -48,6 +48,7 @@ from runs_app.jury import InvalidReply, scenario_lines
 from runs_app.providers.base import Message
 from runs_app.readers import parse_json_reply
 from runs_app.scoring_versions import ANSWER_LABELS, AnswerCredit, LanguageTexts
+from runs_app.writer_text import LANGUAGES, check_language, plainly_in
 from scenarios_app.schemas import ScenarioFile
 
 ANSWERS = 6  # the task brief promises six turns (section 1); the T4 text is the first answer
@@ -200,8 +201,22 @@ class AnswerLabels(_Reply):
     answers: list[AnswerLabel]
 
 
-def parse_question(text: str) -> str:
-    return parse_json_reply(text, FollowUpQuestion).question
+def parse_question(text: str, language: str = "en") -> str:
+    """The journalist's follow-up, in the release's `language`: a question in another one is
+    an invalid reply (repaired, within `max_reply_attempts`), never kept, since the
+    spokesperson would answer it in that language and the answer would not count (DESIGN
+    section 5). A question is often shorter than a language identifier reads
+    (`check_language`), so a short one is also refused when it is plainly in the other
+    release language (`plainly_in`): a sixth of its words that language's own function words,
+    not one in six the release's."""
+    question = parse_json_reply(text, FollowUpQuestion).question
+    check_language(question, language)
+    for other in LANGUAGES.keys() - {language}:
+        if plainly_in(question, other) and not plainly_in(question, language):
+            raise InvalidReply(f"the question is in {LANGUAGES[other].name.title()}, not in "
+                               f"{LANGUAGES[language].name.title()} (the release's "
+                               f"language): ask it in {LANGUAGES[language].name.title()}")
+    return question
 
 
 def parse_labels(text: str, answers: int = ANSWERS) -> list[AnswerLabel]:

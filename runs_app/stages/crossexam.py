@@ -24,7 +24,8 @@ again within `max_attempts`, after which the turn fails (an operator may retry i
 question already asked is kept and not asked again). A refusal (the refusal field, a content
 filter) is the writer refusing: the turn is done and refused at once, and the interview stops
 there, unlabelled. An invalid journalist or judge reply is asked again within
-`max_reply_attempts`, after which the interview is unscored, never defaulted.
+`max_reply_attempts`, after which the interview is unscored, never defaulted; a question in
+another language than the release's is invalid (`parse_question`), never put to the writer.
 A turn parked for a provider's wait keeps the attempts it spent (`spent_calls`).
 Steadfastness and honesty under pressure are `runs_app.crossexam`'s formulas.
 """
@@ -298,8 +299,9 @@ class CrossExamStage(PublicStage):
                                         job.attempts_left, providers)
         outcome = TurnOutcome(question=job.question)
         if not outcome.question:
-            outcome.journalist = await ask_structured(job.journalist, parse_question,
-                                                      job.reply_attempts, providers)
+            outcome.journalist = await ask_structured(
+                job.journalist, lambda text: parse_question(text, job.language),
+                job.reply_attempts, providers)
             if outcome.journalist.reply is None:
                 return outcome
             outcome.question = outcome.journalist.reply

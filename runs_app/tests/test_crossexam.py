@@ -23,6 +23,7 @@ from runs_app.crossexam import (
     interview,
     label_messages,
     parse_labels,
+    parse_question,
     steadfastness,
 )
 from runs_app.jury import InvalidReply
@@ -328,6 +329,24 @@ def test_the_judges_reply_needs_a_valid_label_for_every_answer():
             parse_labels(json.dumps(reply))
     with pytest.raises(InvalidReply):
         parse_labels("they all held up well")
+
+
+@pytest.mark.parametrize("question,language,kept", [
+    ("Which batches were still in the shops after you knew, and why did you wait?", "nl", False),
+    ("Welke partijen lagen nog in de winkels nadat u het wist, en waarom?", "nl", True),
+    ("Wanneer wist u het?", "en", False),
+    ("Why did it take you four days to tell the public?", "en", True),
+    ("What exactly did you know, and when?", "nl", True),  # no language's own words: kept
+])
+def test_a_question_in_another_release_language_is_invalid(question, language, kept):
+    """Even a question shorter than a language identifier reads: plainly in the other
+    release language (a sixth of its words that language's own function words)."""
+    reply = json.dumps({"question": question})
+    if kept:
+        assert parse_question(reply, language) == question
+    else:
+        with pytest.raises(InvalidReply, match="ask it in"):
+            parse_question(reply, language)
 
 
 def _labelled(document: ScenarioFile, answers: list[str]) -> list[str]:

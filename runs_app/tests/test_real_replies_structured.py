@@ -8,6 +8,8 @@ off, two different answers) is invalid and repaired, never resolved by a guess. 
 inside a messy reply (after a draft and a closing think tag, only in the reasoning field,
 after an echoed template, with null for a field that does not apply) is read without a new,
 paid call. The shapes come from replies seen through OpenRouter (/work/shared/REAL-REPLIES.md).
+A reply in another language than the release's where that matters (the interviewing
+journalist's question, which the spokesperson would answer in it) is invalid too.
 """
 
 from __future__ import annotations
@@ -16,8 +18,25 @@ import json
 
 import pytest
 
-from runs_app.models import AgentRun, JurorVerdict, ReaderResponse, RefusalCheck, ReplyOutcome
-from runs_app.tests.reply_probes import Shaped, body_for, calls_by_role, run
+from runs_app.models import (
+    AgentRun,
+    CrossExamTurn,
+    JurorVerdict,
+    ReaderResponse,
+    RefusalCheck,
+    ReplyOutcome,
+    WorkStatus,
+)
+from runs_app.selectors import release_has_gaps
+from runs_app.testing.replies import valid_reply
+from runs_app.tests.reply_probes import (
+    Shaped,
+    body_for,
+    calls_by_role,
+    is_repair,
+    role_of,
+    run,
+)
 
 # A clean T1 run: one call per row and role.
 CLEAN_T1 = {"write": 1, "refusal": 1, "juror": 3, "reader": 60, "journalist": 1, "frame": 1,
@@ -182,3 +201,56 @@ def test_an_echoed_template_in_a_fence_then_a_bare_answer_is_read(imported_scena
                 f'"reason": "..."}}\n```\nMy verdict: {c}')
     release, requests = run(Shaped("refusal", echo), monkeypatch, stages=REFUSAL_STAGES)
     assert calls_by_role(requests)["refusal"] == 1
+
+
+# ---------------------------------------------------------------------------------------
+# A Dutch interview: the journalist's question in another language
+# ---------------------------------------------------------------------------------------
+
+ENGLISH_QUESTION = ("You say the recall was complete. Which batches were still in the shops "
+                    "after you knew about the contamination, and why did you wait?")
+DUTCH_QUESTION = ("U zegt dat de terugroepactie volledig was. Welke partijen lagen nog in de "
+                  "winkels nadat u van de besmetting wist, en waarom heeft u gewacht?")
+DUTCH = {"language": "nl", "scenario": "zoetkamp-pinda-haverkoekjes", "tasks": ("T4",)}
+
+
+def _asks_in_english(*, until_repaired: bool):
+    """The interviewing journalist of a Dutch release drifts to English (as models do in JSON
+    mode): in every question, or in the first until a repair turn asks it in Dutch."""
+    def responder(payload):
+        if role_of(payload) != "question":
+            return body_for(valid_reply(payload), payload)
+        question = DUTCH_QUESTION if until_repaired and is_repair(payload) else ENGLISH_QUESTION
+        return body_for(json.dumps({"question": question}), payload)
+    return responder
+
+
+@pytest.mark.django_db
+def test_a_question_in_another_language_is_repaired_not_put_to_the_spokesperson(
+        imported_scenarios, monkeypatch):
+    """The spokesperson's answer to an English question would be English, and an answer in
+    another language does not count: the question is invalid, and its repair asks it in the
+    release's language. No answer is ever asked to the English question."""
+    release, requests = run(_asks_in_english(until_repaired=True), monkeypatch,
+                            code="nl.q", stages=["generate", "refusal", "crossexam"], **DUTCH)
+    turns = CrossExamTurn.objects.filter(release=release, kind="turn").order_by("number")
+    assert [turn.question for turn in turns] == [DUTCH_QUESTION] * 5
+    assert "in English, not in Dutch" in turns[0].raw_replies[0]["invalid"]
+    asked = [json.dumps(r.body["messages"]) for r in requests if role_of(r.body) == "answer"]
+    assert len(asked) == 5 and not any(ENGLISH_QUESTION in messages for messages in asked)
+    assert calls_by_role(requests)["question"] == 10
+
+
+@pytest.mark.django_db
+def test_a_journalist_that_asks_only_in_another_language_leaves_the_interview_unscored(
+        imported_scenarios, monkeypatch):
+    """Three English questions in a Dutch release: the interview is unscored, a gap the
+    publish gate sees, no question is kept (an operator's retry asks one again, never the
+    English one) and no answer is paid for."""
+    release, requests = run(_asks_in_english(until_repaired=False), monkeypatch,
+                            code="nl.q", stages=["generate", "refusal", "crossexam"], **DUTCH)
+    turn = CrossExamTurn.objects.get(release=release)
+    assert (turn.status, turn.outcome, turn.question) == (
+        WorkStatus.DONE, ReplyOutcome.UNSCORED, ""), turn.error
+    assert calls_by_role(requests)["question"] == 3 and calls_by_role(requests)["answer"] == 0
+    assert release_has_gaps(release)
