@@ -4,7 +4,8 @@
 (`runs_app.stages.probe`), then scans every stored output of every release for the canaries
 of the release's scenarios, and writers' texts for long verbatim runs of the parts of a file
 no writer is shown (`runs_app.contamination`). Findings are rows of the check, replaced as a
-whole by each run, so a rerun finds what is there now and pays for no probe twice.
+whole by each run, so a rerun finds what is there now and pays for no probe twice. A probe
+that failed or waits out a provider's Retry-After is a gap the report counts.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class CheckReport:
     check: ContaminationCheck
     probes_made: int
     probes_failed: int
+    probes_waiting: int  # parked until a provider's Retry-After is over
     outputs_scanned: int
     findings: list[ContaminationFinding]
 
@@ -89,9 +91,9 @@ def contamination_check_run(*, release: Release, providers: ProviderPool | None 
         ContaminationCheck.objects.filter(pk=check.pk).update(
             probed_at=now, scanned_at=now, outputs_scanned=scanned)
     check.refresh_from_db()
-    failed = ContaminationProbe.objects.filter(contamination_check=check,
-                                               status=WorkStatus.FAILED).count()
-    return CheckReport(check, drained.finished, failed, scanned,
+    probes = ContaminationProbe.objects.filter(contamination_check=check)
+    return CheckReport(check, drained.finished, probes.filter(status=WorkStatus.FAILED).count(),
+                       probes.filter(status=WorkStatus.PENDING).count(), scanned,
                        list(check.findings.select_related("scenario")))
 
 
@@ -107,27 +109,32 @@ def _unique(findings: list[ContaminationFinding]) -> list[ContaminationFinding]:
 
 def _probe_findings(check: ContaminationCheck,
                     versions: list[ScenarioVersion]) -> list[ContaminationFinding]:
-    """A probe reply with the canary of its scenario, or repeating the file word for word."""
+    """A probe's reply or reasoning with the canary of its scenario, or repeating the file
+    word for word: whatever the probe's status (a reply cut at the budget is no answer, but
+    what it holds was said)."""
     by_version = {v.pk: v for v in versions}
     findings = []
-    probes = ContaminationProbe.objects.filter(contamination_check=check,
-                                               status=WorkStatus.DONE)
+    probes = ContaminationProbe.objects.filter(contamination_check=check).exclude(
+        reply="", reasoning="")
     for probe in probes.iterator():
         version = by_version.get(probe.scenario_version_id)
         if version is None:
             continue
         index = CanaryIndex.build({version.scenario_id: version.content["canary"]})
-        source = f"probe {probe.pk} ({probe.kind})"
-        for _, evidence in index.find(probe.reply):
-            findings.append(ContaminationFinding(
-                contamination_check=check, model=probe.model, scenario_id=version.scenario_id,
-                kind=FindingKind.PROBE_CANARY, evidence=evidence, source=source))
-        overlap = verbatim_overlap(probe.reply, hidden_ngrams(file_parts(version.content), ()),
-                                   shown=[probe.prompt])
-        if overlap:
-            findings.append(ContaminationFinding(
-                contamination_check=check, model=probe.model, scenario_id=version.scenario_id,
-                kind=FindingKind.PROBE_OVERLAP, evidence=overlap, source=source))
+        file_ngrams = hidden_ngrams(file_parts(version.content), ())
+        for text, source in ((probe.reply, f"probe {probe.pk} ({probe.kind})"),
+                             (probe.reasoning, f"probe {probe.pk} ({probe.kind}) reasoning")):
+            for _, evidence in index.find(text):
+                findings.append(ContaminationFinding(
+                    contamination_check=check, model=probe.model,
+                    scenario_id=version.scenario_id, kind=FindingKind.PROBE_CANARY,
+                    evidence=evidence, source=source))
+            overlap = verbatim_overlap(text, file_ngrams, shown=[probe.prompt])
+            if overlap:
+                findings.append(ContaminationFinding(
+                    contamination_check=check, model=probe.model,
+                    scenario_id=version.scenario_id, kind=FindingKind.PROBE_OVERLAP,
+                    evidence=overlap, source=source))
     return findings
 
 
