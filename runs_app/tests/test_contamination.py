@@ -27,6 +27,7 @@ from runs_app.costs import forget_prices
 from runs_app.models import (
     ContaminationFinding,
     ContaminationProbe,
+    CrossExamTurn,
     FindingKind,
     Release,
     ReleaseStatus,
@@ -42,7 +43,7 @@ from runs_app.stages.base import drain, drain_release
 from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse
 from runs_app.testing.messy import models_payload
 from runs_app.testing.replies import valid_reply
-from runs_app.tests.reply_probes import MODELS, WRITER, body_for, release_for
+from runs_app.tests.reply_probes import MODELS, WRITER, body_for, release_for, role_of
 from scenarios_app.models import Scenario, ScenarioVersion, Visibility
 
 CANARY = "BAITBENCH-CANARY-14641c32-0146-43b1-ad25-1e0893721f11"
@@ -270,6 +271,68 @@ def answers_probes(probe_reply):
 
 def never_seen(payload):
     return body_for("I have never seen it.", payload)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("where", ["text", "text_reasoning", "answer", "answer_reasoning"])
+def test_the_scan_reads_every_output_a_writer_wrote(imported_scenarios, monkeypatch, where):
+    """A canary in a T4 text or a cross-examination answer (a `CrossExamTurn`), or in the
+    reasoning field of either, is the writer's output and a finding."""
+    canary = greenvale_canary()
+    call, field = where.partition("_")[::2]
+    role = "write" if call == "text" else "answer"
+
+    def reply(payload):
+        if role_of(payload) != role:
+            return body_for(valid_reply(payload), payload)
+        if field:
+            body = body_for(valid_reply(payload), payload)
+            body["choices"][0]["message"]["reasoning"] = f"I recall the file: {canary}"
+            return body
+        return body_for(f"{valid_reply(payload)} Our reference is {canary}.", payload)
+
+    def responder(payload):
+        return never_seen(payload) if is_probe(payload) else reply(payload)
+
+    code = "scan." + where.replace("_", "-")
+    with served(responder, monkeypatch, code, ["generate", "refusal", "crossexam"],
+                tasks=("T4",)) as (release, server):
+        if call == "answer":
+            turns = CrossExamTurn.objects.filter(release=release, outcome="scored")
+            assert turns.count() == 6  # five answers and the labels
+        report = contamination_check_run(release=release, providers=pool(server))
+    found = {(f.model, f.kind) for f in report.findings}
+    assert found == {(WRITER, FindingKind.OUTPUT_CANARY)}, found
+
+
+@pytest.mark.django_db
+def test_a_canary_quoted_from_the_text_a_model_read_is_no_finding_against_it(
+        imported_scenarios, monkeypatch):
+    """The writer's text holds the canary; the refusal check, the jurors and the
+    cross-examination's journalist and judge quote it (in their reasoning, and the journalist
+    in its question): they were shown it, so only the writer is found."""
+    canary = greenvale_canary()
+
+    def responder(payload):
+        if is_probe(payload):
+            return never_seen(payload)
+        role = role_of(payload)
+        if role == "write":
+            return body_for(f"{valid_reply(payload)} Our reference is {canary}.", payload)
+        body = body_for(valid_reply(payload), payload)
+        if role == "question":
+            body = body_for(json.dumps({"question": f"What is {canary}?"}), payload)
+        if role != "answer":
+            body["choices"][0]["message"]["reasoning"] = f"The text says {canary}."
+        return body
+
+    with served(responder, monkeypatch, "scan.read", ["generate", "refusal", "jury",
+                                                      "crossexam"], tasks=("T4",)) as (
+            release, server):
+        assert CrossExamTurn.objects.filter(release=release, outcome="scored").count() == 6
+        report = contamination_check_run(release=release, providers=pool(server))
+    found = {(f.model, f.kind) for f in report.findings}
+    assert found == {(WRITER, FindingKind.OUTPUT_CANARY)}, found
 
 
 @pytest.mark.django_db
