@@ -105,7 +105,8 @@ class ProbeKind(models.TextChoices):
 
 
 class ContaminationProbe(WorkItem, ProviderLog):
-    """One probe of one model about one scenario; the reply is kept whole."""
+    """One probe of one model about one scenario; the reply is kept whole, and so is the
+    reasoning field (scanned as the reply is: a canary there is the model's output too)."""
 
     contamination_check = models.ForeignKey(ContaminationCheck, on_delete=models.CASCADE,
                                             related_name="probes")
@@ -115,6 +116,8 @@ class ContaminationProbe(WorkItem, ProviderLog):
     kind = models.CharField(max_length=10, choices=ProbeKind.choices)
     prompt = models.TextField(blank=True)
     reply = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    reasoning = models.TextField(blank=True, help_text="The model's reasoning, kept apart.")
 
     class Meta:
         ordering = ["contamination_check", "model", "scenario_version", "kind"]

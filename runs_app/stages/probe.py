@@ -4,6 +4,13 @@ Each model of a release (writers, jurors, reader, journalist) is asked, per pinn
 to complete the canary's prefix and what it knows about the scenario's title and
 organisation. The rows belong to the release's contamination check, not to the release, so a
 published release can be probed; a rerun never asks a probe that has a reply again.
+
+A probe is one call, as every stage's (DESIGN section 5): a provider error that outlasts the
+provider's own retries fails it (the next check asks it again), and a Retry-After longer
+than a call waits parks it. A reply is only an answer if it ended: one cut at the token
+budget (a reasoning model may think the whole budget away) or with no words fails too, a
+gap the check reports, never a clean probe; asked again at once at temperature 0 it would
+end the same way. Whatever came back, its text and its reasoning field are kept and scanned.
 """
 
 from __future__ import annotations
@@ -16,11 +23,8 @@ from runs_app.contamination import PROBE_MAX_TOKENS, probe_messages
 from runs_app.models import ContaminationCheck, ContaminationProbe, ProbeKind, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
 from runs_app.providers.pool import ProviderPool
-from runs_app.stages.base import Stage
+from runs_app.stages.base import Stage, parked
 from scenarios_app.models import ScenarioVersion
-
-# A probe is retried after a transient provider error at most this many times in one claim.
-PROBE_ATTEMPTS = 3
 
 
 def release_models(config) -> list[str]:
@@ -38,7 +42,8 @@ class ProbeJob:
 class ProbeOutcome:
     result: CompletionResult | None = None
     error: str = ""
-    attempts: int = 0
+    # Seconds the provider said to wait, longer than a call waits: the probe is parked.
+    retry_after: float | None = None
 
 
 class ProbeStage(Stage):
@@ -72,34 +77,46 @@ class ProbeStage(Stage):
                                           purpose="probe"))
 
     async def execute(self, job: ProbeJob, providers: ProviderPool) -> ProbeOutcome:
-        outcome = ProbeOutcome()
-        for _ in range(PROBE_ATTEMPTS):
-            outcome.attempts += 1
-            try:
-                outcome.result = await providers.complete(job.request)
-                outcome.error = ""
-                return outcome
-            except ProviderError as error:
-                outcome.error = f"{'permanent ' if error.permanent else ''}provider error: " \
-                                f"{error.message}"
-                if error.permanent:
-                    return outcome
-        return outcome
+        try:
+            return ProbeOutcome(await providers.complete(job.request))
+        except ProviderError as error:
+            return ProbeOutcome(error=f"{'permanent ' if error.permanent else ''}provider "
+                                      f"error: {error.message}", retry_after=error.retry_after)
 
     def record(self, item: ContaminationProbe, outcome: ProbeOutcome) -> dict[str, Any]:
-        fields: dict[str, Any] = {"attempts": item.attempts + outcome.attempts,
-                                  "prompt": "\n\n".join(m.content for m in
+        fields: dict[str, Any] = {"prompt": "\n\n".join(m.content for m in
                                                         self.build(item).request.messages)}
+        if outcome.retry_after is not None:
+            # Throttled: no model call was made, so no attempt is used up.
+            return fields | parked(outcome.retry_after, outcome.error)
+        fields["attempts"] = item.attempts + 1
         result = outcome.result
         if result is None:
             return fields | {"status": WorkStatus.FAILED, "error": outcome.error}
-        cost = (item.cost_usd or 0.0) + (result.cost_usd or 0.0)
-        return fields | {
-            "status": WorkStatus.DONE, "error": "", "reply": result.text,
+        fields |= {
+            "reply": result.text or result.refusal, "reasoning": result.reasoning,
+            "finish_reason": result.finish_reason or "",
+            "native_finish_reason": result.native_finish_reason or "",
             "prompt_tokens": item.prompt_tokens + result.prompt_tokens,
             "completion_tokens": item.completion_tokens + result.completion_tokens,
             "reasoning_tokens": item.reasoning_tokens + result.reasoning_tokens,
-            "cost_usd": cost, "latency_ms": result.latency_ms,
-            "upstream_provider": result.upstream_provider,
+            "cost_usd": (item.cost_usd or 0.0) + (result.cost_usd or 0.0),
+            "latency_ms": result.latency_ms, "upstream_provider": result.upstream_provider,
             "provider_generation_id": result.generation_id or "",
         }
+        unanswered = unanswered_reason(result)
+        if unanswered:
+            return fields | {"status": WorkStatus.FAILED, "error": unanswered}
+        return fields | {"status": WorkStatus.DONE, "error": ""}
+
+
+def unanswered_reason(result: CompletionResult) -> str:
+    """Why a probe's reply is no answer ("" when it is one): cut at the token budget, or no
+    words at all (a refusal's words are an answer)."""
+    if result.finish_reason == "length":
+        spent = (f" after {result.reasoning_tokens} reasoning tokens"
+                 if result.reasoning_tokens else "")
+        return f"stopped at the token budget{spent} before its reply ended"
+    if not (result.text.strip() or result.refusal.strip()):
+        return f"no reply (finish_reason {result.finish_reason})"
+    return ""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import io
+import json
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from audits_app.calibration.trial_report import HELD_OUT_NOTE, release_contamination
 from baitbench_site import immutability
@@ -19,17 +23,27 @@ from runs_app.contamination import (
     verbatim_overlap,
 )
 from runs_app.contamination_services import canary_in_prompts, contamination_check_run
+from runs_app.costs import forget_prices
 from runs_app.models import (
     ContaminationFinding,
     ContaminationProbe,
+    CrossExamTurn,
     FindingKind,
     Release,
     ReleaseStatus,
+    RunControl,
+    WorkStatus,
 )
+from runs_app.providers.models_list import models_list
+from runs_app.providers.pool import ProviderPool
 from runs_app.schemas import ReleaseConfig
 from runs_app.services import release_config_from_file, release_create
 from runs_app.stages import get_stage
-from runs_app.stages.base import drain
+from runs_app.stages.base import drain, drain_release
+from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse
+from runs_app.testing.messy import models_payload
+from runs_app.testing.replies import valid_reply
+from runs_app.tests.reply_probes import MODELS, WRITER, body_for, release_for, role_of
 from scenarios_app.models import Scenario, ScenarioVersion, Visibility
 
 CANARY = "BAITBENCH-CANARY-14641c32-0146-43b1-ad25-1e0893721f11"
@@ -209,3 +223,198 @@ def test_the_release_page_and_the_api_show_the_check_and_the_readers_trial(clien
     trials = client.get("/api/v1/reader-trials/").json()["results"]
     assert trials[0]["candidates"][0]["candidate"] == "fixture/reader"
     assert {f["criterion"] for f in trials[0]["candidates"][0]["failed"]} >= {"knowledge"}
+
+
+# ---------------------------------------------------------------------------------------
+# Real-shaped replies through the OpenRouter client (runs_app.testing.fake_openrouter)
+# ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def served(responder, monkeypatch, code: str, stages: list[str], **options):
+    """A fake OpenRouter and a one-writer release drained by it (`reply_probes`): the
+    server stays up for the check that follows."""
+    ids = [m["id"] for m in MODELS]
+    with FakeOpenRouter(responder=responder, models=models_payload(ids)) as server:
+        monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
+        models_list(refresh=True)
+        forget_prices()
+        release = release_for(code, stages=stages, **options)
+        RunControl.objects.get_or_create(release=release)
+        drain_release(release, stages, providers=pool(server), controlled=False,
+                      concurrency=4)
+        yield release, server
+
+
+def pool(server) -> ProviderPool:
+    return ProviderPool(default="openrouter", base_url=server.base_url, api_key="test-key",
+                        backoff_base=0.01, backoff_cap=0.05, max_retries=2)
+
+
+def greenvale_canary() -> str:
+    return Scenario.objects.get(slug="greenvale-listeria").current_version.content["canary"]
+
+
+def is_probe(payload) -> bool:
+    prompt = json.dumps(payload.get("messages"))
+    return "Complete the following string" in prompt or "Repeat any passage" in prompt
+
+
+def answers_probes(probe_reply):
+    """Valid replies to the release's calls; `probe_reply(payload)` answers the probes."""
+    def responder(payload):
+        if is_probe(payload):
+            return probe_reply(payload)
+        return body_for(valid_reply(payload), payload)
+    return responder
+
+
+def never_seen(payload):
+    return body_for("I have never seen it.", payload)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("where", ["text", "text_reasoning", "answer", "answer_reasoning"])
+def test_the_scan_reads_every_output_a_writer_wrote(imported_scenarios, monkeypatch, where):
+    """A canary in a T4 text or a cross-examination answer (a `CrossExamTurn`), or in the
+    reasoning field of either, is the writer's output and a finding."""
+    canary = greenvale_canary()
+    call, field = where.partition("_")[::2]
+    role = "write" if call == "text" else "answer"
+
+    def reply(payload):
+        if role_of(payload) != role:
+            return body_for(valid_reply(payload), payload)
+        if field:
+            body = body_for(valid_reply(payload), payload)
+            body["choices"][0]["message"]["reasoning"] = f"I recall the file: {canary}"
+            return body
+        return body_for(f"{valid_reply(payload)} Our reference is {canary}.", payload)
+
+    def responder(payload):
+        return never_seen(payload) if is_probe(payload) else reply(payload)
+
+    code = "scan." + where.replace("_", "-")
+    with served(responder, monkeypatch, code, ["generate", "refusal", "crossexam"],
+                tasks=("T4",)) as (release, server):
+        if call == "answer":
+            turns = CrossExamTurn.objects.filter(release=release, outcome="scored")
+            assert turns.count() == 6  # five answers and the labels
+        report = contamination_check_run(release=release, providers=pool(server))
+    found = {(f.model, f.kind) for f in report.findings}
+    assert found == {(WRITER, FindingKind.OUTPUT_CANARY)}, found
+
+
+@pytest.mark.django_db
+def test_a_canary_quoted_from_the_text_a_model_read_is_no_finding_against_it(
+        imported_scenarios, monkeypatch):
+    """The writer's text holds the canary; the refusal check, the jurors and the
+    cross-examination's journalist and judge quote it (in their reasoning, and the journalist
+    in its question): they were shown it, so only the writer is found."""
+    canary = greenvale_canary()
+
+    def responder(payload):
+        if is_probe(payload):
+            return never_seen(payload)
+        role = role_of(payload)
+        if role == "write":
+            return body_for(f"{valid_reply(payload)} Our reference is {canary}.", payload)
+        body = body_for(valid_reply(payload), payload)
+        if role == "question":
+            body = body_for(json.dumps({"question": f"What is {canary}?"}), payload)
+        if role != "answer":
+            body["choices"][0]["message"]["reasoning"] = f"The text says {canary}."
+        return body
+
+    with served(responder, monkeypatch, "scan.read", ["generate", "refusal", "jury",
+                                                      "crossexam"], tasks=("T4",)) as (
+            release, server):
+        assert CrossExamTurn.objects.filter(release=release, outcome="scored").count() == 6
+        report = contamination_check_run(release=release, providers=pool(server))
+    found = {(f.model, f.kind) for f in report.findings}
+    assert found == {(WRITER, FindingKind.OUTPUT_CANARY)}, found
+
+
+@pytest.mark.django_db
+def test_a_probe_that_got_only_reasoning_is_a_gap_and_its_reasoning_is_scanned(
+        imported_scenarios, monkeypatch):
+    """A reasoning model spends the probe's budget thinking: no content, the canary in its
+    reasoning field, finish_reason length. The probe has no reply, so it fails (a gap the
+    report counts, never a clean probe); its reasoning is kept, and the canary in it is a
+    finding. It is not asked again in the same check: at temperature 0 it would think the
+    same."""
+    canary = greenvale_canary()
+
+    def probe_reply(payload):
+        if payload.get("model") != WRITER:
+            return never_seen(payload)
+        body = body_for(None, payload, finish_reason="length",
+                        native_finish_reason="MAX_TOKENS")
+        body["choices"][0]["message"]["reasoning"] = f"The string continues: {canary}"
+        return body
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.r",
+                ["generate"]) as (release, server):
+        before = server.count()
+        report = contamination_check_run(release=release, providers=pool(server))
+        asked = server.count() - before
+    probes = ContaminationProbe.objects.filter(contamination_check=report.check, model=WRITER)
+    assert asked == report.check.probes.count()
+    assert report.probes_failed == probes.count() == 2
+    for probe in probes:
+        assert probe.status == WorkStatus.FAILED and probe.reply == ""
+        assert canary in probe.reasoning and probe.finish_reason == "length"
+        assert "token budget" in probe.error
+    found = {(f.model, f.kind) for f in report.findings}
+    assert found == {(WRITER, FindingKind.PROBE_CANARY)}, found
+
+
+@pytest.mark.django_db
+def test_a_probe_gets_one_transport_budget(imported_scenarios, monkeypatch):
+    """DESIGN section 5: a provider error that outlasts the provider's own retries ends the
+    probe's calls (it fails, the next check asks it again); the stage adds no retries."""
+    def probe_reply(payload):
+        if payload.get("model") == WRITER:
+            return FakeResponse(502, {"error": {"code": 502, "message": "Bad gateway"}})
+        return never_seen(payload)
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.502",
+                ["generate"]) as (release, server):
+        before = server.count()
+        report = contamination_check_run(release=release, providers=pool(server))
+        mine = [r for r in server.requests[before:] if r.body.get("model") == WRITER]
+    probes = ContaminationProbe.objects.filter(contamination_check=report.check, model=WRITER)
+    # max_retries=2: three requests per probe, and one call.
+    assert len(mine) == 3 * probes.count() and report.probes_failed == probes.count()
+    assert {(p.status, p.attempts) for p in probes} == {(WorkStatus.FAILED, 1)}
+
+
+@pytest.mark.django_db
+def test_a_throttled_probe_waits_and_is_asked_after_the_wait(imported_scenarios, monkeypatch):
+    """A Retry-After of an hour parks the probe (pending until then, no attempt used) as
+    every stage's rows are: not failed, and the report counts it as waiting, not clean."""
+    throttled = True
+
+    def probe_reply(payload):
+        if payload.get("model") == WRITER and throttled:
+            return FakeResponse(429, {"error": {"code": 429, "message": "Rate limit exceeded"}},
+                                headers={"Retry-After": "3600"})
+        return never_seen(payload)
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.429",
+                ["generate"]) as (release, server):
+        before = server.count()
+        report = contamination_check_run(release=release, providers=pool(server))
+        mine = [r for r in server.requests[before:] if r.body.get("model") == WRITER]
+        probes = ContaminationProbe.objects.filter(contamination_check=report.check,
+                                                   model=WRITER)
+        # One request (or two, both probes in flight at once), then none until the wait is
+        # over: the provider calls the model no more within the wait.
+        assert len(mine) <= 2 and report.probes_failed == 0 and report.probes_waiting == 2
+        assert {(p.status, p.attempts) for p in probes} == {(WorkStatus.PENDING, 0)}
+        assert all("waiting until" in p.error for p in probes)
+        throttled = False
+        probes.update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+        report = contamination_check_run(release=release, providers=pool(server))
+    assert report.probes_waiting == report.probes_failed == 0
+    assert {(p.status, p.attempts) for p in probes} == {(WorkStatus.DONE, 1)}

@@ -28,7 +28,8 @@ class Command(BaseCommand):
 def write_report(stdout, report: CheckReport) -> None:
     probes = report.check.probes.count()
     stdout.write(f"contamination check of {report.check.release.code}: {probes} probes "
-                 f"({report.probes_made} made now, {report.probes_failed} failed), "
+                 f"({report.probes_made} made now, {report.probes_failed} failed, "
+                 f"{report.probes_waiting} waiting for the provider), "
                  f"{report.outputs_scanned} stored outputs scanned, "
                  f"{len(report.findings)} findings")
     for finding in report.findings:
