@@ -497,7 +497,10 @@ def _result_from_body(
 ) -> CompletionResult:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _AttemptFailed("200 reply without choices", status=200, permanent=False)
+        # No reply to read (a provider's moderation may eat it whole), yet the usage may say
+        # it was billed: retried, and what it billed is kept (paid means recorded).
+        raise _AttemptFailed("200 reply without choices", status=200, permanent=False,
+                             paid=_paid_usage(data))
     choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
