@@ -29,7 +29,12 @@ from collections.abc import Iterable
 from runs_app.crossexam import JUDGE_MAX_TOKENS as ANSWER_JUDGE_MAX_TOKENS
 from runs_app.crossexam import QUESTION_MAX_TOKENS
 from runs_app.providers.base import CompletionRequest, Message
-from runs_app.readers import JOURNALIST_MAX_TOKENS, JUDGE_MAX_TOKENS, READER_MAX_TOKENS
+from runs_app.readers import (
+    JOURNALIST_MAX_TOKENS,
+    JUDGE_MAX_TOKENS,
+    PAIR_MAX_TOKENS,
+    READER_MAX_TOKENS,
+)
 from runs_app.schemas import ReleaseConfig
 
 # A verdict (the juror's claims, facts and techniques) and the refusal check's reply.
@@ -58,6 +63,8 @@ CALL_KINDS: dict[str, CallKind] = {
     "juror": CallKind("juror", VERDICT_MAX_TOKENS, temperature=0.0),
     "reader": CallKind("reader", READER_MAX_TOKENS),
     "reveal": CallKind("reader", READER_MAX_TOKENS),
+    # The arena's simulated voters: the release's reader, asked about a pair of texts.
+    "pair_reader": CallKind("reader", PAIR_MAX_TOKENS),
     "journalist": CallKind("journalist", JOURNALIST_MAX_TOKENS),
     "frame_judge": CallKind("journalist", JUDGE_MAX_TOKENS),
     "crossexam": CallKind("journalist", QUESTION_MAX_TOKENS),
