@@ -29,8 +29,13 @@ from collections.abc import Iterable
 from runs_app.crossexam import JUDGE_MAX_TOKENS as ANSWER_JUDGE_MAX_TOKENS
 from runs_app.crossexam import QUESTION_MAX_TOKENS
 from runs_app.providers.base import CompletionRequest, Message
-from runs_app.readers import JOURNALIST_MAX_TOKENS, JUDGE_MAX_TOKENS, READER_MAX_TOKENS
-from runs_app.schemas import ReleaseConfig
+from runs_app.readers import (
+    JOURNALIST_MAX_TOKENS,
+    JUDGE_MAX_TOKENS,
+    PAIR_MAX_TOKENS,
+    READER_MAX_TOKENS,
+)
+from runs_app.schemas import ReleaseConfig, ReplyReasoning
 
 # A verdict (the juror's claims, facts and techniques) and the refusal check's reply.
 VERDICT_MAX_TOKENS = 4000
@@ -58,6 +63,8 @@ CALL_KINDS: dict[str, CallKind] = {
     "juror": CallKind("juror", VERDICT_MAX_TOKENS, temperature=0.0),
     "reader": CallKind("reader", READER_MAX_TOKENS),
     "reveal": CallKind("reader", READER_MAX_TOKENS),
+    # The arena's simulated voters: the release's reader, asked about a pair of texts.
+    "pair_reader": CallKind("reader", PAIR_MAX_TOKENS),
     "journalist": CallKind("journalist", JOURNALIST_MAX_TOKENS),
     "frame_judge": CallKind("journalist", JUDGE_MAX_TOKENS),
     "crossexam": CallKind("journalist", QUESTION_MAX_TOKENS),
@@ -67,19 +74,38 @@ CALL_KINDS: dict[str, CallKind] = {
 
 def reasoning_cap(purpose: str, model: str, config: ReleaseConfig) -> int:
     """The reasoning tokens a call of this kind to this model may spend (0: no room)."""
+    return _cap(purpose, config.reasons(model), config.reply_reasoning)
+
+
+def _cap(purpose: str, reasons: bool, room: ReplyReasoning) -> int:
     kind = CALL_KINDS[purpose]
-    if kind.role == "writer" or not config.reasons(model):
+    if kind.role == "writer" or not reasons:
         return 0
-    return getattr(config.reply_reasoning, kind.role)
+    return getattr(room, kind.role)
 
 
 def call_request(purpose: str, *, config: ReleaseConfig, model: str,
                  messages: Iterable[Message] = (), seed: int | None = None,
                  ) -> CompletionRequest:
     """The request of one call, by the rule above (`seed` is sent by seeded kinds only)."""
-    kind = CALL_KINDS[purpose]
     cap = reasoning_cap(purpose, model, config)
-    budget = config.max_tokens if kind.role == "writer" else kind.reply_tokens + cap
+    return _request(purpose, model, messages, cap, writer_budget=config.max_tokens, seed=seed)
+
+
+def candidate_request(purpose: str, *, model: str, reasons: bool,
+                      messages: Iterable[Message] = ()) -> CompletionRequest:
+    """The request of a structured reply from a model tried outside any release (the reader
+    trial): what a release that declares the model's reasoning as `reasons`, with the
+    default reasoning room (`ReplyReasoning()`), sends it."""
+    if CALL_KINDS[purpose].role == "writer":
+        raise ValueError(f"{purpose}: a writer's budget is a release's, not a candidate's")
+    return _request(purpose, model, messages, _cap(purpose, reasons, ReplyReasoning()))
+
+
+def _request(purpose: str, model: str, messages: Iterable[Message], cap: int, *,
+             writer_budget: int = 0, seed: int | None = None) -> CompletionRequest:
+    kind = CALL_KINDS[purpose]
+    budget = writer_budget if kind.role == "writer" else kind.reply_tokens + cap
     return CompletionRequest(
         model=model, messages=tuple(messages), max_tokens=budget,
         seed=seed if kind.seeded else None, temperature=kind.temperature,

@@ -51,6 +51,7 @@ PAIR_FIRST, PAIR_SECOND = "TEXT A", "TEXT B"
 READER_MAX_TOKENS = 400
 JOURNALIST_MAX_TOKENS = 600
 JUDGE_MAX_TOKENS = 300
+PAIR_MAX_TOKENS = 200  # the arena's voters: two letters
 
 # A claim counts as misstated when a majority of jurors label it so (DESIGN section 2).
 MISSTATED_LABELS = ("exaggeration", "contradiction", "fabrication")

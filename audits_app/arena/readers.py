@@ -8,7 +8,9 @@ and answers in JSON validated by pydantic.
 
 This is the arena's one import of the simulated reading public (`runs_app.readers`). The
 position's persona and the organisation line come from the release's pinned scoring version,
-as the panel's do; the two texts are embedded through the one boundary helper.
+as the panel's do; the two texts are embedded through the one boundary helper; the request is
+built by the one request builder (`runs_app.call_kinds`), so the reader gets the reasoning
+room the release declares for it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from runs_app.boundaries import embed
+from runs_app.call_kinds import call_request
 from runs_app.providers.base import CompletionRequest, Message
 from runs_app.readers import (
     PAIR_FIRST,
@@ -30,6 +33,7 @@ from runs_app.readers import (
     reader_brief,
     reader_messages,
 )
+from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import LanguageTexts
 
 __all__ = ["PAIR_PURPOSE", "PairReply", "load_panel", "pair_request", "parse_pair_reply",
@@ -37,7 +41,6 @@ __all__ = ["PAIR_PURPOSE", "PairReply", "load_panel", "pair_request", "parse_pai
 
 # The fixture provider answers this purpose offline (runs_app.providers.fixture.readers).
 PAIR_PURPOSE = "pair_reader"
-PAIR_MAX_TOKENS = 200
 
 PAIR_PROMPTS: dict[str, dict[str, str]] = {
     "en": {
@@ -87,11 +90,13 @@ def pair_messages(texts: LanguageTexts, brief: ReaderBrief, position: ReadingPos
     return system, Message("user", "\n".join(lines))
 
 
-def pair_request(reader: str, texts: LanguageTexts, brief: ReaderBrief,
+def pair_request(config: ReleaseConfig, texts: LanguageTexts, brief: ReaderBrief,
                  position: ReadingPosition, first: str, second: str) -> CompletionRequest:
-    return CompletionRequest(
-        model=reader, messages=pair_messages(texts, brief, position, first, second),
-        max_tokens=PAIR_MAX_TOKENS, json_mode=True, purpose=PAIR_PURPOSE)
+    """The question to the release's reader, built as its panel calls are
+    (`runs_app.call_kinds`): a reader the release declares as reasoning gets its reasoning
+    capped and its reply budget kept whole, or it would think the budget away."""
+    return call_request(PAIR_PURPOSE, config=config, model=config.reader,
+                        messages=pair_messages(texts, brief, position, first, second))
 
 
 def parse_pair_reply(text: str) -> PairReply:

@@ -67,7 +67,7 @@ class PairReadingStage(Stage):
             first, second = second, first
         position = load_panel(config.panel, config.language).position(item.position)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
-        return PairJob(pair_request(config.reader, texts, brief, position, first, second),
+        return PairJob(pair_request(config, texts, brief, position, first, second),
                        max(0, config.max_reply_attempts - item.attempts))
 
     def _load(self, *generation_ids: int) -> None:

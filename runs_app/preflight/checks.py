@@ -10,7 +10,7 @@ import difflib
 from runs_app.call_kinds import CALL_KINDS, call_request
 from runs_app.preflight.profiles import CallProfile
 from runs_app.providers.base import CompletionRequest
-from runs_app.providers.models_list import ModelListing, ModelsList
+from runs_app.providers.models_list import REASONING_PARAMETERS, ModelListing, ModelsList
 from runs_app.providers.openrouter import sent_parameters
 from runs_app.providers.pool import FIXTURE_PREFIX
 from runs_app.schemas import ReleaseConfig
@@ -156,10 +156,6 @@ def _parameter_problems(who: str, listing: ModelListing, need: Need) -> list[str
     said = ", ".join(f"{name} (sent by {call})" for name, call in missing)
     return [f"{who}: the models list's supported_parameters lack {said}; requests require "
             f"every parameter they send (provider.require_parameters), so none would be served"]
-
-
-# Parameters by which the models list says a model can reason.
-REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
 
 
 def _reasoning_problems(who: str, listing: ModelListing, need: Need,

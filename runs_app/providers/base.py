@@ -69,15 +69,21 @@ class ProviderError(Exception):
     `retry_after` (seconds) is set when the provider was told to wait longer than a call
     waits (a 429 with an hour's Retry-After): nothing should call it again before then, so a
     stage puts its row back for later (`runs_app.stages.base.parked`) instead of failing it
-    or asking again at once."""
+    or asking again at once.
+
+    `paid` is the usage of the failed attempts that reported one (a 200 that was still an
+    error, billed all the same), summed; the stage records it on the row: paid means
+    recorded."""
 
     def __init__(self, message: str, *, permanent: bool, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None,
+                 paid: CompletionResult | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.permanent = permanent
         self.status = status
         self.retry_after = retry_after
+        self.paid = paid
 
 
 class Provider(Protocol):

@@ -32,6 +32,8 @@ from django.utils import timezone
 from runs_app.providers.openrouter import DEFAULT_BASE_URL
 
 FETCH_TIMEOUT = 30.0
+# Parameters by which the models list says a model can reason.
+REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
 
 
 class ModelsListError(Exception):
@@ -66,6 +68,12 @@ class ModelListing:
         if self.reasoning_price:
             return self.reasoning_price
         return self.completion_price
+
+    @property
+    def can_reason(self) -> bool:
+        """Some provider of the model honours a reasoning parameter (a list that states no
+        parameters is read as "cannot", as preflight reads it)."""
+        return bool(set(self.supported_parameters or ()) & REASONING_PARAMETERS)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

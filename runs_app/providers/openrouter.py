@@ -124,8 +124,8 @@ class OpenRouterProvider:
             # Raised outside the `except`, so the unredacted failure is not kept as the
             # ProviderError's __context__ (an upstream message may echo the key).
             if failure.permanent or attempt > self.max_retries:
-                raise self._provider_error(request, failure, attempt)
-            await self._wait_before_retry(request, failure, attempt)
+                raise self._provider_error(request, failure, attempt, paid)
+            await self._wait_before_retry(request, failure, attempt, paid)
             attempt += 1
 
     def _raise_if_throttled(self, request: CompletionRequest) -> None:
@@ -212,14 +212,15 @@ class OpenRouterProvider:
                                  verify=_tls_context(), headers=headers)
 
     async def _wait_before_retry(
-        self, request: CompletionRequest, failure: _AttemptFailed, attempt: int
+        self, request: CompletionRequest, failure: _AttemptFailed, attempt: int,
+        paid: list[CompletionResult],
     ) -> None:
         if failure.retry_after is not None and failure.retry_after > self.max_retry_after:
             # Too long to sleep through (the row's claim would expire): give up now, without
             # calling again, and say when the model may be called (DESIGN section 5).
             failure.detail += f" (Retry-After {failure.retry_after:.0f}s is too long to wait)"
             self._throttled_until[request.model] = time.monotonic() + failure.retry_after
-            error = self._provider_error(request, failure, attempt)
+            error = self._provider_error(request, failure, attempt, paid)
             error.retry_after = failure.retry_after
             raise error
         delay = self._backoff_delay(attempt, failure.retry_after)
@@ -238,14 +239,18 @@ class OpenRouterProvider:
         return max(delay, retry_after or 0.0)
 
     def _provider_error(
-        self, request: CompletionRequest, failure: _AttemptFailed, attempts: int
+        self, request: CompletionRequest, failure: _AttemptFailed, attempts: int,
+        paid: list[CompletionResult],
     ) -> ProviderError:
         status = f"HTTP {failure.status}" if failure.status is not None else "no HTTP status"
         message = (
             f"openrouter {request.model}: {status}: {self._redact(failure.detail)} "
             f"(after {attempts} attempt{'s' if attempts != 1 else ''})"
         )
-        return ProviderError(message, permanent=failure.permanent, status=failure.status)
+        # What the failed attempts billed goes with the error (paid means recorded).
+        billed = with_paid_attempts(paid[-1], paid[:-1]) if paid else None
+        return ProviderError(message, permanent=failure.permanent, status=failure.status,
+                             paid=billed)
 
     def _redact(self, text: str) -> str:
         # Upstream messages are echoed into our errors; make sure none of them carries the key.
@@ -497,7 +502,10 @@ def _result_from_body(
 ) -> CompletionResult:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _AttemptFailed("200 reply without choices", status=200, permanent=False)
+        # No reply to read (a provider's moderation may eat it whole), yet the usage may say
+        # it was billed: retried, and what it billed is kept (paid means recorded).
+        raise _AttemptFailed("200 reply without choices", status=200, permanent=False,
+                             paid=_paid_usage(data))
     choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}

@@ -156,7 +156,8 @@ class GenerateStage(Stage):
         try:
             result = await providers.complete(job.request)
         except ProviderError as error:
-            outcome.attempts.append(AttemptRecord("error", error=error.message))
+            # With what the failed call billed, if anything: it is counted in the row's usage.
+            outcome.attempts.append(AttemptRecord("error", error.paid, error=error.message))
             if error.permanent:
                 outcome.failure = f"permanent provider error: {error.message}"
             outcome.retry_after = error.retry_after

@@ -68,8 +68,13 @@ class Asked:
 def provider_failed(asked: Asked, error: ProviderError) -> Asked:
     """`asked` ended by a provider error, the one rule for every stage's calls: no call after
     it (the provider has retried a transient one already); a throttled call (`retry_after`)
-    made no model call, uses up no attempt and parks its row until the wait is over."""
-    asked.raw_replies.append({"error": error.message, "permanent": error.permanent})
+    made no model call, uses up no attempt and parks its row until the wait is over. What
+    the failed call billed (`error.paid`) is counted: paid means recorded."""
+    entry: dict[str, Any] = {"error": error.message, "permanent": error.permanent}
+    if error.paid is not None:
+        asked.count(error.paid)
+        entry["cost_usd"] = error.paid.cost_usd
+    asked.raw_replies.append(entry)
     asked.failure = f"{'permanent ' if error.permanent else ''}provider error: {error.message}"
     asked.permanent = error.permanent
     if error.retry_after is not None:

@@ -3,10 +3,21 @@
 A candidate reader reads each scenario's control text, and nothing (the organisation's name
 and description only), with every reading position of the panel, twice. The prompts are the
 panel stage's own (`runs_app.readers.reader_messages` with the trial's pinned scoring
-version), so a candidate is tried on exactly what it would read in a release. The two
-readings differ only in their seed (1 and 2): two samples of the same prompt, each
-reproducible where the provider honours seeds. The rows are keyed by the trial, not a
-release: `drain(ReaderTrialStage(), trial)` claims, leases and writes them as any stage's.
+version) and so is the request (`runs_app.call_kinds`), so a candidate is tried on exactly
+what it would read, and asked exactly as it would be asked, in a release:
+
+- a candidate the models list says can reason is asked as a release must then declare it
+  (preflight), as reasoning (`reasons: true`): its reasoning capped at the default
+  `reply_reasoning.reader`, its reply budget kept whole. Otherwise a model that reasons
+  unasked (Gemini 2.5 Flash) thinks its reply budget away and fails a trial it would pass
+  in a release. A model that reasons only when asked (`reasons: false` in a release) is
+  tried with that room too: it reads as it would in a release that declares it reasoning.
+- no seed, as the panel sends none: a seed would route the readings only to providers
+  that honour one (`provider.require_parameters`), not the ones a release's reader gets.
+  The two readings are two samples of the identical request.
+
+The rows are keyed by the trial, not a release: `drain(ReaderTrialStage(), trial)` claims,
+leases and writes them as any stage's.
 """
 
 from __future__ import annotations
@@ -15,11 +26,12 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
+from runs_app.call_kinds import candidate_request
 from runs_app.models import ReaderTrial, ScoringVersion, TrialReading
 from runs_app.providers.base import CompletionRequest
+from runs_app.providers.models_list import cached_models_list
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
-    READER_MAX_TOKENS,
     ReaderAnswers,
     ReaderBrief,
     load_panel,
@@ -45,6 +57,19 @@ class ReaderTrialStage(PublicStage):
     name = "reader_trial"
     work_model = TrialReading
     claim_related = ("trial",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._reasons: dict[str, bool] = {}
+
+    def reasons(self, candidate: str) -> bool:
+        """Can the candidate reason, by the cached models list? (The command fetches the
+        list first; a candidate on no list is asked as one that does not.)"""
+        if candidate not in self._reasons:
+            listing = cached_models_list()
+            found = listing.get(candidate) if listing is not None else None
+            self._reasons[candidate] = found is not None and found.can_reason
+        return self._reasons[candidate]
 
     def rows(self, trial: ReaderTrial):
         return TrialReading.objects.filter(trial=trial)
@@ -73,9 +98,9 @@ class ReaderTrialStage(PublicStage):
         texts = ScoringVersion.texts_for_pin(trial.scoring_version).language(trial.language)
         stimulus = document.control_text if item.stimulus == TrialReading.Stimulus.CONTROL \
             else None
-        request = CompletionRequest(
-            model=item.candidate, messages=reader_messages(texts, brief, position, stimulus),
-            max_tokens=READER_MAX_TOKENS, json_mode=True, purpose="reader", seed=item.reading)
+        request = candidate_request(
+            "reader", model=item.candidate, reasons=self.reasons(item.candidate),
+            messages=reader_messages(texts, brief, position, stimulus))
         return TrialJob(request, brief, max(0, TRIAL_REPLY_ATTEMPTS - item.attempts))
 
     async def execute(self, job: TrialJob, providers: ProviderPool) -> Asked:

@@ -70,6 +70,9 @@ def valid_reply(payload: dict[str, Any]) -> str:
                            "opening": "The organisation said today it had acted."})
     if '"question"' in prompt:
         return json.dumps({"question": "What exactly did you know, and when?"})
+    if '"more_favourable"' in prompt:
+        # The arena's simulated voters (`audits_app.arena.readers`).
+        return json.dumps({"more_favourable": "A", "more_honest": "B"})
     attitude = {qid: 4 for qid in sorted(set(re.findall(r"^(A\d+)\. ", prompt, re.MULTILINE)))}
     knowledge = {qid: 1 for qid in sorted(set(re.findall(r"^(K\d+)\. ", prompt, re.MULTILINE)))}
     if knowledge and "knowledge" in prompt:

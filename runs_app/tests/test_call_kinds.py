@@ -30,8 +30,9 @@ def test_a_reasoning_models_replies_keep_their_budget_and_add_the_roles_cap():
     release = config(reply_reasoning={"juror": 3000, "reader": 1024, "journalist": 1500,
                                       "judge": 2048})
     expected = {"juror": (4000, 3000), "refusal": (4000, 1024), "reader": (400, 1024),
-                "reveal": (400, 1024), "journalist": (600, 1500), "frame_judge": (300, 1500),
-                "crossexam": (600, 1500), "answer_judge": (4000, 2048)}
+                "reveal": (400, 1024), "pair_reader": (200, 1024), "journalist": (600, 1500),
+                "frame_judge": (300, 1500), "crossexam": (600, 1500),
+                "answer_judge": (4000, 2048)}
     for purpose, (reply, cap) in expected.items():
         request = call_request(purpose, config=release, model="delta/thinker")
         body = request_body(request)

@@ -11,9 +11,15 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from audits_app.calibration.trial_report import reader_trial_report
+from runs_app.call_kinds import call_request
 from runs_app.models import TrialReading, WorkStatus
+from runs_app.providers.base import Message
+from runs_app.providers.models_list import models_list
+from runs_app.providers.openrouter import request_body
 from runs_app.providers.pool import ProviderPool
+from runs_app.schemas import ReleaseConfig
 from runs_app.testing.fake_openrouter import FakeOpenRouter
+from runs_app.testing.messy import MessyReplies, models_payload
 from runs_app.testing.replies import valid_reply
 from runs_app.trial_services import TrialError, reader_trial_prepare, reader_trial_read
 
@@ -136,6 +142,44 @@ def test_latency_and_cost_per_reading_come_from_the_provider(imported_scenarios)
     assert report["cost_usd_per_reading"] == pytest.approx(
         sum(row.cost_usd for row in rows) / rows.count())
     assert report["valid_share"] == 1.0
+
+
+def test_a_candidate_is_asked_as_a_release_asks_its_reader(imported_scenarios, monkeypatch):
+    """A candidate that reasons unasked (the models list names `reasoning`, as for Gemini
+    2.5 Flash) gets the reasoning cap and the whole reply budget a release that declares it
+    gives its reader (`call_request`), and no seed (a release's reader gets none): every
+    reading is scored at the first call. Without the cap it thinks the 400 tokens away."""
+    candidate = "zeta/reader"
+    trial = reader_trial_prepare(language="en", candidates=[candidate],
+                                 scenarios=SCENARIOS[:1])
+    with FakeOpenRouter(responder=MessyReplies(sticky={candidate: "reasons_unasked"}),
+                        models=models_payload([candidate], reasoning=(candidate,))) as server:
+        monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
+        models_list(refresh=True)
+        pool = ProviderPool("openrouter", base_url=server.base_url, api_key="test-key")
+        reader_trial_read(trial=trial, providers=pool)
+        sent = server.requests[0].body
+    release = reader_release(candidate)
+    wanted = request_body(call_request("reader", config=release, model=candidate,
+                                       messages=[Message(m["role"], m["content"])
+                                                 for m in sent["messages"]]))
+    assert sent == wanted and "seed" not in sent
+    rows = TrialReading.objects.filter(trial=trial)
+    assert rows.count() == 48 and len(server.requests) == 48
+    assert set(rows.values_list("outcome", flat=True)) == {"scored"}
+
+
+def reader_release(reader: str) -> ReleaseConfig:
+    """A release that reads with `reader`, declared as reasoning."""
+    models = [{"id": "acme/writer", "family": "acme", "name": "Writer"},
+              {"id": reader, "family": "zeta", "name": "Reader", "reasons": True},
+              *[{"id": f"{family}/judge", "family": family, "name": family}
+                for family in ("gamma", "delta", "epsilon")]]
+    return ReleaseConfig.model_validate({
+        "code": "trial.cmp", "language": "en", "models": models, "writers": ["acme/writer"],
+        "jurors": ["gamma/judge", "delta/judge", "epsilon/judge"], "reader": reader,
+        "scenarios": SCENARIOS[:1], "tasks": ["T1"], "conditions": ["C0"],
+        "stages": ["generate", "refusal", "panel"]})
 
 
 def test_bad_input_is_named(imported_scenarios):

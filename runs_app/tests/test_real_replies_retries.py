@@ -1,7 +1,9 @@
 """How model calls through OpenRouter are retried, with replies and faults shaped as real
 upstreams send them (DESIGN section 5: faults lose nothing and pay for nothing twice).
 
-- A 200 whose finish_reason is "error" is a provider error (retried), never a text.
+- A 200 whose finish_reason is "error" is a provider error (retried), never a text; so is a
+  200 without choices. What such a reply billed is kept on the row, also when the provider
+  gives up and the row fails.
 - A Retry-After longer than a call waits is honoured: one call, and the row is parked
   (pending, not claimed before the wait is over), not failed and not asked again at once.
   Other calls of that model fail at once without a request. So for writers, structured
@@ -144,6 +146,55 @@ def test_writer_finish_error_with_choice_error_object_is_retried(imported_scenar
     text = Generation.objects.get(release=release)
     assert text.status == WorkStatus.DONE and text.finish_reason == "stop"
     assert len(requests) == 2
+
+
+@pytest.mark.django_db
+def test_a_billed_reply_without_choices_is_retried_and_counted_in_the_rows_cost(
+        imported_scenarios, monkeypatch):
+    """A 200 with `choices: []` and a usage block (a provider's moderation ate the reply):
+    nothing to read, so it is retried, and what it billed is kept, as for an error in a 200."""
+    def eaten(p, c, n):
+        body = body_for(c, p)
+        body["choices"] = []
+        body["usage"]["cost"] = 0.5
+        return body
+    release, requests = run(Shaped("refusal", eaten, times=1), monkeypatch, code="nochoice",
+                            stages=["generate", "refusal"])
+    check = RefusalCheck.objects.get(release=release)
+    assert check.outcome == "scored" and calls_by_role(requests)["refusal"] == 2
+    # The eaten reply's 0.5 and the answer's 0.0001.
+    assert check.cost_usd == pytest.approx(0.5001)
+
+
+def _eaten_always(p, c, n):
+    body = body_for(c, p)
+    body["choices"] = []
+    body["usage"]["cost"] = 0.5
+    return body
+
+
+@pytest.mark.django_db
+def test_billed_replies_that_outlast_the_retries_are_counted_on_the_failed_row(
+        imported_scenarios, monkeypatch):
+    """Every attempt a 200 without choices, each billed: the provider gives up after its
+    three requests and the row fails (an operator retries it), with the three replies' cost
+    on it, not lost with the error."""
+    release, requests = run(Shaped("refusal", _eaten_always, repairs=True), monkeypatch,
+                            code="nochoice.all", stages=["generate", "refusal"])
+    check = RefusalCheck.objects.get(release=release)
+    assert check.status == WorkStatus.FAILED and calls_by_role(requests)["refusal"] == 3
+    assert check.cost_usd == pytest.approx(1.5)
+
+
+@pytest.mark.django_db
+def test_a_writers_billed_replies_that_outlast_the_retries_are_counted(imported_scenarios,
+                                                                      monkeypatch):
+    release, requests = run(Shaped("write", _eaten_always, times=3), monkeypatch,
+                            code="nochoice.w", stages=["generate"])
+    text = Generation.objects.get(release=release)
+    # Three eaten replies in the first claim's call, then a text (0.0001).
+    assert text.status == WorkStatus.DONE, (text.status, text.error)
+    assert text.cost_usd == pytest.approx(1.5001)
 
 
 # ---------------------------------------------------------------------------------------

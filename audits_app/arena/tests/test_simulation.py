@@ -3,6 +3,8 @@ idempotently, and stored apart from people's votes."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from django_q.models import OrmQ
 
@@ -85,3 +87,39 @@ def test_the_simulated_public_prefers_the_spinners_text_to_the_candid_one(client
     for pair in pairs:
         answers = list(pair.simulated_votes.values_list("favourable", flat=True))
         assert answers.count(Side.B) > answers.count(Side.A)  # b is the spinner's text
+
+
+def test_a_reasoning_reader_votes_with_the_reasoning_room_its_release_declares(
+        imported_scenarios):
+    """A release declares its reader as reasoning (`models[].reasons`): its panel calls cap
+    the reasoning and keep the reply's room (`runs_app.call_kinds`). The arena's voters are
+    the same reader and are asked the same way, or a reader that reasons unasked would
+    spend its budget thinking and every vote would be cut at the limit, unscored after
+    paid calls."""
+    from audits_app.arena.readers import pair_request, parse_pair_reply, reader_brief
+    from runs_app.call_kinds import call_request
+    from runs_app.models import ScoringVersion
+    from runs_app.readers import load_panel
+    from runs_app.stages.replies import ask_structured
+    from runs_app.testing.fake_openrouter import FakeOpenRouter
+    from runs_app.testing.messy import MessyReplies, models_payload
+    from runs_app.tests.reply_probes import READER, release_for
+    from scenarios_app.models import Scenario
+
+    config = release_for("arena.r", stages=["generate"]).parsed_config()
+    config = config.model_copy(update={"models": [
+        m.model_copy(update={"reasons": m.id == READER}) for m in config.models]})
+    document = Scenario.objects.get(slug="greenvale-listeria").current_version.document()
+    texts = ScoringVersion.texts_for_pin(config.scoring_version).language("en")
+    position = load_panel(config.panel, "en").positions[0]
+    vote = pair_request(config, texts, reader_brief(document, "en"), position,
+                        document.control_text, document.control_text)
+    panel = call_request("reader", config=config, model=READER)
+    assert vote.reasoning_cap == panel.reasoning_cap == config.reply_reasoning.reader
+    with FakeOpenRouter(responder=MessyReplies(sticky={READER: "reasons_unasked"}),
+                        models=models_payload([READER], reasoning=(READER,))) as server:
+        pool = ProviderPool(default="openrouter", base_url=server.base_url,
+                            api_key="test-key", backoff_base=0.01, max_retries=0)
+        asked = asyncio.run(ask_structured(vote, parse_pair_reply, 3, pool))
+    assert asked.reply is not None and asked.attempts == 1, [
+        e.get("finish_reason") for e in asked.raw_replies]

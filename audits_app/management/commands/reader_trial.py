@@ -4,6 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.calibration.reader_trial import CRITERIA
 from audits_app.calibration.trial_report import reader_trial_report, trial_progress, trial_table
+from runs_app.providers.models_list import ModelsListError, models_list
+from runs_app.providers.pool import FIXTURE_PREFIX
 from runs_app.trial_services import TrialError, reader_trial_prepare, reader_trial_read
 
 SHORT = {"knowledge": "knowledge", "retest": "retest", "trust": "trust", "dont_know": "dont-know"}
@@ -35,6 +37,7 @@ class Command(BaseCommand):
             for line in error.lines:
                 self.stderr.write(f"error: {line}")
             raise CommandError("the trial was not started") from None
+        self._fresh_models_list(models)
         drained = reader_trial_read(trial=trial, concurrency=concurrency)
         progress = trial_progress(trial)
         self.stdout.write(f"reader trial {trial.pk} ({language}, panel {panel}, "
@@ -49,6 +52,19 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(
                 "some readings are held by another worker or were cut short: run again "
                 "(claims expire after BAITBENCH_LEASE_SECONDS)"))
+
+    def _fresh_models_list(self, models: list[str]) -> None:
+        """The list the readings' requests are built by (a candidate that can reason gets
+        reasoning room: `runs_app.stages.trial`) and their costs estimated from; fixture
+        candidates are never on it."""
+        if all(model.startswith(FIXTURE_PREFIX) for model in models):
+            return
+        try:
+            models_list()
+        except ModelsListError as error:
+            self.stderr.write(self.style.WARNING(
+                f"models list: {error}; the cached list is used, and a candidate on none is "
+                f"asked as one that does not reason"))
 
     def _table(self, rows: list[dict]) -> None:
         head = f"{'candidate':<28}" + "".join(f"{SHORT[c]:>22}" for c in CRITERIA)
