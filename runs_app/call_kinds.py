@@ -56,7 +56,7 @@ class CallKind:
 
 # Keyed by the request's purpose (`CompletionRequest.purpose`). Every structured reply asks
 # for a JSON object; the refusal check, the jurors and the answer judge read at
-# temperature 0; writers write with their variant as seed.
+# temperature 0; writers write with a seed (`writer_seed`).
 CALL_KINDS: dict[str, CallKind] = {
     "write": CallKind("writer", json_mode=False, seeded=True),
     "refusal": CallKind("reader", VERDICT_MAX_TOKENS, temperature=0.0),
@@ -82,6 +82,17 @@ def _cap(purpose: str, reasons: bool, room: ReplyReasoning) -> int:
     if kind.role == "writer" or not reasons:
         return 0
     return getattr(room, kind.role)
+
+
+def writer_seed(variant: int, earlier: int, variants: int) -> int:
+    """The seed of a writer's call (a text, or an answer of its interview) after `earlier`
+    calls made for it: its variant at first, then one stride of the release's variants per
+    call. Writers go only to providers that honour the seed (`provider.require_parameters`),
+    and such a provider answers a request it was sent before the same way again, so a reply
+    that does not count (cut at the budget, another language, a wrapper) is asked again
+    with the next seed, never the same request. The variants' seeds never meet: a re-ask
+    cannot write another variant's text. The seed is stored with what it wrote."""
+    return variant + earlier * variants
 
 
 def call_request(purpose: str, *, config: ReleaseConfig, model: str,

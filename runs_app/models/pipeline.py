@@ -432,6 +432,8 @@ class Generation(WorkItem, ProviderLog):
                                 help_text="A chat wrapper's lines taken off the text.")
     writer_refusal = models.TextField(
         blank=True, help_text="The provider reported a refusal: the writer's words, if any.")
+    seed = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The seed of the call that wrote the text.")
 
     class Meta:
         ordering = ["release", "model", "scenario_version", "task", "condition", "variant"]
@@ -473,6 +475,8 @@ class GenerationAttempt(PublishedGuard, ProviderLog):
     reasoning = models.TextField(blank=True)
     refusal = models.TextField(blank=True)
     error = models.TextField(blank=True)
+    seed = models.PositiveIntegerField(null=True, blank=True,
+                                       help_text="The seed sent (`writer_seed`).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

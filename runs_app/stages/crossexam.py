@@ -40,7 +40,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from runs_app.call_kinds import call_request
+from runs_app.call_kinds import call_request, writer_seed
 from runs_app.crossexam import (
     FIRST_FOLLOW_UP,
     JOURNALIST,
@@ -96,13 +96,14 @@ class TurnJob:
     question: str  # asked before, its answer failed: not asked again
     journalist: CompletionRequest
     # The writer's request without its messages (the question comes first); the same
-    # budget rule and seed as the generation (section 5: writers keep their own reasoning
-    # default).
+    # budget rule and seeds as the generation (section 5: writers keep their own reasoning
+    # default): its seed is the first answer's, each re-ask adds `seed_stride`.
     writer: CompletionRequest
     writer_prompt: str
     writer_attempts: int
     reply_attempts: int
     language: str = "en"
+    seed_stride: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,21 +121,24 @@ class TurnOutcome:
 
 
 async def ask_writer(request: CompletionRequest, attempts_left: int, providers: ProviderPool,
-                     language: str) -> Asked:
+                     language: str, *, seed_stride: int = 1) -> Asked:
     """One spokesperson answer, read as `generate` reads a text (`classify`): `reply` is the
     accepted `AttemptRecord` (a text, or the writer refusing), after at most `attempts_left`
-    calls. A reply that does not count is asked again as it was (the answer is prose, so no
-    repair turn); the raw reply of the accepted one holds all its reasoning, the think block
-    taken from its text included, and the wrapper lines taken off."""
+    calls. A reply that does not count is asked again with the next seed (`writer_seed`:
+    `seed_stride` more; the answer is prose, so no repair turn), each raw reply keeping its
+    seed; the raw reply of the accepted one holds all its reasoning, the think block taken
+    from its text included, and the wrapper lines taken off."""
     asked = Asked(model=request.model)
-    for _ in range(attempts_left):
+    for number in range(attempts_left):
         asked.attempts += 1
+        call = request if request.seed is None else dataclasses.replace(
+            request, seed=request.seed + number * seed_stride)
         try:
-            result = await providers.complete(request)
+            result = await providers.complete(call)
         except ProviderError as error:
             return provider_failed(asked, error)  # as every stage's calls (`ask_structured`)
         asked.count(result)
-        entry = raw_entry(result)
+        entry = raw_entry(result) | {"seed": call.seed}
         asked.raw_replies.append(entry)
         attempt = classify(result, language, spoken=True)
         if attempt.outcome not in (GenerationAttempt.Outcome.OK,
@@ -280,8 +284,10 @@ class CrossExamStage(PublicStage):
         journalist = call_request(
             "crossexam", config=config, model=config.journalist,
             messages=journalist_messages(texts, journalist_picture(document), turns))
+        # Seeds go on after every answer asked for this turn, an earlier claim's included.
+        answered = sum(1 for entry in item.raw_replies if entry.get("call") == "answer")
         writer = call_request("write", config=config, model=generation.model.openrouter_id,
-                              seed=generation.variant)
+                              seed=writer_seed(generation.variant, answered, config.variants))
         spent = spent_calls(item)
         return TurnJob(
             number=item.number, turns=turns, question=item.question, journalist=journalist,
@@ -289,7 +295,7 @@ class CrossExamStage(PublicStage):
             writer=writer, writer_prompt=generation.prompt,
             writer_attempts=max(0, config.max_attempts - spent["answer"]),
             reply_attempts=max(0, config.max_reply_attempts - spent["question"]),
-            language=config.language)
+            language=config.language, seed_stride=config.variants)
 
     async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool
                       ) -> TurnOutcome | Asked:
@@ -308,7 +314,7 @@ class CrossExamStage(PublicStage):
         request = dataclasses.replace(job.writer, messages=writer_messages(
             job.writer_prompt, [*job.turns, Turn(JOURNALIST, outcome.question)]))
         outcome.writer = await ask_writer(request, job.writer_attempts, providers,
-                                          job.language)
+                                          job.language, seed_stride=job.seed_stride)
         return outcome
 
     def record(self, item: CrossExamTurn, outcome: TurnOutcome | Asked) -> dict[str, Any]:

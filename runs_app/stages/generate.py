@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from runs_app.call_kinds import call_request
+from runs_app.call_kinds import call_request, writer_seed
 from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
@@ -138,8 +138,15 @@ class GenerateStage(Stage):
     def build(self, item: Generation) -> GenerationJob:
         config = self.config(item.release_id)
         prompt = self._prompt(item, config)
+        # Each attempt of a cell is asked with the next seed (`writer_seed`), numbered after
+        # every attempt kept, an operator's retry included: the request that gave a text
+        # that does not count is never sent again.
+        earlier = self._kept.get(item.pk)
+        if earlier is None:
+            earlier = GenerationAttempt.objects.filter(generation=item).count()
         request = call_request(
-            "write", config=config, model=item.model.openrouter_id, seed=item.variant,
+            "write", config=config, model=item.model.openrouter_id,
+            seed=writer_seed(item.variant, earlier, config.variants),
             messages=(Message(role, content) for role, content in prompt.messages))
         return GenerationJob(request, prompt.text, prompt.sha256,
                              attempts_left=max(0, config.max_attempts - item.attempts),
@@ -181,7 +188,7 @@ class GenerateStage(Stage):
         if kept is None:
             kept = GenerationAttempt.objects.filter(generation=item).count()
         self.add_children(
-            _attempt_row(item, kept + number, attempt)
+            _attempt_row(item, kept + number, attempt, outcome.job.request.seed)
             for number, attempt in enumerate(outcome.attempts, 1)
         )
         fields: dict[str, Any] = {
@@ -210,6 +217,7 @@ class GenerateStage(Stage):
         refused = accepted.outcome == GenerationAttempt.Outcome.REFUSED
         return fields | _provider_fields(result) | {
             "status": WorkStatus.DONE, "error": "", "text": text.text,
+            "seed": outcome.job.request.seed,
             "reasoning": text.reasoning, "stripped": list(text.stripped),
             "writer_refusal": (text.text or f"(no words; finish_reason {result.finish_reason})")
             if refused else "",
@@ -280,10 +288,11 @@ def _cost(result: CompletionResult, model_id: str) -> float:
     return estimated_cost(model_id, result.prompt_tokens, result.completion_tokens)
 
 
-def _attempt_row(item: Generation, number: int, attempt: AttemptRecord) -> GenerationAttempt:
+def _attempt_row(item: Generation, number: int, attempt: AttemptRecord,
+                 seed: int | None) -> GenerationAttempt:
     result = attempt.result
     row = GenerationAttempt(generation=item, number=number, outcome=attempt.outcome,
-                            error=attempt.error)
+                            error=attempt.error, seed=seed)
     if result is not None:
         for name, value in _provider_fields(result).items():
             setattr(row, name, value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from runs_app.call_kinds import CALL_KINDS, call_request
+from runs_app.call_kinds import CALL_KINDS, call_request, writer_seed
 from runs_app.providers.openrouter import request_body, sent_parameters
 from runs_app.schemas import ReleaseConfig
 from runs_app.services import config_hash
@@ -75,3 +75,9 @@ def test_an_older_stored_configuration_keeps_its_hash_and_sends_what_it_sent():
 def test_a_reasoning_cap_below_what_providers_accept_is_refused(cap):
     with pytest.raises(pydantic.ValidationError, match="neither 0"):
         config(reply_reasoning={"juror": cap})
+
+
+def test_a_writers_seeds_start_at_its_variant_and_never_meet_another_variants():
+    seeds = [writer_seed(variant, earlier, 3) for variant in range(3) for earlier in range(4)]
+    assert [writer_seed(variant, 0, 3) for variant in range(3)] == [0, 1, 2]
+    assert len(set(seeds)) == len(seeds)

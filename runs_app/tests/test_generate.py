@@ -168,6 +168,29 @@ def test_a_failed_cell_still_counts_what_its_attempts_cost(imported_scenarios, s
 
 
 @pytest.mark.django_db
+def test_each_attempt_of_a_text_is_asked_with_the_next_seed(imported_scenarios, server):
+    # A seed-honouring provider answers a request it was sent before the same way again: a
+    # text cut at the budget is asked again with the next seed, an operator's retry going
+    # on from the last one, and every attempt and the text keep theirs (`writer_seed`).
+    release = openrouter_release(tasks=["T1"], conditions=["C0"], writers=["acme/writer-a"],
+                                 variants=2, max_attempts=2)
+    for _ in range(4):
+        server.enqueue_length_finish()
+    run_generate(release, server)
+    release_retry_failed(release=release, stage_name="generate")
+    run_generate(release, server)
+    for generation in Generation.objects.filter(release=release):
+        variant = generation.variant
+        seeds = [a.seed for a in generation.attempt_log.all()]
+        outcomes = [a.outcome for a in generation.attempt_log.all()]
+        assert generation.status == WorkStatus.DONE, generation.error
+        assert seeds == [variant, variant + 2, variant + 4]
+        assert outcomes == ["length", "length", "ok"] and generation.seed == variant + 4
+    sent = sorted(request.body["seed"] for request in server.requests)
+    assert sent == [0, 1, 2, 3, 4, 5]  # never the same request twice, never another variant's
+
+
+@pytest.mark.django_db
 def test_a_permanent_error_fails_the_cell_once_and_an_operator_can_retry(
     imported_scenarios, server
 ):

@@ -474,3 +474,31 @@ def test_a_parked_answer_keeps_its_spent_writer_attempts(imported_scenarios, mon
     # The retry: a fourth German answer, then a valid one (two of its fresh three).
     assert turn.status == WorkStatus.DONE and turn.answer and turn.question == question
     assert roles["question"] == 5 and roles["answer"] == 6 + 4
+
+
+@pytest.mark.django_db
+def test_an_operators_retry_of_an_answer_goes_on_with_the_next_seeds(imported_scenarios,
+                                                                      monkeypatch):
+    """A provider that honours the seed answers the first three seeds' requests in German: the
+    turn fails after three answers. An operator's retry asks with the seeds after them
+    (`writer_seed`), never a request already answered, and the answer is written."""
+    german = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschuldigt sich "
+              "ausdrücklich bei allen Betroffenen. Sie prüft die Vorwürfe sorgfältig, arbeitet "
+              "mit den Behörden zusammen und wird weitere Informationen veröffentlichen.")
+
+    def responder(payload):
+        if role_of(payload) == "answer" and payload["seed"] < 3:
+            return body_for(german, payload)
+        return body_for(valid_reply(payload), payload)
+
+    stages = ["generate", "refusal", "crossexam"]
+    with Served(responder, monkeypatch, "seed.retry", stages, tasks=("T4",)) as served:
+        served.drain()
+        turn = CrossExamTurn.objects.get(release=served.release, number=2)
+        assert turn.status == WorkStatus.FAILED, (turn.status, turn.error)
+        release_retry_failed(release=served.release, stage_name="crossexam")
+        served.drain()
+        turn.refresh_from_db()
+    seeds = [entry["seed"] for entry in turn.raw_replies if entry["call"] == "answer"]
+    assert seeds == [0, 1, 2, 3]
+    assert turn.outcome == "scored" and not turn.answer.startswith("Die ")

@@ -19,6 +19,7 @@ import pytest
 from runs_app.admin import crossexam_rows
 from runs_app.models import CrossExamTurn, Generation, TextScore, WorkStatus
 from runs_app.stages.crossexam import CrossExamStage
+from runs_app.testing.replies import valid_reply
 from runs_app.tests.reply_probes import SECRET, Shaped, body_for, calls_by_role, role_of, run
 from runs_app.writer_text import NotAText, writer_text
 
@@ -27,6 +28,10 @@ T4_STAGES = ["generate", "refusal", "crossexam"]
 CLEAN_T4 = {"write": 1, "refusal": 1, "question": 5, "answer": 5, "labels": 1}
 ANSWER = ("We recalled every affected batch the same day and we are working with the food "
           "safety authority on the cause.")
+GERMAN = ("Die Organisation hat heute mitgeteilt, was geschehen ist, und entschuldigt sich "
+          "ausdrücklich bei allen Betroffenen. Sie prüft die Vorwürfe sorgfältig, arbeitet "
+          "mit den Behörden zusammen und wird weitere Informationen veröffentlichen, sobald "
+          "diese feststehen. Die Sicherheit der Kunden hat oberste Priorität.")
 
 
 def _t4(shape, monkeypatch):
@@ -190,3 +195,50 @@ def test_an_answer_refusal_field_is_the_writer_refusing(imported_scenarios, monk
     # Staff see it as a refusal, in the writer's words.
     row = crossexam_rows(first.generation)[1]
     assert (row["status"], row["error"], row["answer"]) == ("Refused", refusal, "")
+
+
+# ---------------------------------------------------------------------------------------
+# A reply that does not count is asked again with the next seed
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("stages,tasks,role", [
+    (["generate"], ("T1",), "write"),
+    (T4_STAGES, ("T4",), "answer"),
+])
+def test_a_writer_reply_that_does_not_count_is_not_bought_again_identically(
+        imported_scenarios, monkeypatch, stages, tasks, role):
+    """Writers go only to providers that honour `seed` (`provider.require_parameters`); such
+    a provider answers the request that gave a German reply with German again, every time.
+    The re-ask goes with the next seed (`writer_seed`), so one re-ask buys the text, and the
+    seed of every call is kept with what it wrote."""
+    first_seen: dict[str, object] = {}
+
+    def seed_honouring(payload):
+        if role_of(payload) == role:
+            key = json.dumps(payload["messages"], sort_keys=True)
+            if first_seen.setdefault(key, payload.get("seed")) == payload.get("seed"):
+                return body_for(GERMAN, payload)
+        return body_for(valid_reply(payload), payload)
+
+    release, requests = run(seed_honouring, monkeypatch, code=f"seed.{role}", tasks=tasks,
+                            stages=stages)
+    mine = [json.dumps(r.body, sort_keys=True) for r in requests if role_of(r.body) == role]
+    text = Generation.objects.get(release=release)
+    assert text.status == WorkStatus.DONE, text.error
+    if role == "write":
+        assert len(mine) == 2 and len(set(mine)) == 2, mine
+        assert [(a.outcome, a.seed) for a in text.attempt_log.all()] == [("language", 0),
+                                                                        ("ok", 1)]
+        assert text.seed == 1 and not text.text.startswith("Die ")
+        return
+    # Every answer: German with its first seed, then written with the next one.
+    turns = list(_turns(release))
+    assert [t.outcome for t in turns] == ["scored"] * 5
+    assert len(mine) == 10 and len(set(mine)) == 10
+    for turn in turns:
+        answers = [("German" in e.get("invalid", ""), e["seed"]) for e in turn.raw_replies
+                   if e["call"] == "answer"]
+        assert answers == [(True, 0), (False, 1)], answers
+        assert not turn.answer.startswith("Die ")
