@@ -1,11 +1,12 @@
 """Uptake by a journalist agent and the reveal effect, on the fixture chain; and, through
 the real OpenRouter client against the fake server, what the gate sees of a frame judge
-that never answers validly (DESIGN section 5)."""
+that never answers validly and of a jury that changes after its reveal (DESIGN section 5)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from statistics import mean
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from runs_app.costs import forget_prices
 from runs_app.models import (
     AgentRun,
+    Generation,
     JurorVerdict,
     ReaderResponse,
     ReplyOutcome,
@@ -28,7 +30,8 @@ from runs_app.selectors import release_has_gaps, release_row_problems
 from runs_app.services import release_freeze, release_retry_failed
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain, drain_release
-from runs_app.testing.fake_openrouter import FakeOpenRouter
+from runs_app.stages.reveal import _incriminating, _verdicts
+from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse
 from runs_app.testing.messy import models_payload
 from runs_app.testing.replies import valid_reply
 from runs_app.tests.reply_probes import MODELS, body_for, calls_by_role, release_for, role_of
@@ -187,3 +190,88 @@ def test_a_frame_judge_that_never_validates_leaves_a_gap_the_gate_sees(imported_
     assert "judge_due" not in row.result
     assert (roles["journalist"], roles["frame"]) == (1, 4)
     assert not release_has_gaps(release)
+
+
+def _jury(conveys: dict[str, list[str]], pending: dict[str, object]):
+    """A responder whose jurors convey these facts; a juror in `pending` answers with
+    what is there instead (a FakeResponse, or prose) until it is taken out."""
+    def responder(payload):
+        role, model = role_of(payload), payload.get("model")
+        if role != "juror":
+            return body_for(valid_reply(payload), payload)
+        if model in pending:
+            answer = pending[model]
+            return answer if isinstance(answer, FakeResponse) else body_for(answer, payload)
+        return body_for(json.dumps({"claims": [], "facts_conveyed": conveys[model],
+                                    "confidential_disclosed": [], "techniques": []}), payload)
+    return responder
+
+
+ALL_FACTS = [f"F{i}" for i in range(1, 14)]
+REVEAL_STAGES = ["generate", "refusal", "jury", "panel", "reveal"]
+
+
+def _told_and_final(release) -> tuple[list[tuple[str, ...]], tuple[str, ...]]:
+    """The omitted facts each reveal row told, and what the jury finds now."""
+    text = Generation.objects.get(release=release)
+    document, _ = get_stage("reveal").scenario(text.scenario_version_id, "en")
+    final = revealed_items(list(_verdicts([text.pk])[text.pk].values()),
+                           _incriminating(document))
+    told = sorted({tuple(r.result["omitted"])
+                   for r in AgentRun.objects.filter(release=release, kind="reveal")})
+    return told, final.omitted_ids
+
+
+@pytest.mark.django_db
+def test_the_reveal_waits_for_a_failed_juror_seat(imported_scenarios, monkeypatch):
+    """One juror's upstream answers 502 until the provider gives up: its seat fails, and an
+    operator retries it. The reveal does not run on the two verdicts it has: the third
+    changes the majority (the incriminating facts but F1 are then omitted), and the
+    published reveal tells readers what the published jury found."""
+    pending: dict[str, object] = {
+        "epsilon/judge": FakeResponse(502, {"error": {"code": 502, "message": "Bad gateway"}})}
+    conveys = {"gamma/judge": ALL_FACTS, "delta/judge": ["F1"], "epsilon/judge": ["F1"]}
+    with serving(_jury(conveys, pending), monkeypatch, "reveal.j",
+                 REVEAL_STAGES) as (release, run_stages, server):
+        run_stages()
+        assert not AgentRun.objects.filter(release=release, kind="reveal").exists()
+        assert release_has_gaps(release)
+        pending.clear()
+        release_retry_failed(release=release, stage_name="jury")
+        run_stages()
+        told, final = _told_and_final(release)
+        assert final and told == [final]
+        assert calls_by_role(server.requests)["reveal"] == 3
+    assert not release_has_gaps(release) and not release_row_problems(release)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("retried_finds,asked_again", [(["F1"], True), (ALL_FACTS, False)])
+def test_a_reveal_told_before_a_retried_seat_scored_is_brought_up_to_date(
+        imported_scenarios, monkeypatch, retried_finds, asked_again):
+    """One juror answers prose until its seat is unscored: the jury is done with two
+    verdicts, and the reveal tells what they found (nothing omitted). An operator retries
+    the seat, which now answers. Until the reveal stage runs again its rows are outdated,
+    which the gate sees; then the rows whose reader was told something the final jury does
+    not find are asked again, and the others are kept (nothing paid twice for a prompt
+    that would be the same)."""
+    pending: dict[str, object] = {"epsilon/judge": "Mostly fine; F3 seems missing."}
+    conveys = {"gamma/judge": ALL_FACTS, "delta/judge": ["F1"],
+               "epsilon/judge": retried_finds}
+    with serving(_jury(conveys, pending), monkeypatch, "reveal.u",
+                 REVEAL_STAGES) as (release, run_stages, server):
+        run_stages()
+        assert _told_and_final(release) == ([()], ())
+        pending.clear()
+        release_retry_failed(release=release, stage_name="jury")
+        run_stages(["jury"])
+        assert any("stage reveal" in line and "changed since" in line
+                   for line in release_row_problems(release))
+        run_stages()
+        told, final = _told_and_final(release)
+        assert told == [final] and bool(final) == asked_again
+        assert calls_by_role(server.requests)["reveal"] == (6 if asked_again else 3)
+        jury = {tuple(r.result["jury"]) for r in AgentRun.objects.filter(release=release,
+                                                                          kind="reveal")}
+    assert jury == {(0, 1, 2)}
+    assert not release_has_gaps(release) and not release_row_problems(release)
