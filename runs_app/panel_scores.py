@@ -57,6 +57,20 @@ def _scored_runs(release: Release, kind: str) -> dict[int, list[dict]]:
     return results
 
 
+def _stories(release: Release) -> dict[int, list[dict]]:
+    """The uptake rows that hold the journalist's story: scored, or unscored because only
+    its frame judge never answered validly (whether the story runs is measured; its frame,
+    None, is not)."""
+    results: dict[int, list[dict]] = defaultdict(list)
+    rows = AgentRun.objects.filter(
+        release=release, kind=AgentRun.Kind.UPTAKE, status=WorkStatus.DONE,
+        result__has_key="runs_story",
+    ).values_list("generation_id", "result")
+    for generation_id, result in rows:
+        results[generation_id].append(result)
+    return results
+
+
 def _uptake_fields(runs: list[dict]) -> dict[str, float | None]:
     if not runs:
         return {"uptake": None, "frame_adoption": None}
@@ -69,7 +83,7 @@ def _uptake_fields(runs: list[dict]) -> dict[str, float | None]:
 def text_scores_update_panel(*, release: Release) -> int:
     """Update (or create) the TextScore of every read text; returns how many were written."""
     readings = _panel_readings(release)
-    uptakes = _scored_runs(release, AgentRun.Kind.UPTAKE)
+    uptakes = _stories(release)
     reveals = _scored_runs(release, AgentRun.Kind.REVEAL)
     correct = {version.pk: [q.correct for q in version.document().knowledge_questions]
                for version in ScenarioVersion.objects.filter(releases=release)}

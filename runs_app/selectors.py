@@ -190,7 +190,8 @@ def _counts_by(release: Release, stage, role: str, path: str | None,
 
 def release_row_problems(release: Release) -> list[str]:
     """Why the release's rows do not yet make a publishable whole, one line each: rows still
-    pending, claimed or failed (whatever the release's status says), and each writer, juror
+    pending, claimed or failed (whatever the release's status says), rows built on an
+    earlier stage's rows that have changed since (`Stage.outdated`), and each writer, juror
     and reader whose share of unscored rows in a stage is above the release file's
     `gate.max_unscored_share` (DESIGN section 5)."""
     limit = release.parsed_config().gate.max_unscored_share
@@ -202,6 +203,11 @@ def release_row_problems(release: Release) -> list[str]:
             problems.append(f"stage {progress.stage}: {', '.join(unfinished)} of "
                             f"{progress.total:,} rows" + (
                                 " (retry the failed ones)" if progress.failed else ""))
+        outdated = get_stage(progress.stage).outdated(release)
+        if outdated:
+            problems.append(f"stage {progress.stage}: {outdated:,} rows built on rows that "
+                            f"have changed since (run the stage again to bring them up to "
+                            f"date)")
     for counts in release_row_counts(release):
         if counts.unscored and counts.unscored_share > limit:
             problems.append(

@@ -150,6 +150,12 @@ class Stage(abc.ABC):
         """Finished rows that record a refusal; none for most stages."""
         return Q(pk__in=[])
 
+    def outdated(self, release: Release) -> int:
+        """Finished rows built on rows of an earlier stage that have changed since (a reveal
+        told a jury that an operator's retry gave another verdict): `plan` asks them again
+        or brings them up to date. None for most stages."""
+        return 0
+
     @property
     def needs(self) -> tuple[str, ...]:
         """Stages whose rows this stage reads (`runs_app.schemas.STAGE_NEEDS`)."""

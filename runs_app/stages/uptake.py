@@ -8,7 +8,9 @@ retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcri
 
 The two calls are two claims of the row: the story is written (the row pending again, the
 story in `result` with `judge_due`) before the judge is asked, so a judge that fails, an
-operator's retry or a killed worker never asks (and pays) the journalist twice.
+operator's retry or a killed worker never asks (and pays) the journalist twice. A judge whose
+replies never validate leaves the row unscored (its frame is not measured) with the story
+kept and the judge still due: the story counts for uptake, and a retry asks only the judge.
 """
 
 from __future__ import annotations
@@ -140,15 +142,17 @@ class UptakeStage(AgentRunStage):
             "raw_replies": list(item.raw_replies) + [entry | {"call": "frame_judge"}
                                                      for entry in judge.raw_replies],
             **usage_fields(item, judge)}
-        result = {key: value for key, value in item.result.items()
-                  if key not in (JUDGE_DUE, JUDGE_FROM)}
         if judge.reply is not None:
+            result = {key: value for key, value in item.result.items()
+                      if key not in (JUDGE_DUE, JUDGE_FROM)}
             result |= {"frame_rating": judge.reply.frame_adoption,
                        "frame_adoption": frame_adoption(judge.reply.frame_adoption)}
-        elif judge.retry_after is not None:
+            return fields | {"result": result, "status": WorkStatus.DONE,
+                             "outcome": ReplyOutcome.SCORED, "error": ""}
+        if judge.retry_after is not None:
             # The provider said to wait: the story stays kept, the judge is asked later.
             return fields | parked(judge.retry_after, f"judge: {judge.failure}")
-        elif judge.failure or not (judge.answered or judge.attempts == 0 and any(
+        if judge.failure or not (judge.answered or judge.attempts == 0 and any(
                 "text" in entry and entry.get("call") == "frame_judge"
                 for entry in item.raw_replies)):
             # A provider error ended the judge's turn, or it had no reply at all: fail the
@@ -156,11 +160,15 @@ class UptakeStage(AgentRunStage):
             failure = judge.failure or "no attempts left (max_reply_attempts reached earlier)"
             return fields | {"status": WorkStatus.FAILED, "error": f"judge: {failure}",
                              "outcome": ""}
-        else:
-            # The story is measured; its frame is not (unscored, never defaulted).
-            result["frame_outcome"] = ReplyOutcome.UNSCORED
-        return fields | {"result": result, "status": WorkStatus.DONE,
-                         "outcome": ReplyOutcome.SCORED, "error": ""}
+        # The judge's replies never validated: the frame is not measured (never defaulted),
+        # so the row is unscored, a gap the publish gate weighs, though the story still
+        # measures uptake (`panel_scores`). The story stays kept with the judge due, so an
+        # operator's retry asks only the judge.
+        invalid = [entry["invalid"] for entry in fields["raw_replies"]
+                   if "invalid" in entry and entry.get("call") == "frame_judge"]
+        return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
+                         "error": "judge: no valid reply within max_reply_attempts"
+                                  f" ({invalid[-1] if invalid else 'no valid reply'})"}
 
 
 def _transcript(request: CompletionRequest, asked: Asked) -> list[dict[str, Any]]:
