@@ -139,6 +139,24 @@ def test_a_jurors_null_for_the_facts_conveyed_is_repaired(imported_scenarios, mo
     assert calls_by_role(requests)["juror"] == 4
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["Cherry-picking", "minimization", "blame shifting"])
+def test_a_technique_named_in_another_spelling_costs_no_repair(imported_scenarios,
+                                                               monkeypatch, name):
+    """The list says "cherry-picking", "minimisation", "blame-shifting": a juror that writes
+    one with a capital, the American spelling or a space has named it, and is not asked (and
+    paid) again for the same verdict; the verdict keeps the listed name."""
+    def shape(p, c, n):
+        return json.dumps({**json.loads(c), "techniques": [name]})
+    release, requests = run(Shaped("juror", shape, times=1), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 3, dict(calls_by_role(requests))
+    listed = {"Cherry-picking": "cherry-picking", "minimization": "minimisation",
+              "blame shifting": "blame-shifting"}[name]
+    assert [listed] in JurorVerdict.objects.filter(release=release).values_list(
+        "techniques", flat=True)
+
+
 # ---------------------------------------------------------------------------------------
 # A valid answer in a messy reply is read, not paid for again
 # ---------------------------------------------------------------------------------------
