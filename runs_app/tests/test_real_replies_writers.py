@@ -106,6 +106,20 @@ def test_writer_reasoning_before_an_orphan_closing_think_tag_is_stored_apart(
     assert SECRET in text.reasoning
 
 
+@pytest.mark.django_db
+def test_a_dutch_closing_wrapper_never_reaches_the_jury(imported_scenarios, monkeypatch):
+    closer = "Laat het me weten als je nog aanpassingen wilt!"
+    shape = Shaped("write", lambda p, c, n: f"{c}\n\n{closer}")
+    release, requests = run(shape, monkeypatch, code="nl.w", stages=["generate", "refusal"],
+                            language="nl", scenario="zoetkamp-pinda-haverkoekjes")
+    text = Generation.objects.get(release=release)
+    read_by_the_check = [r for r in requests if role_of(r.body) == "refusal"
+                         and closer in json.dumps(r.body["messages"])]
+    assert text.status == WorkStatus.DONE and calls_by_role(requests)["write"] == 1
+    assert closer not in text.text and not read_by_the_check, text.stripped
+    assert {"part": "closing", "text": closer} in text.stripped
+
+
 # ---------------------------------------------------------------------------------------
 # The cross-examination: each answer is a writer's text too
 # ---------------------------------------------------------------------------------------
