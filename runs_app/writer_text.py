@@ -19,7 +19,10 @@ What a writer's reply may carry besides its text, and what becomes of it:
   identifier that ships its models, so it works offline). Identifying costs about 0.6 ms per
   hundred words, so a text that is unmistakably in the release's language (a sixth of its
   words are that language's own function words, which the other candidate languages do not
-  use) is taken without asking it; anything else, a mixed text included, is identified.
+  use) is taken without asking it; anything else, a mixed text included, is identified. A
+  short text (under 25 words: a spokesperson's answer of a sentence or two) is taken with
+  one such word, and otherwise rejected only when the identifier is surer still; a text of
+  a few words ("No comment.") is never checked.
 
 A cross-examination answer (`spoken=True`) is read the same way, with one difference: it is
 speech in role, and a spokesperson may begin "Absolutely." or "Here's what we know: …" and end
@@ -73,10 +76,15 @@ ASSISTANT = re.compile(
 # An opener that runs into the text is long; a wrapper line is a sentence or two.
 WRAPPER_MAX_CHARS = 300
 RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
-# Below this many words a language identifier guesses.
+# Below this many words a text is short: a single word of the release language's own
+# (FUNCTION_WORDS) takes it, and the identifier must be surer of another language.
 LANGUAGE_MIN_WORDS = 25
+# Below this many ("No comment.", "Dat klopt.") the language is never checked: too few words
+# to tell, and a spokesperson's few words are worth keeping.
+SHORT_TEXT_MIN_WORDS = 6
 # The release's language is rejected only when the identifier is this sure of another one.
 LANGUAGE_CONFIDENCE = 0.9
+SHORT_TEXT_CONFIDENCE = 0.95
 
 LANGUAGES = {"en": Language.ENGLISH, "nl": Language.DUTCH}
 # Frequent function words of each release language that are words of no other candidate
@@ -195,21 +203,31 @@ def _detector():
 
 
 def check_language(text: str, language: str) -> None:
-    """NotAText when the text is, with confidence, in another language than `language`."""
-    if len(text.split()) < LANGUAGE_MIN_WORDS:
+    """NotAText when the text is, with confidence, in another language than `language`. A
+    short text (a spokesperson's answer of a sentence or two) is checked too, leniently: an
+    English answer has no Dutch function word at all, a Dutch one nearly always has one."""
+    words = len(text.split())
+    if words < SHORT_TEXT_MIN_WORDS:
         return
-    if plainly_in(text, language):
+    short = words < LANGUAGE_MIN_WORDS
+    taken = own_words(text, language) > 0 if short else plainly_in(text, language)
+    if taken:
         return
     expected = LANGUAGES[language]
     confidences = _detector().compute_language_confidence_values(text)
     top = confidences[0]
-    if top.language != expected and top.value >= LANGUAGE_CONFIDENCE:
+    if top.language != expected and top.value >= (
+            SHORT_TEXT_CONFIDENCE if short else LANGUAGE_CONFIDENCE):
         raise NotAText(f"the text is in {top.language.name.title()}, not in "
                        f"{expected.name.title()} (the release's language)", "language")
 
 
 def plainly_in(text: str, language: str) -> bool:
     """At least FUNCTION_WORD_SHARE of the text's words are `language`'s own function words."""
-    words = WORD.findall(text.lower())
-    own = FUNCTION_WORDS[language]
-    return bool(words) and sum(word in own for word in words) >= FUNCTION_WORD_SHARE * len(words)
+    words = WORD.findall(text)
+    return bool(words) and own_words(text, language) >= FUNCTION_WORD_SHARE * len(words)
+
+
+def own_words(text: str, language: str) -> int:
+    """How many of the text's words are `language`'s own function words."""
+    return sum(word in FUNCTION_WORDS[language] for word in WORD.findall(text.lower()))

@@ -88,6 +88,30 @@ def test_wrapper_like_words_that_run_into_a_spoken_answer_are_speech(answer):
         writer_text(answer, "en")
 
 
+def test_a_short_english_answer_is_not_a_dutch_answer():
+    """A spokesperson's answer is often short, under the 25 words a text's language is
+    otherwise identified from; a short English answer has no Dutch function word at all."""
+    answer = ("We cannot comment on an ongoing investigation, but we are cooperating fully "
+              "with the food safety authority.")
+    assert len(answer.split()) < 25
+    with pytest.raises(NotAText, match="English") as problem:
+        writer_text(answer, "nl", spoken=True)
+    assert problem.value.kind == "language"
+    assert writer_text(answer, "en", spoken=True).text == answer
+
+
+@pytest.mark.parametrize("answer", [
+    "Geen commentaar.",
+    "No comment.",  # too few words to tell: kept
+    "Zoetkamp neemt voedselveiligheid uiterst serieus, zoals altijd.",
+    "Wij hebben alle batches teruggehaald uit de winkels.",
+    "Klopt. Wij werken volledig mee met de NVWA.",
+    "Dat onderzoeken we nog. Meer kan ik nu niet zeggen.",
+])
+def test_a_short_dutch_answer_is_a_dutch_answer(answer):
+    assert writer_text(answer, "nl", spoken=True).text == answer
+
+
 # ---------------------------------------------------------------------------------------
 # The generated text
 # ---------------------------------------------------------------------------------------
