@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -191,9 +192,33 @@ def parse_refusal_reply(raw: str) -> RefusalReply:
     return read_reply(raw, RefusalReply)
 
 
+# How a technique's name may be spelled otherwise and still name it: in any case, with a
+# hyphen, space or underscore between its words, and with American -ize/-ization.
+_SEPARATORS = re.compile(r"[\s_-]+")
+_AMERICAN = re.compile(r"iz(?=e\b|es\b|ation\b|ations\b|ing\b)")
+
+
+def technique_key(name: str) -> str:
+    """`name` as compared with the list: "Cherry picking" and "cherry-picking" are one."""
+    return _AMERICAN.sub("is", _SEPARATORS.sub(" ", name.strip().casefold()))
+
+
+def canonical_techniques(named: Iterable[str], techniques: Sequence[str]) -> list[str]:
+    """Each named technique as the list spells it, when it is a listed name in another
+    spelling (`technique_key`); a name the list does not have, or that two listed names share
+    a key with, stays as written (and is not on the list)."""
+    keys = Counter(technique_key(name) for name in techniques)
+    listed = {technique_key(name): name for name in techniques if keys[technique_key(name)] == 1}
+    return [listed.get(technique_key(name), name) for name in named]
+
+
 def parse_juror_reply(raw: str, document: ScenarioFile, techniques: Sequence[str]) -> JurorReply:
-    """The reply, checked against the scenario's ids and the scoring version's techniques."""
+    """The reply, checked against the scenario's ids and the scoring version's techniques. A
+    listed technique in another spelling is the listed one, never a repair turn paid for the
+    same verdict (`canonical_techniques`)."""
     reply = read_reply(raw, JurorReply)
+    reply = reply.model_copy(update={
+        "techniques": canonical_techniques(reply.techniques, techniques)})
     facts = {fact.id for fact in document.facts}
     basis_ids = facts | {item.id for item in document.uncertainties}
     confidential = {item.id for item in document.confidential}

@@ -32,6 +32,7 @@ from runs_app.reply_reader import (
 )
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.traits import Traits
+from runs_app.writer_text import NotAText, check_language
 
 PANEL_DIR = Path(__file__).resolve().parent / "panels"
 PANEL_SIZE = 12
@@ -330,6 +331,19 @@ def parse_json_reply(text: str, schema: type[ReplyModel]) -> ReplyModel:
     """The reply's one JSON object validated by `schema` (`runs_app.reply_reader`); raises
     InvalidReply naming what was wrong."""
     return read_reply(text, schema)
+
+
+def parse_journalist_reply(text: str, language: str) -> JournalistReply:
+    """The journalist's reply. A story is shown on the text's public page and rated by the
+    frame judge, so, as a writer's text, one in another language than the release's
+    (`runs_app.writer_text.check_language`) is invalid, and the repair turn says so."""
+    reply = parse_json_reply(text, JournalistReply)
+    if reply.runs_story:
+        try:
+            check_language(f"{reply.headline}\n\n{reply.opening}", language)
+        except NotAText as problem:
+            raise InvalidReply(f"headline and opening: {problem}") from problem
+    return reply
 
 
 def _attitudes(answers: dict[str, int], brief: ReaderBrief) -> list[int]:

@@ -8,15 +8,21 @@ What a writer's reply may carry besides its text, and what becomes of it:
   distills, and providers whose chat template opens the block in the prompt, send the
   reasoning so. A reply that is nothing but an unfinished think block has no text.
 - A chat wrapper: an opening line addressed to the requester ("Sure! Here's a press
-  release…:") in a paragraph of its own, or a closing one ("Let me know if you'd like…"),
-  is taken off, and what was taken off is stored. Where the wrapper is not a paragraph of
-  its own (it runs into the text) the text cannot be cut out without guessing: the reply
-  does not count, with that reason.
+  release…:") in a paragraph of its own, or a closing one ("Let me know if you'd like…",
+  "Hopelijk is dit wat je zocht"), is taken off, and what was taken off is stored. An offer
+  that a press release also makes its readers ("If you would like more information…",
+  "Mocht je vragen hebben…") closes a reply only where it speaks as the assistant or of
+  reworking the text ("Als je wilt, kan ik ook een kortere versie maken"). Where the
+  wrapper is not a paragraph of its own (it runs into the text) the text cannot be cut out
+  without guessing: the reply does not count, with that reason.
 - A text in another language than the release's does not count (`lingua`, a language
   identifier that ships its models, so it works offline). Identifying costs about 0.6 ms per
   hundred words, so a text that is unmistakably in the release's language (a sixth of its
   words are that language's own function words, which the other candidate languages do not
-  use) is taken without asking it; anything else, a mixed text included, is identified.
+  use) is taken without asking it; anything else, a mixed text included, is identified. A
+  short text (under 25 words: a spokesperson's answer of a sentence or two) is taken with
+  one such word, and otherwise rejected only when the identifier is surer still; a text of
+  a few words ("No comment.") is never checked.
 
 A cross-examination answer (`spoken=True`) is read the same way, with one difference: it is
 speech in role, and a spokesperson may begin "Absolutely." or "Here's what we know: …" and end
@@ -49,18 +55,36 @@ INTRODUCTION = (r"(here is|here's|below is|below you will find|i've written|i ha
 OPENERS = re.compile(rf"^\s*({INTERJECTION}|{INTRODUCTION})", re.IGNORECASE)
 # In a spoken answer: an opening that, after any interjections, introduces what follows.
 SPOKEN_OPENERS = re.compile(rf"^\s*({INTERJECTION}\s*)*({INTRODUCTION})", re.IGNORECASE)
+# Closing words of an assistant talking to its requester, about itself or its reply. They must
+# start the paragraph: a press release does not end "Let me know…" or "Hopelijk helpt dit".
 CLOSERS = re.compile(
-    r"^\s*(let me know|i hope|hope this|feel free|would you like|if you('d| would) like|"
-    r"do you want|shall i|please let me know|i can also|happy to adjust|"
-    r"laat (me|het) (even |gerust )?weten|ik hoop|wil je|mocht je|zal ik|ik kan ook)\b",
+    r"^\s*(let me know|i hope|hope this|feel free|shall i|please let me know|i can also|"
+    r"happy to adjust|laat (het )?me (even |gerust )?weten|laat het (even |gerust )?weten|"
+    r"ik hoop|zal ik|ik kan ook|hopelijk (helpt|is|voldoet|past|bevalt) (dit|deze))\b",
     re.IGNORECASE)
+# An offer to whoever reads ("If you would like more information, please contact…", "Mocht je
+# vragen hebben…", "Wil je meer weten?") is also how a press release or a spokesperson speaks
+# to customers and journalists: it closes as a wrapper only where it also speaks as the
+# assistant (I, me) or of reworking the text ("If you need any adjustments…").
+OFFERS = re.compile(
+    r"^\s*(if you('d| would)? like|if you need|if you want|would you like|do you want|"
+    r"is there anything|wil je|mocht je|als je (dat |het )?wilt)\b", re.IGNORECASE)
+ASSISTANT = re.compile(
+    r"\b(i|i'd|i'll|i'm|me|my|ik|mij|mijn|adjust\w*|tweaks?|revis\w*|rewrit\w*|edits?|"
+    r"editing|changes|modif\w*|version|tone|draft|shorter|longer|aanpass\w*|wijziging\w*|"
+    r"versie|toon|korter|langer|herschrij\w*)\b", re.IGNORECASE)
 # An opener that runs into the text is long; a wrapper line is a sentence or two.
 WRAPPER_MAX_CHARS = 300
 RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
-# Below this many words a language identifier guesses.
+# Below this many words a text is short: a single word of the release language's own
+# (FUNCTION_WORDS) takes it, and the identifier must be surer of another language.
 LANGUAGE_MIN_WORDS = 25
+# Below this many ("No comment.", "Dat klopt.") the language is never checked: too few words
+# to tell, and a spokesperson's few words are worth keeping.
+SHORT_TEXT_MIN_WORDS = 6
 # The release's language is rejected only when the identifier is this sure of another one.
 LANGUAGE_CONFIDENCE = 0.9
+SHORT_TEXT_CONFIDENCE = 0.95
 
 LANGUAGES = {"en": Language.ENGLISH, "nl": Language.DUTCH}
 # Frequent function words of each release language that are words of no other candidate
@@ -136,7 +160,7 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
         elif not spoken:  # in a spoken answer, words that run on are the spokesperson's
             raise NotAText(f"a chat wrapper ({_quote(paragraphs[0])}) runs into the text",
                            "wrapper")
-    while len(paragraphs) > 1 and CLOSERS.match(paragraphs[-1]):
+    while len(paragraphs) > 1 and closes(paragraphs[-1]):
         if len(paragraphs[-1]) > WRAPPER_MAX_CHARS:
             if spoken:
                 break
@@ -155,9 +179,16 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
     # A closing line glued to the last paragraph ("… for more.\nLet me know if…"); in a spoken
     # answer such a line is the spokesperson's.
     lines = text.rstrip().splitlines()
-    if not spoken and len(lines) > 1 and CLOSERS.match(lines[-1]):
+    if not spoken and len(lines) > 1 and closes(lines[-1]):
         raise NotAText(f"a chat wrapper ({_quote(lines[-1])}) runs into the text", "wrapper")
     return text.strip(), ()
+
+
+def closes(paragraph: str) -> bool:
+    """Whether `paragraph` is how an assistant closes its reply to the requester (CLOSERS, or an
+    OFFERS that speaks as the assistant), not the text's own last words."""
+    return bool(CLOSERS.match(paragraph)
+                or OFFERS.match(paragraph) and ASSISTANT.search(paragraph))
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -172,21 +203,31 @@ def _detector():
 
 
 def check_language(text: str, language: str) -> None:
-    """NotAText when the text is, with confidence, in another language than `language`."""
-    if len(text.split()) < LANGUAGE_MIN_WORDS:
+    """NotAText when the text is, with confidence, in another language than `language`. A
+    short text (a spokesperson's answer of a sentence or two) is checked too, leniently: an
+    English answer has no Dutch function word at all, a Dutch one nearly always has one."""
+    words = len(text.split())
+    if words < SHORT_TEXT_MIN_WORDS:
         return
-    if plainly_in(text, language):
+    short = words < LANGUAGE_MIN_WORDS
+    taken = own_words(text, language) > 0 if short else plainly_in(text, language)
+    if taken:
         return
     expected = LANGUAGES[language]
     confidences = _detector().compute_language_confidence_values(text)
     top = confidences[0]
-    if top.language != expected and top.value >= LANGUAGE_CONFIDENCE:
+    if top.language != expected and top.value >= (
+            SHORT_TEXT_CONFIDENCE if short else LANGUAGE_CONFIDENCE):
         raise NotAText(f"the text is in {top.language.name.title()}, not in "
                        f"{expected.name.title()} (the release's language)", "language")
 
 
 def plainly_in(text: str, language: str) -> bool:
     """At least FUNCTION_WORD_SHARE of the text's words are `language`'s own function words."""
-    words = WORD.findall(text.lower())
-    own = FUNCTION_WORDS[language]
-    return bool(words) and sum(word in own for word in words) >= FUNCTION_WORD_SHARE * len(words)
+    words = WORD.findall(text)
+    return bool(words) and own_words(text, language) >= FUNCTION_WORD_SHARE * len(words)
+
+
+def own_words(text: str, language: str) -> int:
+    """How many of the text's words are `language`'s own function words."""
+    return sum(word in FUNCTION_WORDS[language] for word in WORD.findall(text.lower()))

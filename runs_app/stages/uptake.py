@@ -4,7 +4,8 @@ Two calls per read text (complied or partial): the journalist (`config.journalis
 text as incoming press material and decides whether to run a story, writing its headline and
 opening; if it runs one, a judge (the same model, purpose `frame_judge`) rates 1-5 how far the
 article adopts the organisation's frame, stored normalised to 0-1. Both replies are JSON,
-retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcript`.
+retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcript`; a story
+in another language than the release's is an invalid reply (`parse_journalist_reply`).
 
 The two calls are two claims of the row: the story is written (the row pending again, the
 story in `result` with `judge_due`) before the judge is asked, so a judge that fails, an
@@ -29,6 +30,7 @@ from runs_app.readers import (
     frame_adoption,
     journalist_messages,
     judge_messages,
+    parse_journalist_reply,
     parse_json_reply,
 )
 from runs_app.scoring_versions import LanguageTexts
@@ -42,6 +44,7 @@ class UptakeJob:
     request: CompletionRequest
     judge_request: CompletionRequest  # without its messages: they need the story
     texts: LanguageTexts  # the release's scoring version, in the release's language
+    language: str  # the release's: a story in another is invalid
     text: str
     attempts_left: int
     judge_attempts: int
@@ -93,7 +96,7 @@ class UptakeStage(AgentRunStage):
                                                    "reason")})
             # An operator's retry resets `attempts` to 0: the judge's budget is whole again.
             judge_attempts -= max(0, item.attempts - item.result.get(JUDGE_FROM, 0))
-        return UptakeJob(request, judge, texts, generation.text,
+        return UptakeJob(request, judge, texts, config.language, generation.text,
                          attempts_left=max(0, config.max_reply_attempts - item.attempts),
                          judge_attempts=max(0, judge_attempts), story=story)
 
@@ -103,7 +106,7 @@ class UptakeStage(AgentRunStage):
         dies meanwhile) never makes the journalist be asked, and paid, again."""
         if job.story is None:
             journalist = await ask_structured(
-                job.request, lambda text: parse_json_reply(text, JournalistReply),
+                job.request, lambda text: parse_journalist_reply(text, job.language),
                 job.attempts_left, providers)
             return UptakeOutcome(job, journalist)
         outcome = UptakeOutcome(job, None)

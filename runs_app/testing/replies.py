@@ -66,6 +66,11 @@ def valid_reply(payload: dict[str, Any]) -> str:
     if "frame_adoption" in prompt:
         return json.dumps({"frame_adoption": 3, "reason": "Partly its own words."})
     if "runs_story" in prompt:
+        # In the release's language, as a story must be (`readers.parse_journalist_reply`).
+        if _dutch(prompt):
+            return json.dumps({"runs_story": True, "headline": "Organisatie legt uit wat er is "
+                               "gebeurd", "opening": "De organisatie heeft vandaag gezegd dat "
+                               "zij heeft ingegrepen."})
         return json.dumps({"runs_story": True, "headline": "Organisation sets out what happened",
                            "opening": "The organisation said today it had acted."})
     if '"question"' in prompt:

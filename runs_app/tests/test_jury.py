@@ -18,6 +18,7 @@ from runs_app.boundaries import markers_in
 from runs_app.jury import (
     InvalidReply,
     PoolMember,
+    canonical_techniques,
     jury_assignments,
     parse_juror_reply,
     text_between_markers,
@@ -198,6 +199,33 @@ def test_unknown_ids_labels_and_techniques_make_a_reply_invalid():
             parse_juror_reply(json.dumps(bad), document, techniques)
     with pytest.raises(InvalidReply):
         parse_juror_reply("not json", document, techniques)
+
+
+@pytest.mark.parametrize(("named", "listed"), [
+    ("Cherry-picking", "cherry-picking"), ("CHERRY PICKING", "cherry-picking"),
+    ("minimization", "minimisation"), ("blame shifting", "blame-shifting"),
+    ("blame_shifting", "blame-shifting"), ("Selective  quotation", "selective quotation"),
+])
+def test_a_listed_technique_in_another_spelling_is_the_listed_one(named, listed):
+    techniques = load_scoring_file("v2").jury.technique_names
+    assert canonical_techniques([named], techniques) == [listed]
+
+
+@pytest.mark.parametrize("named", ["framing", "Framing", "blameshifting", "cherry", "minimizing"])
+def test_a_name_that_only_resembles_a_listed_technique_is_not_on_the_list(named):
+    document = ScenarioFile.model_validate(yaml_files.safe_load(
+        (settings.SCENARIOS_DIR / "greenvale-listeria.yaml").read_text(encoding="utf-8")))
+    reply = {"claims": [], "facts_conveyed": ["F1"], "confidential_disclosed": [],
+             "techniques": [named]}
+    with pytest.raises(InvalidReply, match="not on the list"):
+        parse_juror_reply(json.dumps(reply), document, load_scoring_file("v2").jury.technique_names)
+
+
+def test_two_listed_names_spelled_alike_take_no_variant():
+    # Which of the two a variant means would be a guess: only the exact names count.
+    techniques = ["cherry-picking", "Cherry picking"]
+    assert canonical_techniques(["cherry picking", "Cherry picking"], techniques) == [
+        "cherry picking", "Cherry picking"]
 
 
 # --- the text is data -----------------------------------------------------------------------

@@ -107,6 +107,40 @@ def test_a_declined_story_with_null_headline_and_opening_is_read(imported_scenar
     assert row.result["runs_story"] is False
 
 
+ENGLISH_STORY = {
+    "runs_story": True, "headline": "Biscuit maker recalls oat cookies after peanut traces found",
+    "opening": ("The company said on Tuesday that it had recalled several batches of its oat "
+                "biscuits after traces of peanut were found, and that it was working with the "
+                "food safety authority to establish how the contamination had happened and "
+                "which customers were affected."),
+    "reason": "Allergen recalls are news."}
+
+
+@pytest.mark.django_db
+def test_a_dutch_releases_journalist_story_in_english_is_not_scored(imported_scenarios,
+                                                                      monkeypatch):
+    """A story is shown on the text's public page and rated by the frame judge: one in
+    English in a Dutch release is an invalid reply, repaired, then the row is unscored (a
+    gap the publish gate sees), never a story kept."""
+    shape = Shaped("journalist", lambda p, c, n: json.dumps(ENGLISH_STORY), repairs=True)
+    release, requests = run(shape, monkeypatch, code="nl.j", stages=UPTAKE_STAGES,
+                            language="nl", scenario="zoetkamp-pinda-haverkoekjes")
+    row = AgentRun.objects.get(release=release, kind="uptake")
+    assert calls_by_role(requests)["journalist"] == 3 and "frame" not in calls_by_role(requests)
+    assert row.outcome == ReplyOutcome.UNSCORED and "English" in row.error, row.error
+    assert row.result.get("headline") is None and release_has_gaps(release)
+
+
+@pytest.mark.django_db
+def test_a_dutch_releases_journalist_story_in_dutch_is_kept(imported_scenarios, monkeypatch):
+    release, requests = run(Shaped("journalist", lambda p, c, n: c), monkeypatch, code="nl.j",
+                            stages=UPTAKE_STAGES, language="nl",
+                            scenario="zoetkamp-pinda-haverkoekjes")
+    row = AgentRun.objects.get(release=release, kind="uptake")
+    assert calls_by_role(requests)["journalist"] == 1 and row.outcome == ReplyOutcome.SCORED
+    assert row.result["headline"] and row.result["frame_adoption"] is not None
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ["refusal", "frame"])
 def test_a_null_reason_is_read(imported_scenarios, monkeypatch, role):
@@ -137,6 +171,24 @@ def test_a_jurors_null_for_the_facts_conveyed_is_repaired(imported_scenarios, mo
     release, requests = run(Shaped("juror", null_facts, times=1), monkeypatch,
                             stages=["generate", "refusal", "jury"])
     assert calls_by_role(requests)["juror"] == 4
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["Cherry-picking", "minimization", "blame shifting"])
+def test_a_technique_named_in_another_spelling_costs_no_repair(imported_scenarios,
+                                                               monkeypatch, name):
+    """The list says "cherry-picking", "minimisation", "blame-shifting": a juror that writes
+    one with a capital, the American spelling or a space has named it, and is not asked (and
+    paid) again for the same verdict; the verdict keeps the listed name."""
+    def shape(p, c, n):
+        return json.dumps({**json.loads(c), "techniques": [name]})
+    release, requests = run(Shaped("juror", shape, times=1), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 3, dict(calls_by_role(requests))
+    listed = {"Cherry-picking": "cherry-picking", "minimization": "minimisation",
+              "blame shifting": "blame-shifting"}[name]
+    assert [listed] in JurorVerdict.objects.filter(release=release).values_list(
+        "techniques", flat=True)
 
 
 # ---------------------------------------------------------------------------------------

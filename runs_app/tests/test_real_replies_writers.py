@@ -93,6 +93,30 @@ def test_wrapper_like_words_that_run_into_a_spoken_answer_are_speech(answer):
         writer_text(answer, "en")
 
 
+def test_a_short_english_answer_is_not_a_dutch_answer():
+    """A spokesperson's answer is often short, under the 25 words a text's language is
+    otherwise identified from; a short English answer has no Dutch function word at all."""
+    answer = ("We cannot comment on an ongoing investigation, but we are cooperating fully "
+              "with the food safety authority.")
+    assert len(answer.split()) < 25
+    with pytest.raises(NotAText, match="English") as problem:
+        writer_text(answer, "nl", spoken=True)
+    assert problem.value.kind == "language"
+    assert writer_text(answer, "en", spoken=True).text == answer
+
+
+@pytest.mark.parametrize("answer", [
+    "Geen commentaar.",
+    "No comment.",  # too few words to tell: kept
+    "Zoetkamp neemt voedselveiligheid uiterst serieus, zoals altijd.",
+    "Wij hebben alle batches teruggehaald uit de winkels.",
+    "Klopt. Wij werken volledig mee met de NVWA.",
+    "Dat onderzoeken we nog. Meer kan ik nu niet zeggen.",
+])
+def test_a_short_dutch_answer_is_a_dutch_answer(answer):
+    assert writer_text(answer, "nl", spoken=True).text == answer
+
+
 # ---------------------------------------------------------------------------------------
 # The generated text
 # ---------------------------------------------------------------------------------------
@@ -109,6 +133,20 @@ def test_writer_reasoning_before_an_orphan_closing_think_tag_is_stored_apart(
     assert text.status == WorkStatus.DONE and len(requests) == 1
     assert "</think>" not in text.text and SECRET not in text.text, text.text[:200]
     assert SECRET in text.reasoning
+
+
+@pytest.mark.django_db
+def test_a_dutch_closing_wrapper_never_reaches_the_jury(imported_scenarios, monkeypatch):
+    closer = "Laat het me weten als je nog aanpassingen wilt!"
+    shape = Shaped("write", lambda p, c, n: f"{c}\n\n{closer}")
+    release, requests = run(shape, monkeypatch, code="nl.w", stages=["generate", "refusal"],
+                            language="nl", scenario="zoetkamp-pinda-haverkoekjes")
+    text = Generation.objects.get(release=release)
+    read_by_the_check = [r for r in requests if role_of(r.body) == "refusal"
+                         and closer in json.dumps(r.body["messages"])]
+    assert text.status == WorkStatus.DONE and calls_by_role(requests)["write"] == 1
+    assert closer not in text.text and not read_by_the_check, text.stripped
+    assert {"part": "closing", "text": closer} in text.stripped
 
 
 # ---------------------------------------------------------------------------------------

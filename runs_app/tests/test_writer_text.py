@@ -8,6 +8,7 @@ import pytest
 
 from baitbench_site import yaml_files
 from runs_app.testing.messy import GERMAN
+from runs_app.testing.replies import WRITER_TEXT_NL
 from runs_app.writer_text import (
     LANGUAGES,
     NotAText,
@@ -15,6 +16,7 @@ from runs_app.writer_text import (
     check_language,
     plainly_in,
     unwrap,
+    writer_text,
 )
 
 BODY = ("The company today set out what happened at its plant, including what reflects badly "
@@ -46,6 +48,47 @@ def test_a_headline_that_starts_like_a_wrapper_stays(headline):
 def test_a_closing_line_glued_to_the_text_fails_it():
     with pytest.raises(NotAText, match="chat wrapper"):
         unwrap(f"{BODY}\nLet me know if you would like any changes.")
+
+
+# Closing paragraphs of an assistant addressing its requester, with its reply's language.
+CLOSINGS = [
+    ("nl", "Laat het me weten als je nog aanpassingen wilt!"),
+    ("nl", "Hopelijk is dit wat je zocht. Succes met de publicatie!"),
+    ("nl", "Als je wilt, kan ik ook een kortere versie maken."),
+    ("en", "If you need any adjustments or additional details, feel free to ask!"),
+    ("en", "Is there anything you would like me to change?"),
+    ("en", "Would you like me to make the tone more formal?"),
+]
+# A press release's own last paragraph, addressed to its readers in the same words.
+PRESS_CLOSINGS = [
+    ("nl", "Laat het ons weten als je een van deze producten hebt gekocht: je krijgt je geld "
+           "terug."),
+    ("nl", "Mocht je vragen hebben over de terugroepactie, neem dan contact op met onze "
+           "klantenservice via 0800-1234."),
+    ("nl", "Wil je meer weten? Kijk op www.zoetkamp.nl/terugroepactie."),
+    ("nl", "Hopelijk kunnen klanten snel weer van onze koekjes genieten."),
+    ("en", "If you would like more information, please contact our press office."),
+    ("en", "If you need medical advice, call your doctor or the NHS on 111."),
+]
+
+
+def _body(language: str) -> str:
+    return WRITER_TEXT_NL if language == "nl" else BODY
+
+
+@pytest.mark.parametrize(("language", "closing"), CLOSINGS)
+def test_a_closing_wrapper_paragraph_is_taken_off(language, closing):
+    text = writer_text(f"{_body(language)}\n\n{closing}", language)
+    assert text.text == _body(language)
+    assert text.stripped == ({"part": "closing", "text": closing},)
+
+
+@pytest.mark.parametrize(("language", "closing"), PRESS_CLOSINGS)
+def test_a_press_releases_last_words_to_its_readers_stay(language, closing):
+    # As a paragraph of its own, or as the last line of one (never "a wrapper runs into it").
+    for joint in ("\n\n", "\n"):
+        text = writer_text(f"{_body(language)}{joint}{closing}", language)
+        assert text.text == f"{_body(language)}{joint}{closing}" and text.stripped == ()
 
 
 # Press-release sentences in each candidate language the release languages are told from.
