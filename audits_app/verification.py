@@ -10,7 +10,9 @@ A release imported from a public archive holds only what the public may see: its
 and configuration are the public views (their hashes are not the publication's), and the
 held-out scenarios' versions and rows are missing, so its figures cannot be computed again and
 no staff archive can be built. Those checks are listed as not made, each with its reason;
-the snapshot's shape and the public archive rebuilt from the rows are still checked.
+the snapshot's shape and the public archive rebuilt from the rows are still checked, and the
+release is not called verified (`Verification.verified`): its figures are only what the
+archive said they were.
 """
 
 from __future__ import annotations
@@ -46,7 +48,15 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """No difference found in what was checked."""
         return not self.differences
+
+    @property
+    def verified(self) -> bool:
+        """No difference, and nothing left unchecked: only then is the release what was
+        published. A public import whose figures could not be recomputed is `ok` at most:
+        a snapshot rewritten with its manifest recomputed passes every check it can have."""
+        return self.ok and not self.not_checked
 
 
 def release_verify(*, release: Release) -> Verification:

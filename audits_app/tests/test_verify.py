@@ -9,11 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from audits_app.archive.export import release_archive
+from audits_app.archive.load import release_import
 from audits_app.arena.tests.conftest import HELD_OUT, PUBLIC, published_arena_release
 from audits_app.models import Publication
+from audits_app.tests.archives import forge, recoded, rezip
 from audits_app.verification import release_verify
 from baitbench_site import immutability
-from runs_app.models import LlmModel, TextScore
+from runs_app.models import LlmModel, Release, TextScore
 from scenarios_app.services import scenarios_import
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +104,24 @@ def test_a_kept_archive_changed_underneath_is_caught(release):
     differences = release_verify(release=release).differences
     assert any(line.startswith("kept public archive: its bytes hash to ")
                for line in differences), differences
+
+
+def test_a_tampered_public_archive_is_never_said_to_be_unchanged(release, capsys):
+    """A public archive's snapshot rewritten (a refusal rate's point far outside its own
+    interval) with its manifest recomputed imports, unverified as designed; its figures
+    cannot be recomputed from the public rows (the held texts are not in it), so verifying
+    it must say so plainly and exit non-zero, never "unchanged" as if it were verified."""
+    files = recoded(release_archive(release, staff=False), "copy.0")
+    snapshot = json.loads(files["snapshot.json"])
+    snapshot["refusal_rates"][0].update(point=0.999, low=0.0, high=0.0)
+    release_import(data=forge(rezip(files), snapshot_dot_json=json.dumps(snapshot).encode()),
+                   source="tampered.zip")
+
+    with pytest.raises(SystemExit) as exited:
+        call_command("verify_release", "copy.0")
+    said = capsys.readouterr()
+    assert exited.value.code == 2
+    assert "unchanged" not in said.out + said.err
+    assert ("copy.0: not verified: figures: not recomputed: release imported from a public "
+            "archive") in said.out
+    assert not release_verify(release=Release.objects.get(code="copy.0")).verified
