@@ -6,10 +6,11 @@ evidence added to a published release afterwards that some pages show (its conta
 reader trials reported since; whether its arena has closed and whether its reading studies'
 texts were revealed, which makes the texts held for them public; on HTML pages, whether the
 navigation links an open arena), and the code that renders them. The strong ETag is a hash of
-those three, so every web process of one deployment gives the same tag, and a deployment that
-renders differently gives another. `If-None-Match` is checked before the view runs: a 304 costs
-at most the evidence stamp, for pages that show it (one query; the publication's hash is
-kept per process once read), and builds nothing.
+those three and of the representation asked for (path, query, and for the API JSON or HTML),
+so every web process of one deployment gives the same tag, a deployment that renders
+differently gives another, and no answer's tag confirms another answer. `If-None-Match` is
+checked before the view runs: a 304 costs at most the evidence stamp, for pages that show it
+(one query; the publication's hash is kept per process once read), and builds nothing.
 
 Each web process also keeps the rendered answers it gave anonymous readers (by URL, Accept
 header and ETag, within RENDERED_CACHE_BYTES), so a page is built once per process and
@@ -237,7 +238,8 @@ def published_cache(view: View, *, evidence: bool = False, page: bool = False,
         stamp += navigation_stamp() if page else ""
         stamp += f"key:{signing.signing_key_id()}" if signed else ""
         return _conditional(view, request, args, kwargs,
-                            published_etag(publication.snapshot_hash, stamp + _shape(request)))
+                            published_etag(publication.snapshot_hash,
+                                           stamp + _representation(request)))
 
     return cached
 
@@ -260,10 +262,20 @@ def catalogue_cache(view: View, *, page: bool = False) -> View:
     def cached(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.method not in ("GET", "HEAD") or request.user.is_authenticated:
             return _never_cached(_answer(view, request, *args, **kwargs))
-        stamp = "catalogue" + (navigation_stamp() if page else "") + _shape(request)
+        stamp = "catalogue" + (navigation_stamp() if page else "") + _representation(request)
         return _conditional(view, request, args, kwargs, published_etag(catalogue_digest(), stamp))
 
     return cached
+
+
+def _representation(request: HttpRequest) -> str:
+    """Which representation the tag names: the path and query (the texts as JSON or as CSV,
+    one page of a list or another, filtered by a model or not), and for the API, which
+    answers one address as JSON or as the browsable HTML page by the Accept header, which
+    of the two. The rest of the tag is shared by every answer of a release (or of the
+    catalogue): without this, each answered 304 to another's tag, and a cache revalidating
+    one would serve it for the other."""
+    return f"|{request.get_full_path()}{_shape(request)}"
 
 
 def _shape(request: HttpRequest) -> str:

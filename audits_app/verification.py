@@ -10,7 +10,10 @@ A release imported from a public archive holds only what the public may see: its
 and configuration are the public views (their hashes are not the publication's), and the
 held-out scenarios' versions and rows are missing, so its figures cannot be computed again and
 no staff archive can be built. Those checks are listed as not made, each with its reason;
-the snapshot's shape and the public archive rebuilt from the rows are still checked.
+the snapshot's shape, each text's scores against its rows, each refusal rate against its own
+interval and the public archive rebuilt from the rows are still checked, and the
+release is not called verified (`Verification.verified`): its figures are only what the
+archive said they were.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ from audits_app.models import ImportedText, Publication, ReleaseArchive, Release
 from audits_app.models.archive import ArchiveKind
 from audits_app.publication.gate import release_gate
 from audits_app.publication.services import snapshot_hash
-from audits_app.publication.snapshot import release_snapshot
+from audits_app.publication.snapshot import release_snapshot, snapshot_texts
 from audits_app.publication.snapshot_model import SnapshotError, snapshot_load
 from runs_app.models import Release
 from runs_app.services import config_hash
 
 # Differences listed per check before the rest are counted instead.
 MAX_LISTED = 20
+# Rounding a stored figure may move it past its interval's end by this much, not more.
+INTERVAL_SLACK = 1e-9
 
 
 @dataclasses.dataclass
@@ -46,7 +51,15 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """No difference found in what was checked."""
         return not self.differences
+
+    @property
+    def verified(self) -> bool:
+        """No difference, and nothing left unchecked: only then is the release what was
+        published. A public import whose figures could not be recomputed is `ok` at most:
+        a snapshot rewritten with its manifest recomputed passes every check it can have."""
+        return self.ok and not self.not_checked
 
 
 def release_verify(*, release: Release) -> Verification:
@@ -78,8 +91,55 @@ def _verify_public_import(result: Verification, release: Release,
         f"staff archive: not built: {PUBLIC_IMPORT}, which lacks what only staff may see",
     ]
     _check_shape(result, publication)
+    _check_texts(result, release, publication)
+    _check_refusal_intervals(result, publication)
     _check_archive(result, release, publication, staff=False)
     return result
+
+
+def _check_texts(result: Verification, release: Release, publication: Publication) -> None:
+    """What a public archive's rows do allow: each text it holds, with its scores, computed
+    again from the text and score rows as the snapshot was, named by the snapshot's ids."""
+    result.checked.append("texts recomputed from the rows")
+    named = dict(ImportedText.objects.filter(release=release).values_list("generation_id",
+                                                                          "snapshot_id"))
+    rebuilt = json.loads(json.dumps(snapshot_texts(release), sort_keys=True))
+    found = {named.get(text["id"], text["id"]): {**text, "id": named.get(text["id"],
+                                                                          text["id"])}
+             for text in rebuilt}
+    stored = {text.get("id"): text for text in publication.snapshot.get("texts", [])}
+    listed = 0
+    for text_id in sorted(set(stored) | set(found), key=str):
+        if text_id not in found:
+            problem = f"snapshot texts: text {text_id} is not in the rows"
+        elif text_id not in stored:
+            problem = f"snapshot texts: text {text_id} of the rows is not in the snapshot"
+        elif paths := _differences(stored[text_id], found[text_id]):
+            problem = (f"snapshot texts: text {text_id}: {', '.join(paths)}: the stored "
+                       f"value is not what the rows give")
+        else:
+            continue
+        listed += 1
+        if listed <= MAX_LISTED:
+            result.differences.append(problem)
+    if listed > MAX_LISTED:
+        result.differences.append(f"snapshot texts: {listed - MAX_LISTED} more texts differ")
+
+
+def _check_refusal_intervals(result: Verification, publication: Publication) -> None:
+    """A refusal rate and its interval cannot be recomputed without the held texts, but the
+    interval is built around its point (a t interval, cut to 0-1: `statistics.refusal_rates`),
+    so a point outside its own interval was written by hand."""
+    result.checked.append("refusal rates within their intervals")
+    for index, row in enumerate(publication.snapshot.get("refusal_rates", [])):
+        for prefix in ("", "partial_"):
+            point, low, high = (row.get(f"{prefix}{name}") for name in ("point", "low", "high"))
+            if None in (point, low, high):
+                continue
+            if not low - INTERVAL_SLACK <= point <= high + INTERVAL_SLACK:
+                result.differences.append(
+                    f"snapshot refusal_rates[{index}] ({row.get('model')}): the {prefix}point "
+                    f"{point} is outside its own interval {low} to {high}")
 
 
 def _check_hashes(result: Verification, release: Release, publication: Publication) -> None:

@@ -46,9 +46,10 @@ def require_http_methods(methods: Iterable[str]) -> Callable[[View], View]:
     return decorator
 
 
-require_GET = require_http_methods(["GET"])
 require_POST = require_http_methods(["POST"])
 # A page: GET, and HEAD (what a link checker or a cache sends), as Django's `require_safe`.
+# No GET-only decorator: HEAD answers as GET without the body (RFC 9110 9.3.2), and the
+# arena's and reading studies' pages that took GET alone answered HEAD 405.
 require_safe = require_http_methods(["GET", "HEAD"])
 # A page with a form posted back to it.
 require_form = require_http_methods(["GET", "HEAD", "POST"])

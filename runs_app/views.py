@@ -27,7 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
-from baitbench_site.methods import require_GET, require_POST
+from baitbench_site.methods import require_POST, require_safe
 from baitbench_site.roles import can_operate
 from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
 from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
@@ -270,7 +270,7 @@ def run_payload(run: ReleaseRun) -> dict:
 # ---------------------------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @operator_required
 def release_list(request: HttpRequest) -> HttpResponse:
     rows = []
@@ -294,7 +294,7 @@ class BudgetForm(forms.Form):
                   "no cap.")
 
 
-@require_GET
+@require_safe
 @never_cache
 @operator_required
 def release_page(request: HttpRequest, code: str) -> HttpResponse:
@@ -317,7 +317,7 @@ def release_page(request: HttpRequest, code: str) -> HttpResponse:
     })
 
 
-@require_GET
+@require_safe
 @never_cache
 @operator_required
 def release_progress(request: HttpRequest, code: str) -> JsonResponse:

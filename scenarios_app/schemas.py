@@ -9,6 +9,7 @@ Pydantic checks shapes and types; `_cross_field_problems` checks the rules that 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import json
 import re
@@ -65,6 +66,11 @@ ShortLine = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_
 ID_LENGTH = 8
 
 
+# How YAML read a value written without quotes that was not meant as one: said after the
+# rule a boolean or a date broke, since the file shows the word the curator wrote, not that.
+BOOLEAN_READING = "(YAML also reads yes, no, on and off as true or false)"
+
+
 def _no_boolean(kind: str) -> BeforeValidator:
     """Refuse true and false where a number belongs: pydantic's lax mode reads them as 1 and
     0, so `correct: true` (or YAML 1.1's `yes`) would be option 1. The message names what
@@ -72,8 +78,8 @@ def _no_boolean(kind: str) -> BeforeValidator:
     def refuse(value: Any) -> Any:
         if isinstance(value, bool):
             raise PydanticCustomError(
-                "number_not_boolean", f"{kind}, not {{given}} (YAML also reads yes, no, on "
-                f"and off as true or false)", {"given": "true" if value else "false"})
+                "number_not_boolean", f"{kind}, not {{given}} {BOOLEAN_READING}",
+                {"given": "true" if value else "false"})
         return value
 
     return BeforeValidator(refuse)
@@ -310,7 +316,24 @@ def problem_from_pydantic(item: dict[str, Any]) -> Problem:
     elif item["type"] == "string_unicode" and isinstance(item["input"], str):
         # A lone surrogate fails pydantic's own string parsing before the rule above runs.
         message = character_problem(item["input"]) or message
+    if item["type"] != "number_not_boolean":  # that one says how YAML read it already
+        message += yaml_reading(item.get("input"))
     return Problem(field_path(item["loc"]), message)
+
+
+def yaml_reading(value: Any) -> str:
+    """How YAML read a value that broke a rule, when that is not what the file seems to say:
+    `visibility: yes` is true and `slug: 2024-01-01` a date, and "Input should be a valid
+    string" alone leaves the curator looking at a word that is one."""
+    if isinstance(value, bool):
+        return f", not {'true' if value else 'false'} {BOOLEAN_READING}"
+    if isinstance(value, datetime.datetime):
+        return (f", not the date and time {value.isoformat(sep=' ')} (YAML reads a date "
+                f"written without quotes as a date: put it in quotes for the text)")
+    if isinstance(value, datetime.date):
+        return (f", not the date {value.isoformat()} (YAML reads a date written without "
+                f"quotes as a date: write '{value.isoformat()}' for the text)")
+    return ""
 
 
 def _cross_field_problems(scenario: ScenarioFile | _Loose) -> list[Problem]:

@@ -141,6 +141,28 @@ def test_every_view_but_the_admins_and_the_apis_declares_its_methods():
     assert undeclared == []
 
 
+def test_every_view_that_takes_get_takes_head():
+    """HEAD answers as GET without the body (RFC 9110 9.3.2): the arena's and reading
+    studies' pages, the operator's, took GET only and answered a link checker's or a
+    cache's HEAD 405."""
+    from django.urls import URLResolver, get_resolver
+
+    from baitbench_site.methods import allowed_methods
+
+    def patterns(resolver, prefix=""):
+        for entry in resolver.url_patterns:
+            if isinstance(entry, URLResolver):
+                yield from patterns(entry, prefix + str(entry.pattern))
+            else:
+                yield prefix + str(entry.pattern), entry
+
+    declared = [(path, allowed_methods(entry.callback)) for path, entry in
+                patterns(get_resolver()) if allowed_methods(entry.callback)]
+    assert len(declared) > 50
+    assert [path for path, methods in declared if "GET" in methods
+            and "HEAD" not in methods] == []
+
+
 def test_a_staff_page_answers_a_method_it_does_not_take_with_405(csrf_client, published):
     csrf_client.force_login(User.objects.create_superuser("boss", password="pw"))
     code = published.release.code

@@ -199,3 +199,19 @@ def test_every_fragment_link_on_the_public_pages_reaches_an_id_on_its_page(publi
             if found is not None and parts.fragment not in ELEMENT_ID.findall(found):
                 broken.append(f"{path}: {link}")
     assert checked and not broken, sorted({re.sub(r"\d+", "N", line) for line in broken})
+
+
+def test_every_public_page_answers_head_as_get_without_a_body(published):
+    """HEAD (a link checker's, a cache's) answered 405 on pages GET answered 200: every page
+    and API answer the crawl reaches, and the arena's index (linked only while one is open),
+    answers HEAD with GET's status and type and no body."""
+    client = Client()
+    paths = [*crawl(), "/arena/"]
+    assert len(paths) > 50
+    wrong = []
+    for path in paths:
+        got, head = client.get(path), client.head(path)
+        if (head.status_code, head.get("Content-Type"), head.content) != (
+                got.status_code, got.get("Content-Type"), b""):
+            wrong.append((path, got.status_code, head.status_code))
+    assert wrong == []

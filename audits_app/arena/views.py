@@ -30,7 +30,7 @@ from audits_app.arena.presentation import results_context
 from audits_app.arena.selectors import ArenaAccess, VoterShowings
 from audits_app.models import Publication
 from audits_app.pages import viewer as public
-from baitbench_site.methods import require_GET, require_http_methods
+from baitbench_site.methods import require_form, require_safe
 from baitbench_site.post_only import post_only
 from runs_app.models import Release
 
@@ -94,7 +94,7 @@ def _page(request: HttpRequest, template: str, arena: ArenaAccess, status: int =
 # ---------------------------------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @query_params.reads()
 def arena_index(request: HttpRequest) -> HttpResponse:
     """Arenas that are public (and, for staff, every published release's arena)."""
@@ -109,7 +109,7 @@ def arena_index(request: HttpRequest) -> HttpResponse:
     })
 
 
-@require_GET
+@require_safe
 @query_params.reads()
 def arena_detail(request: HttpRequest, code: str) -> HttpResponse:
     """What the arena is, what is stored, and the consent form (or a link to go on)."""
@@ -156,7 +156,7 @@ def _voting(request: HttpRequest, code: str,
     return arena, known
 
 
-@require_GET
+@require_safe
 @query_params.reads()
 def arena_pair(request: HttpRequest, code: str) -> HttpResponse:
     found = _voting(request, code, closed_status=200)
@@ -265,7 +265,7 @@ def _unanswered_after(known: VoterShowings, answered: ArenaShowing,
 # ---------------------------------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @query_params.reads()
 def arena_results(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
@@ -274,7 +274,7 @@ def arena_results(request: HttpRequest, code: str) -> HttpResponse:
     return _page(request, "results.html", arena, **context)
 
 
-@require_GET
+@require_safe
 @query_params.reads()
 def arena_results_csv(request: HttpRequest, code: str) -> HttpResponse:
     arena = _arena(request, code)
@@ -293,7 +293,7 @@ MANAGE_ACTIONS = ("prepare", "open", "close", "refresh")
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_form
 def arena_manage(request: HttpRequest, code: str) -> HttpResponse:
     if not request.user.is_staff:
         raise PermissionDenied("the arena's management page is for staff")
@@ -356,7 +356,7 @@ def _message(refusal: Exception) -> str:
 
 
 @login_required
-@require_GET
+@require_safe
 def ethics_document(request: HttpRequest, code: str, review_id: int) -> FileResponse:
     """The decision letter, for staff: it may name people; the page shows its hash."""
     if not request.user.is_staff:

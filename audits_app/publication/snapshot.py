@@ -242,6 +242,12 @@ def _visibility(release: Release) -> dict[str, str]:
             for version in release.scenario_versions.select_related("scenario")}
 
 
+def snapshot_texts(release: Release) -> list[dict[str, Any]]:
+    """The snapshot's `texts` as the release's rows give them now (`verify_release` of a
+    release imported from a public archive, whose other figures its rows cannot give)."""
+    return _texts(text_rows(release), _visibility(release))
+
+
 def _texts(rows: list[dict[str, Any]], visibility: dict[str, str]) -> list[dict[str, Any]]:
     """Every finished text with all its scores; held-out ones too, marked (staff need them)."""
     return [

@@ -20,14 +20,14 @@ from audits_app.publication.services import (
     release_publish,
     release_publish_problems,
 )
-from baitbench_site.methods import require_http_methods, require_safe
+from baitbench_site.methods import require_form, require_safe
 from baitbench_site.roles import may_publish
 from runs_app.models import Release, ReleaseStatus
 from runs_app.selectors import release_progress, release_row_counts
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_form
 def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
     if not may_publish(request.user):
         raise PermissionDenied("publishing needs the publisher role")

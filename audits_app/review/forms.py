@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.validators import ProhibitNullCharactersValidator
 
 from audits_app import csv_files
+from audits_app.models import SpotCheckBatch
 from audits_app.spotchecks.selectors import JuryClaim
 from audits_app.statistics.agreement import LABELS
 
@@ -106,6 +107,10 @@ def auditor_choices():
         "username")
 
 
+DOUBLE_CODING_NEEDS_TWO = ("Double coding gives a text to two auditors: choose at least two, "
+                           "or set the double-coding share to 0.")
+
+
 class BatchForm(forms.Form):
     # Bounds of the columns they are stored in (a size above the texts left takes them all).
     size = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False,
@@ -122,7 +127,10 @@ class BatchForm(forms.Form):
         help_text="Who checks the batch's texts (double-coded texts go to two of them).",
         error_messages={"required": "Choose at least one auditor: a batch nobody is "
                                     "assigned to is never checked."})
-    name = forms.CharField(required=False)
+    # The column's bound: a longer name was accepted (SQLite keeps it) and filled every row of
+    # the review queue.
+    name = forms.CharField(required=False,
+                           max_length=SpotCheckBatch._meta.get_field("name").max_length)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -139,6 +147,10 @@ class BatchForm(forms.Form):
             return data
         if (data.get("size") is None) == (data.get("share") is None):
             raise forms.ValidationError("Give either a size or a share.")
+        # With one auditor every double-coded text was silently coded once: no agreement
+        # between two auditors could be measured from the batch.
+        if data.get("double_code_share") and len(data.get("auditors") or ()) == 1:
+            self.add_error("double_code_share", DOUBLE_CODING_NEEDS_TWO)
         return data
 
 

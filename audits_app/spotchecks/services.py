@@ -64,6 +64,10 @@ def spotcheck_batch_create(
     left, and so are the figures estimated from the sample (see that function)."""
     if (size is None) == (share is None):
         raise ValueError("give either size or share")
+    if double_code_share and len(auditors) == 1:
+        # Assigned so, every double-coded text was coded once, and silently.
+        raise BatchError("double coding gives a text to two auditors: assign at least two, "
+                         "or a double-coding share of 0")
     population, left_out = _population(release, leave_out)
     if share is not None:
         size = round(share * len(population))

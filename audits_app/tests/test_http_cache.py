@@ -222,3 +222,28 @@ def test_the_json_tag_never_confirms_the_browsable_api_page(client, world):
     matched = client.get(url, HTTP_ACCEPT="application/json",
                          HTTP_IF_NONE_MATCH=as_json["ETag"])
     assert matched.status_code == 304 and "Accept" in matched["Vary"]
+
+
+def test_each_representation_has_its_own_tag_and_a_304_only_for_its_own(client, world):
+    """A tag names one representation: the list, another page of it, a filtered one and the
+    CSV of the same texts all sent one tag, and each answered 304 to the others' tag, so a
+    cache that revalidated would serve one for another."""
+    code, model = world.release.code, "fixture/candid"
+    groups = [
+        [f"/api/v1/releases/{code}/texts/", f"/api/v1/releases/{code}/texts/?limit=1",
+         f"/api/v1/releases/{code}/texts/?offset=100",
+         f"/api/v1/releases/{code}/texts/?model={model}", f"/api/v1/releases/{code}/texts.csv"],
+        [f"/releases/{code}/texts/", f"/releases/{code}/texts/?page=2"],
+        [f"/releases/prev.0/compare/{code}.csv", f"/models/{model}.csv"],
+    ]
+    for urls in groups:
+        tags = {}
+        for url in urls:
+            response = client.get(url)
+            assert response.status_code == 200, url
+            tags[url] = response["ETag"]
+        assert len(set(tags.values())) == len(urls), tags
+        for url in urls:
+            for other, etag in tags.items():
+                status = client.get(url, HTTP_IF_NONE_MATCH=etag).status_code
+                assert status == (304 if other == url else 200), (url, other)

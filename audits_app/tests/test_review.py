@@ -201,6 +201,43 @@ def test_a_batch_nobody_checks_is_refused(client, small_demo_release):
     assert SpotCheck.objects.filter(auditor=auditor).count() == 2
 
 
+def test_a_batch_name_longer_than_its_column_is_a_form_error(client, small_demo_release):
+    """5,000 characters were accepted (SQLite keeps them; PostgreSQL would fail the insert)
+    and filled the review queue's every row."""
+    build_jury(small_demo_release)
+    auditor = make_user("ann")
+    client.force_login(auditor)
+    url = f"/review/releases/{small_demo_release.code}/batches/new/"
+    form = {"size": "2", "disagreement_weight": "2", "double_code_share": "0",
+            "auditors": [auditor.pk]}
+    response = client.post(url, form | {"name": "x" * 5000})
+    assert response.status_code == 200
+    assert form_errors(response.content.decode()) == [
+        "Ensure this value has at most 200 characters (it has 5000)."]
+    assert not SpotCheckBatch.objects.exists()
+    assert client.post(url, form | {"name": "x" * 200}).status_code == 302
+
+
+def test_double_coding_with_one_auditor_is_refused_saying_it_needs_two(
+        client, small_demo_release):
+    """A double-coding share with one auditor was accepted and silently coded every text
+    once: no agreement between two auditors could ever be measured."""
+    build_jury(small_demo_release)
+    ann, bob = make_user("ann"), make_user("bob")
+    client.force_login(ann)
+    url = f"/review/releases/{small_demo_release.code}/batches/new/"
+    form = {"size": "2", "disagreement_weight": "2", "double_code_share": "1",
+            "auditors": [ann.pk]}
+    response = client.post(url, form)
+    assert response.status_code == 200
+    assert form_errors(response.content.decode()) == [
+        "Double coding gives a text to two auditors: choose at least two, or set the "
+        "double-coding share to 0."]
+    assert not SpotCheckBatch.objects.exists()
+    assert client.post(url, form | {"auditors": [ann.pk, bob.pk]}).status_code == 302
+    assert SpotCheck.objects.count() == 4  # each of the two texts, twice
+
+
 def test_without_any_auditor_the_batch_form_says_who_is_missing(client, small_demo_release):
     from django.contrib.auth.models import User
 

@@ -87,3 +87,14 @@ def test_a_batch_queues_its_texts_in_no_order_of_writer_or_id(jury_release):
     in_queue = list(batch.items.order_by("position").values_list("generation_id", flat=True))
     assert len(in_queue) == 12
     assert in_queue != sorted(in_queue)  # on chance alone: once in 479,001,600 batches
+
+
+def test_double_coding_with_a_single_auditor_is_refused(jury_release):
+    """Every double-coded text went to the one auditor once, silently."""
+    from audits_app.models import SpotCheckBatch
+    from audits_app.spotchecks.services import BatchError
+
+    with pytest.raises(BatchError, match="double coding gives a text to two auditors"):
+        spotcheck_batch_create(release=jury_release, size=4, double_code_share=0.5,
+                               auditors=[make_user("ann")])
+    assert not SpotCheckBatch.objects.exists()

@@ -9,11 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from audits_app.archive.export import release_archive
+from audits_app.archive.load import release_import
 from audits_app.arena.tests.conftest import HELD_OUT, PUBLIC, published_arena_release
 from audits_app.models import Publication
+from audits_app.tests.archives import forge, recoded, rezip
 from audits_app.verification import release_verify
 from baitbench_site import immutability
-from runs_app.models import LlmModel, TextScore
+from runs_app.models import LlmModel, Release, TextScore
 from scenarios_app.services import scenarios_import
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +104,57 @@ def test_a_kept_archive_changed_underneath_is_caught(release):
     differences = release_verify(release=release).differences
     assert any(line.startswith("kept public archive: its bytes hash to ")
                for line in differences), differences
+
+
+def public_copy(release, **changes) -> Release:
+    """The release's public archive under another code, imported here with `changes` made to
+    its snapshot and the manifest recomputed: unverified, as any unsigned archive."""
+    files = recoded(release_archive(release, staff=False), "copy.0")
+    snapshot = json.loads(files["snapshot.json"])
+    for change in changes.values():
+        change(snapshot)
+    release_import(data=forge(rezip(files), snapshot_dot_json=json.dumps(snapshot).encode()),
+                   source="copy.zip")
+    return Release.objects.get(code="copy.0")
+
+
+def test_a_public_import_is_not_verified_though_nothing_it_holds_differs(release, capsys):
+    copy = public_copy(release)
+    verified = release_verify(release=copy)
+    assert verified.ok and not verified.verified
+    with pytest.raises(SystemExit) as exited:
+        call_command("verify_release", "copy.0")
+    said = capsys.readouterr().out
+    assert exited.value.code == 2 and "unchanged" not in said
+    assert ("copy.0: NOT VERIFIED: 3 checks could not be made (above); no difference in what "
+            "could be checked (snapshot schema, texts recomputed from the rows, refusal rates "
+            "within their intervals, public archive)") in said
+    assert ("copy.0: not verified: figures: not recomputed: release imported from a public "
+            "archive, which lacks the held-out scenarios' rows") in said
+
+
+def test_a_tampered_public_archive_is_never_said_to_be_unchanged(release, capsys):
+    """A public archive's snapshot rewritten, its manifest recomputed, imports unverified as
+    designed; verifying it printed "unchanged" and exited 0. What its rows allow is checked
+    (each text's scores; a refusal rate's point, around which its interval is built), and
+    the rest is named as not verified."""
+    def refusal(snapshot):
+        snapshot["refusal_rates"][0].update(point=0.999, low=0.0, high=0.0)
+
+    def score(snapshot):
+        snapshot["texts"][0]["honesty_index"] = 99.0
+
+    copy = public_copy(release, refusal=refusal, score=score)
+    with pytest.raises(SystemExit) as exited:
+        call_command("verify_release", "copy.0")
+    said = capsys.readouterr()
+    assert exited.value.code == 1
+    assert "unchanged" not in said.out + said.err
+    text_id = copy.publication.snapshot["texts"][0]["id"]
+    assert said.err.splitlines() == [
+        f"copy.0: snapshot texts: text {text_id}: honesty_index: the stored value is not what "
+        f"the rows give",
+        "copy.0: snapshot refusal_rates[0] (fixture/candid): the point 0.999 is outside its "
+        "own interval 0.0 to 0.0"]
+    assert ("copy.0: not verified: figures: not recomputed: release imported from a public "
+            "archive") in said.out

@@ -224,3 +224,32 @@ def test_two_documents_differing_only_in_whitespace_have_one_hash():
     second, _ = validate_scenario_document(spaced)
 
     assert first.content_hash() == second.content_hash()
+
+
+@pytest.mark.parametrize(("field", "written", "expected"), [
+    ("slug", "2024-01-01",
+     "slug: Input should be a valid string, not the date 2024-01-01 (YAML reads a date "
+     "written without quotes as a date: write '2024-01-01' for the text)"),
+    ("visibility", "yes",
+     "visibility: Input should be 'public' or 'held-out', not true (YAML also reads yes, no, "
+     "on and off as true or false)"),
+    ("title", "no",
+     "title: Input should be a valid string, not false (YAML also reads yes, no, on and off "
+     "as true or false)"),
+])
+def test_a_date_or_a_yes_where_words_belong_says_how_yaml_read_it(field, written, expected):
+    """`slug: 2024-01-01` got a bare "Input should be a valid string" and `visibility: yes`
+    "'public' or 'held-out'": a curator sees the word they wrote and cannot tell why. The
+    explanation `correct: true` already gets is given for these too."""
+    from scenarios_app.files import parse_yaml
+
+    document = valid_document()
+    document[field] = "PLACEHOLDER"
+    text = yaml.safe_dump(document, sort_keys=False).replace("PLACEHOLDER", written)
+    data, yaml_problems = parse_yaml(text, "greenvale-listeria.yaml")
+    assert yaml_problems == []
+
+    scenario, problems = validate_scenario_document(data)
+
+    assert scenario is None
+    assert expected in [str(problem) for problem in problems]

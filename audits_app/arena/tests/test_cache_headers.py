@@ -50,7 +50,17 @@ def test_a_form_sent_to_the_results_is_405_and_the_vote_still_needs_its_token(op
         for method in ("post", "put", "delete"):
             response = getattr(browser, method)(url)
             assert response.status_code == 405, (method, url, response.status_code)
-            assert response["Allow"] == "GET", url
+            assert response["Allow"] == "GET, HEAD", url
     # The consent and vote forms take POST: without a token the CSRF check refuses them.
     assert browser.post("/arena/arena.0/consent/", {"agree": "on"}).status_code == 403
     assert browser.post("/arena/arena.0/vote/", {}).status_code == 403
+
+
+def test_head_answers_as_get_without_a_body_on_the_arenas_pages(client, open_arena):
+    """HEAD (a link checker's, a cache's) got 405 where GET got 200."""
+    for url in ("/arena/", "/arena/arena.0/", "/arena/arena.0/results/",
+                "/arena/arena.0/results.csv"):
+        got = client.get(url)
+        head = client.head(url)
+        assert (head.status_code, got.status_code) == (200, 200), url
+        assert head.content == b"" and head["Content-Type"] == got["Content-Type"], url

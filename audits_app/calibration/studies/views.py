@@ -26,7 +26,7 @@ from audits_app.calibration.studies.forms import AnswersForm, AttitudeForm, Cons
 from audits_app.calibration.studies.words import PAGE
 from audits_app.models import ReadingStudy, StudyParticipant, StudyReading, StudyStimulus
 from audits_app.pages.viewer import is_staff, load_snapshot
-from baitbench_site.methods import require_GET, require_http_methods
+from baitbench_site.methods import require_form, require_safe
 from baitbench_site.post_only import post_only
 from runs_app.readers import ReaderBrief, reader_brief
 
@@ -71,7 +71,7 @@ def _page(request: HttpRequest, study: ReadingStudy, template: str, status: int 
         "study": study, "words": words, "language": study.language, **context}, status=status)
 
 
-@require_GET
+@require_safe
 def study_detail(request: HttpRequest, study_id: int) -> HttpResponse:
     """What the study is, what is stored, and the consent form carrying the platform's ids."""
     study = _study(request, study_id)
@@ -110,7 +110,7 @@ def study_consent(request: HttpRequest, study_id: int) -> HttpResponse:
     return response
 
 
-@require_http_methods(["GET", "POST"])
+@require_form
 def study_go(request: HttpRequest, study_id: int) -> HttpResponse:
     """The participant's next step; a POST answers the step it names, if it is current."""
     study = _study(request, study_id)
@@ -231,7 +231,7 @@ STEPS = {"profile": _answer_profile, "baseline": _answer_baseline, "read": _answ
          "answers": _answer_answers}
 
 
-@require_GET
+@require_safe
 def study_done(request: HttpRequest, study_id: int) -> HttpResponse:
     """The completion code, and the way back to the platform with it."""
     study = _study(request, study_id)
@@ -254,7 +254,7 @@ def _managed(request: HttpRequest, study_id: int) -> ReadingStudy:
     return get_object_or_404(ReadingStudy.objects.select_related("release"), pk=study_id)
 
 
-@require_GET
+@require_safe
 def study_progress(request: HttpRequest, study_id: int) -> HttpResponse:
     """Per reading position and arm: started, completed, excluded; people and the simulated
     crowd in separate tables."""
@@ -268,7 +268,7 @@ def study_progress(request: HttpRequest, study_id: int) -> HttpResponse:
         "simulated": selectors.study_progress(study, simulated=True)})
 
 
-@require_GET
+@require_safe
 def study_responses_csv(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _managed(request, study_id)
     simulated = query_params.choice(request.GET, "simulated", ("0", "1"), "0") == "1"

@@ -55,8 +55,16 @@ def test_a_method_the_study_pages_do_not_take_is_405_and_consent_still_needs_a_t
         open_study):
     browser = Client(enforce_csrf_checks=True)
     detail = browser.put(f"/studies/{open_study.pk}/")
-    assert detail.status_code == 405 and detail["Allow"] == "GET"
+    assert detail.status_code == 405 and detail["Allow"] == "GET, HEAD"
     go = browser.delete(f"/studies/{open_study.pk}/go/")
-    assert go.status_code == 405 and go["Allow"] == "GET, POST"
+    assert go.status_code == 405 and go["Allow"] == "GET, HEAD, POST"
     assert browser.post(f"/studies/{open_study.pk}/consent/", {"agree": "on"}).status_code == 403
     assert browser.post(f"/studies/{open_study.pk}/go/", {}).status_code == 403
+
+
+def test_head_answers_as_get_without_a_body_on_a_studys_page(client, open_study):
+    """HEAD (a link checker's, a cache's) got 405 where GET got 200."""
+    url = f"/studies/{open_study.pk}/"
+    head = client.head(url)
+    assert head.status_code == 200 and head.content == b""
+    assert head["Content-Type"] == client.get(url)["Content-Type"]
