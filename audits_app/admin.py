@@ -9,10 +9,11 @@ of its texts in the generation admin (no gaps to read) and `BLIND` for the strat
 class of every item of its batches (no neighbours to read). Texts are named by keyed codes,
 never by ids (`__str__` of these rows names neither writer nor id, either). A text a published
 release holds for its arena or reading studies is absent for everyone but publishers, until
-its holder reveals it (`viewer.withheld_texts`): no spot-check, sampled item, correction,
-out-of-band row or reader result of it is listed or opened, since their strata name its
-writer and their claim labels quote it; the figures (a batch's size and checks done, an
-audit's rows) are counted as before.
+its holder reveals it (`viewer.withheld_texts`), and so is a text of another release with
+its words (its twin: the same writers write the same words again): no spot-check, sampled
+item, correction, out-of-band row or reader result of it is listed or opened, since their
+strata name its writer and their claim labels quote it; the figures (a batch's size and
+checks done, an audit's rows) are counted as before.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def held_words(count: int, noun: str) -> str:
     if not count:
         return "none"
     return (f"{count} {noun}{'s' if count != 1 else ''}, of texts a published release holds "
-            f"for its arena or reading studies: listed once the texts are made public")
+            f"for its arena or reading studies, or of texts with their words: listed once "
+            f"the texts are made public")
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -59,6 +59,7 @@ from runs_app.models import (
 from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import ScoringFileError, scoring_from_content, split_pin
 from runs_app.services import config_hash
+from runs_app.words import stored_words_key
 from scenarios_app.files import parse_yaml
 from scenarios_app.models import Scenario, ScenarioStatus, ScenarioVersion
 from scenarios_app.schemas import ScenarioFile, field_path, validate_scenario_document
@@ -783,9 +784,12 @@ def _fields(row: dict[str, Any], table: tables.Table) -> dict[str, Any]:
 def _texts(contents: Contents, release: Release, models: dict[str, LlmModel],
            versions: dict[str, ScenarioVersion]) -> dict[int, int]:
     rows = contents.lines["texts.jsonl"]
+    # With each text's words key (`Generation.words_key`), which `bulk_create` does not
+    # compute: an imported text with a held text's words is held like it.
     created = Generation.objects.bulk_create(
         Generation(release=release, model=models[row["model"]],
-                   scenario_version=versions[row["scenario"]], **_fields(row, tables.TEXTS))
+                   scenario_version=versions[row["scenario"]], **_fields(row, tables.TEXTS),
+                   words_key=stored_words_key(row.get("text", "")))
         for row in rows)
     return {row["id"]: generation.pk for row, generation in zip(rows, created, strict=True)}
 

@@ -26,6 +26,7 @@ from audits_app import query_params
 from audits_app.arena.models import ArenaEvent
 from audits_app.models import Publication, StudyTextsReveal
 from audits_app.models.archive import PRODUCED_HERE, Provenance, release_provenance
+from audits_app.publication import same_words
 from audits_app.publication.drafts import draft_get
 from audits_app.publication.held_cells import (
     Holder,
@@ -338,38 +339,75 @@ def may_download_staff_archive(user, published: PublishedRelease) -> bool:
 
 
 def withheld_generations(release_id: int | None = None) -> Q | None:
-    """The rows of every text a published release (or the one given) still holds back, as a
-    filter on `Generation` (None when no release holds any): what the generation admin and
-    the out-of-band audit's texts leave out for staff who do not publish, as
-    `snapshot_for_viewer` leaves them off the pages. One query reads the held cells of every
-    publication (not whole snapshots); reveals are cached."""
-    held: dict[tuple[int, str, str, str], set[int]] = {}
-    publications = Publication.objects.all() if release_id is None else \
-        Publication.objects.filter(release_id=release_id)
-    for row in publications.values("release_id", *(f"snapshot__{holder.value}"
-                                                   for holder in Holder)):
-        cells = withheld_cells(held_parts({holder.value: row[f"snapshot__{holder.value}"]
-                                           for holder in Holder}),
-                               revealed_holders(row["release_id"]))
-        for slug, task, condition, variant in cells:
-            held.setdefault((row["release_id"], slug, task, condition), set()).add(variant)
+    """The rows of every text a published release still holds back, as a filter on
+    `Generation` (None when no release holds any): what the generation admin and the
+    out-of-band audit's texts leave out for staff who do not publish, as `snapshot_for_viewer`
+    leaves them off the pages. With them, their *twins*: the texts of every other release with
+    a held text's words (`Generation.words_key`). The same writers on the same scenarios write
+    the same words again (the fixture writers always, seeded models too), and a twin listed
+    with its writer (a draft's generation admin, a spot-check of it) names the held text's.
+    With `release_id`, that release's texts alone: those it holds, and its twins of texts
+    other releases hold. One query reads the held cells of every publication (not whole
+    snapshots); reveals are cached, and so are the held texts' words
+    (`same_words.held_words_keys`): a published text never changes."""
     query = None
-    for (release_id, slug, task, condition), variants in held.items():
-        cell = Q(release_id=release_id, scenario_version__scenario__slug=slug, task=task,
-                 condition=condition, variant__in=sorted(variants))
-        query = cell if query is None else query | cell
+    for row in Publication.objects.values("pk", "snapshot_hash", "release_id",
+                                          *(f"snapshot__{holder.value}" for holder in Holder)):
+        holder_id = row["release_id"]
+        cells = frozenset(withheld_cells(
+            held_parts({holder.value: row[f"snapshot__{holder.value}"] for holder in Holder}),
+            revealed_holders(holder_id)))
+        if not cells:
+            continue
+        held = _cells_rows(holder_id, cells)
+        parts = [held] if release_id in (None, holder_id) else []
+        keys = same_words.held_words_keys((row["pk"], row["snapshot_hash"]), cells,
+                                          Generation.objects.filter(held))
+        if keys and release_id != holder_id:
+            twins = Q(words_key__in=sorted(keys)) & ~Q(release_id=holder_id)
+            parts.append(twins if release_id is None else twins & Q(release_id=release_id))
+        for part in parts:
+            query = part if query is None else query | part
+    return query
+
+
+def _cells_rows(release_id: int, cells: frozenset) -> Q:
+    """The rows of a release's texts in these cells (slug, task, condition, variant)."""
+    grouped: dict[tuple[str, str, str], set[int]] = {}
+    for slug, task, condition, variant in cells:
+        grouped.setdefault((slug, task, condition), set()).add(variant)
+    query = Q()
+    for (slug, task, condition), variants in sorted(grouped.items()):
+        query |= Q(release_id=release_id, scenario_version__scenario__slug=slug, task=task,
+                   condition=condition, variant__in=sorted(variants))
     return query
 
 
 def withheld_texts(user, release_id: int | None = None) -> QuerySet:
-    """The ids of the texts published releases (or the one given) still hold for their
-    arena or reading studies, for staff who do not publish; none for publishers. Only
-    publishers may know the writers of blind pairs and study texts: the generation admin and
-    the out-of-band audit's texts leave these out, as `snapshot_for_viewer` leaves them off
-    the pages (404 for one, absent from lists and CSVs)."""
+    """The ids of the texts published releases still hold for their arena or reading
+    studies, and of their twins in other releases (`withheld_generations`; with `release_id`,
+    that release's texts of either kind), for staff who do not publish; none for publishers.
+    Only publishers may know the writers of blind pairs and study texts: the generation admin,
+    the audit records' admin and the review screens leave these out, as `snapshot_for_viewer`
+    leaves held texts off the pages (404 for one, absent from lists and CSVs)."""
     query = None if may_publish(user) else withheld_generations(release_id)
     return Generation.objects.filter(query).values("pk") if query is not None \
         else Generation.objects.none().values("pk")
+
+
+def not_blind_ids(release, generation_ids) -> set[int]:
+    """Ids of the given texts of `release` that cannot be checked blind, so that no spot-check
+    batch draws them (`spotcheck_batch_create`'s `leave_out`, counted on the batch as
+    `left_out_public`): those whose words, or nearly, anyone can read with their writer in
+    another release (`same_words.public_elsewhere_ids`), and those the release's texts hold
+    from whoever does not publish (`withheld_generations`: a draft's twin of a text another
+    release holds blind), whose check would be a 404 to its auditor, or name the held text's
+    writer once saved."""
+    ids = list(generation_ids)
+    held = withheld_generations(release.pk)
+    twins = set(Generation.objects.filter(held, pk__in=ids).values_list("pk", flat=True)) \
+        if held is not None and ids else set()
+    return twins | same_words.public_elsewhere_ids(release, ids)
 
 
 def _release_without_held_out(release: ReleaseEntry, public: set[str]) -> ReleaseEntry:

@@ -32,14 +32,12 @@ other releases' public scenarios, indexed by run; a held text is looked up run b
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
 from pydantic import TypeAdapter
 
 from audits_app.arena.models import ArenaEvent
@@ -54,23 +52,15 @@ from audits_app.publication.held_cells import (
 )
 from audits_app.publication.snapshot_model import ReleaseSnapshot, TextEntry
 from runs_app.models import Generation, WorkStatus
+from runs_app.words import stored_words_key, words_key
+from runs_app.words import text_words as _words
 from scenarios_app.models import Visibility
 
-WORD = re.compile(r"\w+")
 RUN_WORDS = 5
 # A held text sharing this share of its five-word runs with one text is a near-copy of it: a
 # writer's text on one scenario under another cell shares 0.9 and more, texts on other
 # scenarios under 0.5 (audits_app/arena/tests/test_blind_texts.py measures the world's).
 NEAR_COPY_SHARE = 0.5
-
-
-def _words(body: str) -> list[str]:
-    return WORD.findall(unicodedata.normalize("NFKC", body or "").casefold())
-
-
-def words_key(body: str) -> str:
-    """The text's words, whatever their case, spacing or punctuation, as a hash."""
-    return hashlib.sha256(" ".join(_words(body)).encode("utf-8")).hexdigest()
 
 
 def word_runs(body: str) -> set[str]:
@@ -230,10 +220,36 @@ KEPT_INDEXES = 4
 
 
 def forget_indexes() -> None:
-    """Drop the kept indexes (for tests, whose rolled-back worlds give the same publication
-    ids and hashes to other texts: a published text never changes anywhere else)."""
+    """Drop the kept indexes and held texts' words (for tests, whose rolled-back worlds give
+    the same publication ids and hashes to other texts: a published text never changes
+    anywhere else)."""
     with _kept_lock:
         _kept.clear()
+        _held_keys.clear()
+
+
+# The words keys of the texts publications hold, by (publication id, snapshot hash, cells).
+_held_keys: dict[tuple, frozenset[str]] = {}
+KEPT_HELD_KEYS = 16
+
+
+def held_words_keys(publication: tuple[int, str], cells: frozenset,
+                    texts: QuerySet) -> frozenset[str]:
+    """The words keys (`runs_app.words`) of the texts a publication holds in `cells` (`texts`
+    are their rows): computed from their words, since a release published before
+    `Generation.words_key` existed has none stored, and its rows never change. Kept per
+    process by what decides them; a reveal shrinks the cells, and so the key."""
+    key = (*publication, cells)
+    with _kept_lock:
+        if key in _held_keys:
+            return _held_keys[key]
+    found = frozenset(filter(None, map(stored_words_key,
+                                       texts.values_list("text", flat=True).iterator())))
+    with _kept_lock:
+        while len(_held_keys) >= KEPT_HELD_KEYS:
+            del _held_keys[next(iter(_held_keys))]
+        _held_keys[key] = found
+    return found
 
 
 def public_elsewhere(code: str, scenarios: frozenset[str] | None = None) -> WordsIndex:

@@ -22,7 +22,7 @@ from audits_app import csv_files
 from audits_app.calibration.readers_import import human_readers_import
 from audits_app.calibration.selectors import calibration_summary
 from audits_app.models import SpotCheck, SpotCheckBatch
-from audits_app.pages.viewer import withheld_texts
+from audits_app.pages.viewer import not_blind_ids, withheld_texts
 from audits_app.publication import same_words
 from audits_app.review.forms import (
     TECHNIQUES,
@@ -74,7 +74,7 @@ def queue(request: HttpRequest) -> HttpResponse:
                                            generation_id__in=held).count() if held else 0
     return render(request, "review/queue.html", {
         "batches": list(batches.values()), "held_checks": held_checks,
-        "next": selectors.next_pending(request.user),
+        "next": selectors.next_pending(request.user, leave_out=held),
         "releases": [_release_actions(release, request.user)
                      for release in Release.objects.exclude(status="draft").order_by("code")],
     })
@@ -175,7 +175,8 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 note=form.cleaned_data["note"],
             )
             if "next" in request.POST:
-                following = selectors.next_pending(request.user, after=check)
+                following = selectors.next_pending(request.user, after=check,
+                                                   leave_out=_held_everywhere(request))
                 return redirect(f"/review/checks/{following.pk}/" if following else "/review/")
             return redirect(f"/review/checks/{check.pk}/")
     else:
@@ -222,7 +223,9 @@ def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckFor
         "claim_fields": [(claim, form[f"claim_{claim.position}"]) for claim in claims],
         "form": form, "revealed": revealed, "progress": selectors.queue_progress(
             check, leave_out=_held_from(request, check.release)),
-        "following": selectors.next_pending(request.user, after=check) if revealed else None,
+        "following": selectors.next_pending(request.user, after=check,
+                                            leave_out=_held_everywhere(request))
+        if revealed else None,
         "corrections": list(check.corrections.select_related("made_by")),
     }
     if revealed and text is not None:
@@ -308,7 +311,7 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
                 disagreement_weight=data["disagreement_weight"],
                 double_code_share=data["double_code_share"], auditors=list(data["auditors"]),
                 name=data["name"], user=request.user,
-                leave_out=same_words.public_elsewhere_ids,
+                leave_out=not_blind_ids,
             )
         except services.BatchError as problem:
             form.add_error(None, str(problem))
@@ -394,8 +397,9 @@ def csv_download(text: str, name: str) -> HttpResponse:
 
 
 def _held_from(request: HttpRequest, release: Release) -> frozenset[int]:
-    """The texts the release still holds for its arena or reading studies, unless this
-    person publishes: the rule every public page follows (`viewer.withheld_texts`). Held
+    """The texts the release still holds for its arena or reading studies, and its texts
+    with the words of a text another release holds (a draft's twin of an arena text), unless
+    this person publishes: the rule every public page follows (`viewer.withheld_texts`). Held
     texts are left off the audit's list, worksheet and template and the review queue, and
     their pages (the audit's, a spot-check's) are a 404, as on the public pages: an auditor
     who met one in the arena or a study would otherwise find it here under its cell, with
@@ -409,9 +413,13 @@ def _held_from(request: HttpRequest, release: Release) -> frozenset[int]:
     return known[release.pk]
 
 
-def _held_everywhere(request: HttpRequest) -> set[int]:
-    """`_held_from` for every published release at once (the review queue spans them)."""
-    return set(withheld_texts(request.user).values_list("pk", flat=True))
+def _held_everywhere(request: HttpRequest) -> frozenset[int]:
+    """`_held_from` for every release at once (the review queue spans them, and so does its
+    next check), read once a request."""
+    if "held_everywhere" not in request.__dict__:
+        request.__dict__["held_everywhere"] = frozenset(
+            withheld_texts(request.user).values_list("pk", flat=True))
+    return request.__dict__["held_everywhere"]
 
 
 @require_safe

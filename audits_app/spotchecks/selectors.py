@@ -349,11 +349,16 @@ def queue_progress(check: SpotCheck, leave_out: Collection[int] = ()) -> QueuePr
                          done=sum(status == SpotCheck.Status.DONE for _, status in rows))
 
 
-def next_pending(user, after: SpotCheck | None = None) -> SpotCheck | None:
-    """The user's next check still to do; a published release's unfinished checks are closed."""
+def next_pending(user, after: SpotCheck | None = None,
+                 leave_out: Collection[int] = ()) -> SpotCheck | None:
+    """The user's next check still to do; a published release's unfinished checks are closed,
+    and checks of the texts `leave_out` names (held from this person:
+    `pages.viewer.withheld_texts`) are skipped, as the queue lists none: "Next" would lead to
+    a 404."""
     pending = SpotCheck.objects.filter(
         auditor=user, status=SpotCheck.Status.ASSIGNED, item__isnull=False
-    ).exclude(release__status=ReleaseStatus.PUBLISHED).order_by(
+    ).exclude(release__status=ReleaseStatus.PUBLISHED).exclude(
+        generation_id__in=leave_out).order_by(
         "item__batch__created_at", "item__batch_id", "item__position")
     if after is not None:
         pending = pending.exclude(pk=after.pk)

@@ -23,7 +23,7 @@ from audits_app.spotchecks.selectors import JuryText, jury_texts
 from baitbench_site.roles import RECORD_PERMISSION
 from runs_app.models import Generation, Release
 
-# Ids of the given texts of a release that may not be sampled: `same_words.public_elsewhere_ids`.
+# Ids of the given texts of a release that may not be sampled: `viewer.not_blind_ids`.
 LeaveOut = Callable[[Release, Sequence[int]], set[int]]
 
 
@@ -31,7 +31,8 @@ def _population(release: Release, leave_out: LeaveOut | None) -> tuple[list[Jury
     """Scored texts not yet in any batch of the release, in the order of their cells (model,
     scenario, task, condition, variant): text ids are planned in a random order, so a seeded
     sample follows the cells, and the same seed draws the same texts in every run. With them,
-    how many `leave_out` left out (texts public elsewhere: `same_words.public_elsewhere_ids`)."""
+    how many `leave_out` left out (texts public elsewhere, or twins of texts held elsewhere:
+    `pages.viewer.not_blind_ids`)."""
     sampled = set(SpotCheckItem.objects.filter(batch__release=release)
                   .values_list("generation_id", flat=True))
     texts = jury_texts(release)
@@ -59,8 +60,9 @@ def spotcheck_batch_create(
     bootstrap seed plus the batch count, so a second batch differs from the first).
 
     The texts `leave_out` names are not drawn, and counted on the batch (`left_out_public`):
-    every page that makes batches passes `same_words.public_elsewhere_ids`, which names the
-    texts anyone can read with their writer in another release. A `share` is of the texts
+    every page that makes batches passes `pages.viewer.not_blind_ids`, which names the texts
+    anyone can read with their writer in another release, and those with the words of a text
+    another release holds blind. A `share` is of the texts
     left, and so are the figures estimated from the sample (see that function)."""
     if (size is None) == (share is None):
         raise ValueError("give either size or share")
@@ -109,7 +111,8 @@ def spotcheck_batch_create(
 
 def _left_out_words(left_out: int) -> str:
     return (f" or left out, {left_out} of them because their words are public in another "
-            f"release (they cannot be checked blind)" if left_out else "")
+            f"release or are those of a text another release holds blind (they cannot be "
+            f"checked blind)" if left_out else "")
 
 
 @transaction.atomic

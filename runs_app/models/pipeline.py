@@ -23,6 +23,7 @@ from runs_app.scoring_versions import (
     scoring_from_content,
     split_pin,
 )
+from runs_app.words import stored_words_key
 from scenarios_app.models import Language, ScenarioVersion
 
 
@@ -434,6 +435,14 @@ class Generation(WorkItem, ProviderLog):
         blank=True, help_text="The provider reported a refusal: the writer's words, if any.")
     seed = models.PositiveIntegerField(
         null=True, blank=True, help_text="The seed of the call that wrote the text.")
+    # Written with the text (`save`, the generate stage, an archive's import): a text with the
+    # words of a text another release holds blind names that text's writer, and is found by
+    # this (`audits_app.pages.viewer.withheld_generations`). A queryset `update` of `text`
+    # must write it too.
+    words_key = models.CharField(
+        max_length=64, blank=True, db_index=True, editable=False,
+        help_text="The text's words as a hash, whatever their case, spacing or punctuation "
+                  "(empty: no words).")
 
     class Meta:
         ordering = ["release", "model", "scenario_version", "task", "condition", "variant"]
@@ -449,6 +458,12 @@ class Generation(WorkItem, ProviderLog):
         return (f"{self.release.code} {self.model.openrouter_id} "
                 f"{self.scenario_version.scenario.slug} "
                 f"{self.task}/{self.condition}/{self.variant}")
+
+    def save(self, *args, **kwargs) -> None:
+        self.words_key = stored_words_key(self.text)
+        if kwargs.get("update_fields") is not None and "text" in kwargs["update_fields"]:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "words_key"}
+        super().save(*args, **kwargs)
 
 
 class GenerationAttempt(PublishedGuard, ProviderLog):

@@ -16,6 +16,7 @@ from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, Wo
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage, given_back, parked
+from runs_app.words import stored_words_key
 from runs_app.writer_text import NotAText, WriterText, writer_text
 from scenarios_app.models import Condition, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
@@ -217,7 +218,7 @@ class GenerateStage(Stage):
         refused = accepted.outcome == GenerationAttempt.Outcome.REFUSED
         return fields | _provider_fields(result) | {
             "status": WorkStatus.DONE, "error": "", "text": text.text,
-            "seed": outcome.job.request.seed,
+            "seed": outcome.job.request.seed, "words_key": stored_words_key(text.text),
             "reasoning": text.reasoning, "stripped": list(text.stripped),
             "writer_refusal": (text.text or f"(no words; finish_reason {result.finish_reason})")
             if refused else "",

@@ -85,7 +85,12 @@ def _audit_records(release: Release) -> None:
         .select_related("model", "scenario_version__scenario"))
 
 
-def _checked_release(holder: Holder) -> Release:
+def _checked_release(holder: Holder, world: Release, publisher) -> Release:
+    """checked.0. The module's world, arena.0, holds every text of the same fixture writers
+    on the same scenarios, word for word checked.0's: its arena is closed first, so that
+    checked.0 alone holds texts (a text with a held text's words is held too:
+    test_held_twins.py)."""
+    arena_close(release=world, user=publisher, reason="Its texts are public: checked.0 holds.")
     shares = {"held_share": 0.5, "study_share": 0.0} if holder == Holder.ARENA else \
         {"held_share": 0.0, "study_share": 0.5}
     return published_arena_release(CODE, **shares, before_publish=_audit_records)
@@ -193,7 +198,7 @@ def test_the_admin_shows_no_audit_record_of_a_held_text_but_to_publishers(
     texts' rows (a 302 to the admin's index for one, as the generation admin does) for
     curators, operators and auditors, until the holder reveals the texts; the batch's
     figures are as before; publishers see every row."""
-    checked = _checked_release(holder)
+    checked = _checked_release(holder, release, publisher)
     held_ids = _held_ids(checked, holder)
     assert SpotCheckItem.objects.filter(batch__release=checked, generation_id__in=held_ids)
     assert OutOfBandVerdict.objects.filter(audit__release=checked, generation_id__in=held_ids)
@@ -238,7 +243,7 @@ def test_an_auditor_cannot_read_a_held_text_they_checked_before_publication(
     A held text's check is a 404 (as its public page), its correction too, and the queue
     lists it nowhere (saying how many it leaves out) nor counts it, until the holder reveals
     the texts; an auditor who also publishes reads it all along."""
-    checked = _checked_release(holder)
+    checked = _checked_release(holder, release, publisher)
     held_ids = _held_ids(checked, holder)
     auditor = SpotCheck.objects.filter(release=checked, generation_id__in=held_ids
                                        ).order_by("pk").first().auditor

@@ -20,13 +20,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.arena.demo import demo_arena
 from audits_app.calibration.studies.demo import demo_study
+from audits_app.pages.viewer import not_blind_ids
 from audits_app.publication.demo_dutch import (
     DUTCH_RELEASE,
     class_tables,
     demo_dutch_release,
     format_class_tables,
 )
-from audits_app.publication.same_words import public_elsewhere_ids
 from audits_app.publication.services import PublishError, release_publish
 from audits_app.publication.snapshot_model import snapshot_load
 from audits_app.spotchecks.demo import demo_spotchecks
@@ -83,7 +83,7 @@ class Command(BaseCommand):
         self.stdout.write("\n" + demo_arena(release=Release.objects.get(code=RELEASE), user=user))
         self.stdout.write("\n" + demo_study(release=Release.objects.get(code=RELEASE), user=user))
         # The Dutch release, with the cross-examination (T4), ranked by rank classes.
-        dutch = demo_dutch_release(user=user, stdout=self.stdout)
+        dutch = demo_dutch_release(user=user, stdout=self.stdout, leave_out=not_blind_ids)
         names = {spec.id: spec.name for spec in dutch.parsed_config().models}
         self.stdout.write("\n".join(format_class_tables(class_tables(dutch), names)))
         login = (f"password {new_password!r}" if new_password else
@@ -140,7 +140,7 @@ class Command(BaseCommand):
             return
         call_command("run_release", RELEASE, sync=True, stdout=self.stdout)
         release = Release.objects.get(code=RELEASE)
-        recorded = demo_spotchecks(release=release, leave_out=public_elsewhere_ids)
+        recorded = demo_spotchecks(release=release, leave_out=not_blind_ids)
         self.stdout.write(f"spot-checks: {recorded} verdicts by simulated demo auditors")
         release_publish(release=release, user=user)
         self.stdout.write(self.style.SUCCESS(f"published {RELEASE}"))
