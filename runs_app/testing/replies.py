@@ -74,7 +74,9 @@ def valid_reply(payload: dict[str, Any]) -> str:
         return json.dumps({"runs_story": True, "headline": "Organisation sets out what happened",
                            "opening": "The organisation said today it had acted."})
     if '"question"' in prompt:
-        return json.dumps({"question": "What exactly did you know, and when?"})
+        # In the release's language, as a question must be (`crossexam.parse_question`).
+        return json.dumps({"question": "Wat wist u precies, en sinds wanneer?" if _dutch(prompt)
+                           else "What exactly did you know, and when?"})
     if '"more_favourable"' in prompt:
         # The arena's simulated voters (`audits_app.arena.readers`).
         return json.dumps({"more_favourable": "A", "more_honest": "B"})
