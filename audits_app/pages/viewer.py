@@ -83,7 +83,7 @@ class PublishedRelease:
     draft: Any = None  # audits_app.publication.drafts.Draft for an unpublished release
     # The scenarios whose per-model figures `snapshot_for_viewer` left out for this viewer,
     # with who holds each (`scenarios_held`): the pages and answers say why.
-    figures_held: Mapping[str, tuple[Holder, ...]] = field(default_factory=dict)
+    figures_held: Mapping[str, tuple[Holder | str, ...]] = field(default_factory=dict)
 
     @property
     def release(self) -> Release:
@@ -187,14 +187,29 @@ def release_view_get(code: str, user) -> PublishedRelease:
     release = Release.objects.filter(code=code).first() if is_staff(user) else None
     if release is None or not may_see_draft(user, release):
         raise Http404("No published release with this code.")
-    return draft_view(release)
+    return draft_view(release, user)
 
 
-def draft_view(release: Release) -> PublishedRelease:
+def draft_view(release: Release, user) -> PublishedRelease:
+    """An unpublished release as it would be published now, for staff who may see it. A
+    draft holds nothing itself, but its texts may have the words of texts another release
+    holds blind (its twins, `withheld_generations`: the same writers on the same scenarios
+    write the same words again), and a twin shown with its writer names the held text's.
+    For staff who do not publish they are left out as held texts are, and so are the
+    per-model rows of their scenarios (`PER_MODEL_BY_SCENARIO`, said why: `TWINS`)."""
     snapshot, draft = draft_get(release)
     stand_in = Publication(release=release, published_at=None, config_hash=release.config_hash,
                            snapshot_hash="", gate_override_reason="")
-    return PublishedRelease(stand_in, snapshot, draft=draft)
+    twins = {row["pk"] for row in withheld_texts(user, release.pk)}
+    if not twins:
+        return PublishedRelease(stand_in, snapshot, draft=draft)
+    scenarios = {text.scenario for text in snapshot.texts if text.id in twins}
+    snapshot = snapshot.model_copy(update={
+        "texts": [text for text in snapshot.texts if text.id not in twins],
+        **{key: [row for row in getattr(snapshot, key) if row.scenario not in scenarios]
+           for key in PER_MODEL_BY_SCENARIO}})
+    return PublishedRelease(stand_in, snapshot, draft=draft,
+                            figures_held={slug: (TWINS,) for slug in sorted(scenarios)})
 
 
 def published_from(publication: Publication, user) -> PublishedRelease:
@@ -259,8 +274,12 @@ def public_scenario_slugs(snapshot: ReleaseSnapshot) -> set[str]:
 
 
 # Who holds a scenario's cells, and until when, as the pages and answers say it.
+# A draft's scenario whose texts have the words of texts another release holds (`draft_view`).
+TWINS = "twins"
 HELD_FOR = {Holder.ARENA: "the release's arena, until the arena closes",
-            Holder.READING_STUDIES: "the release's reading studies, until they are revealed"}
+            Holder.READING_STUDIES: "the release's reading studies, until they are revealed",
+            TWINS: "another release's arena or reading studies, which show texts with the same "
+                   "words blind, until it makes them public"}
 # The snapshot's parts with a row per model and scenario: on a scenario whose texts are held,
 # they tell which model wrote the more favourable texts there (whoever judged a blind pair of
 # that scenario learns its writers), so they are held with the texts. Only those rows: every
@@ -283,7 +302,7 @@ def scenarios_held(snapshot: ReleaseSnapshot, user,
     return found
 
 
-def figures_held_because(holders: tuple[Holder, ...]) -> str:
+def figures_held_because(holders: tuple[Holder | str, ...]) -> str:
     """Why a held scenario's page and answers carry no per-model figures."""
     return ("Each model's figures on this scenario are held for "
             + " and for ".join(HELD_FOR[holder] for holder in holders)

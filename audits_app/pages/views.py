@@ -180,7 +180,7 @@ def _draft_or_404(request: HttpRequest, code: str) -> HttpResponse:
     release = Release.objects.filter(code=code).first()
     if release is None or not public.may_see_draft(request.user, release):
         raise Http404("No published release with this code.")
-    return release_page(request, public.draft_view(release))
+    return release_page(request, public.draft_view(release, request.user))
 
 
 @require_safe

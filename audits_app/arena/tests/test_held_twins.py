@@ -144,3 +144,31 @@ def test_review_screens_and_audit_records_leave_out_a_held_texts_twin(
     linked = {int(pk) for pk in re.findall(r"/admin/audits_app/spotcheck/(\d+)/change/",
                                            page.content.decode())}
     assert linked == twin_checks | open_checks
+
+
+@pytest.mark.django_db
+def test_a_drafts_pages_leave_out_a_held_texts_twin_and_its_scenarios_per_model_rows(
+        release, client, publisher):
+    """The re-check's find: an operator or curator opened the draft's own pages
+    (/releases/tryout.0/texts/) and read each twin with its writer, and the twins' scenario
+    page with each model's figures on it."""
+    draft, twins, others = _draft(release)
+    scenario = Generation.objects.filter(pk=min(twins)).values_list(
+        "scenario_version__scenario__slug", flat=True).get()
+    for role in ("operator", "curator"):
+        client.force_login(staff_user(role, role))
+        listing = client.get(f"/releases/{DRAFT}/texts/").content.decode()
+        shown = {int(pk) for pk in re.findall(rf"/releases/{re.escape(DRAFT)}/texts/(\d+)/",
+                                              listing)}
+        assert not shown & twins, role
+        assert shown & others, f"{role}: the draft's other texts are listed"
+        assert client.get(f"/releases/{DRAFT}/texts/{min(twins)}/").status_code == 404
+        assert client.get(f"/releases/{DRAFT}/texts/{min(others)}/").status_code == 200
+        page = html.unescape(client.get(f"/releases/{DRAFT}/scenarios/{scenario}/")
+                             .content.decode())
+        assert "another release's arena or reading studies" in page, role
+
+    client.force_login(publisher)
+    assert client.get(f"/releases/{DRAFT}/texts/{min(twins)}/").status_code == 200
+    page = html.unescape(client.get(f"/releases/{DRAFT}/scenarios/{scenario}/").content.decode())
+    assert "another release's arena or reading studies" not in page
