@@ -36,7 +36,7 @@ from audits_app.spotchecks import selectors, services
 from audits_app.spotchecks.imports import oob_audit_import
 from baitbench_site.methods import require_form, require_POST, require_safe
 from baitbench_site.roles import RECORD_PERMISSION, is_auditor
-from runs_app.models import Generation, Release
+from runs_app.models import Generation, Release, ReleaseStatus
 
 
 def auditor_required(view):
@@ -65,16 +65,21 @@ def staff_required(view):
 def queue(request: HttpRequest) -> HttpResponse:
     batches: dict[int, dict] = {}
     held = _held_everywhere(request)
+    withdrawn = _withdrawn(request)
     for check in selectors.auditor_queue(request.user, leave_out=held):
         batch = check.item.batch
-        entry = batches.setdefault(batch.pk, {"batch": batch, "checks": [], "done": 0})
+        entry = batches.setdefault(batch.pk, {"batch": batch, "checks": [], "done": 0,
+                                              "open": 0, "withdrawn": 0})
+        check.withdrawn = check.generation_id in withdrawn
         entry["checks"].append(check)
         entry["done"] += check.is_done
+        entry["open"] += not check.withdrawn
+        entry["withdrawn"] += check.withdrawn
     held_checks = SpotCheck.objects.filter(auditor=request.user, item__isnull=False,
                                            generation_id__in=held).count() if held else 0
     return render(request, "review/queue.html", {
         "batches": list(batches.values()), "held_checks": held_checks,
-        "next": selectors.next_pending(request.user, leave_out=held),
+        "next": selectors.next_pending(request.user, leave_out=held | withdrawn),
         "releases": [_release_actions(release, request.user)
                      for release in Release.objects.exclude(status="draft").order_by("code")],
     })
@@ -176,7 +181,7 @@ def check_detail(request: HttpRequest, pk: int) -> HttpResponse:
             )
             if "next" in request.POST:
                 following = selectors.next_pending(request.user, after=check,
-                                                   leave_out=_held_everywhere(request))
+                                                   leave_out=_skipped(request))
                 return redirect(f"/review/checks/{following.pk}/" if following else "/review/")
             return redirect(f"/review/checks/{check.pk}/")
     else:
@@ -224,7 +229,7 @@ def _check_page(request: HttpRequest, check: SpotCheck, text, form: SpotCheckFor
         "form": form, "revealed": revealed, "progress": selectors.queue_progress(
             check, leave_out=_held_from(request, check.release)),
         "following": selectors.next_pending(request.user, after=check,
-                                            leave_out=_held_everywhere(request))
+                                            leave_out=_skipped(request))
         if revealed else None,
         "corrections": list(check.corrections.select_related("made_by")),
     }
@@ -420,6 +425,29 @@ def _held_everywhere(request: HttpRequest) -> frozenset[int]:
         request.__dict__["held_everywhere"] = frozenset(
             withheld_texts(request.user).values_list("pk", flat=True))
     return request.__dict__["held_everywhere"]
+
+
+def _withdrawn(request: HttpRequest) -> frozenset[int]:
+    """The texts of this person's pending checks (releases not published) whose words became
+    public elsewhere, with their writer, after they were drawn (`same_words.
+    public_elsewhere_ids`): their checks are withdrawn when opened, so the queue says so
+    and its "next" never leads to one. Read once a request."""
+    if "withdrawn" not in request.__dict__:
+        pending: dict[int, tuple[Release, list[int]]] = {}
+        for check in SpotCheck.objects.filter(
+                auditor=request.user, status=SpotCheck.Status.ASSIGNED, item__isnull=False
+        ).exclude(release__status=ReleaseStatus.PUBLISHED).select_related("release"):
+            pending.setdefault(check.release_id, (check.release, []))[1].append(
+                check.generation_id)
+        request.__dict__["withdrawn"] = frozenset().union(
+            *(same_words.public_elsewhere_ids(release, ids)
+              for release, ids in pending.values()))
+    return request.__dict__["withdrawn"]
+
+
+def _skipped(request: HttpRequest) -> frozenset[int]:
+    """The texts whose checks "next" passes over: held from this person, or withdrawn."""
+    return _held_everywhere(request) | _withdrawn(request)
 
 
 @require_safe

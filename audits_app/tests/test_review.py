@@ -600,3 +600,12 @@ def test_a_pending_check_whose_text_became_public_elsewhere_is_withdrawn_unshown
     for other in rest:
         page = client.get(f"/review/checks/{other.pk}/").content.decode()
         assert ("is withdrawn" in page) == (other.generation_id in findable), other.pk
+    # The queue says which are withdrawn, counts the rest, and its "next" skips them (the
+    # re-check found them listed as Assigned, "0 of 19 done", and "next" leading to one).
+    withdrawn = {check.pk} | {other.pk for other in rest if other.generation_id in findable}
+    queue = client.get("/review/").content.decode()
+    listed = re.findall(r'<a href="/review/checks/(\d+)/">.*?</a></td>\s*<td>[^<]*</td><td>'
+                        r'[^<]*</td>\s*<td>([^<]*)</td>', queue)
+    assert {int(pk) for pk, status in listed if status.startswith("Withdrawn")} == withdrawn
+    next_check = re.search(r'<a href="/review/checks/(\d+)/" accesskey="n"', queue)
+    assert next_check is not None and int(next_check.group(1)) not in withdrawn
