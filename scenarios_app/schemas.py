@@ -317,14 +317,21 @@ def problem_from_pydantic(item: dict[str, Any]) -> Problem:
         # A lone surrogate fails pydantic's own string parsing before the rule above runs.
         message = character_problem(item["input"]) or message
     if item["type"] != "number_not_boolean":  # that one says how YAML read it already
-        message += yaml_reading(item.get("input"))
+        message += yaml_reading(item.get("input"), text_expected=item["type"] == "string_type")
     return Problem(field_path(item["loc"]), message)
 
 
-def yaml_reading(value: Any) -> str:
+def yaml_reading(value: Any, *, text_expected: bool = False) -> str:
     """How YAML read a value that broke a rule, when that is not what the file seems to say:
     `visibility: yes` is true and `slug: 2024-01-01` a date, and "Input should be a valid
-    string" alone leaves the curator looking at a word that is one."""
+    string" alone leaves the curator looking at a word that is one. Where text belongs, so
+    are `slug: 12345` (a number) and `slug:` with nothing after it (no value)."""
+    if text_expected and value is None:
+        return (", not nothing (YAML reads a key with nothing after it, or null or ~, as no "
+                "value)")
+    if text_expected and isinstance(value, int | float) and not isinstance(value, bool):
+        return (f", not the number {value!r} (YAML reads a number written without quotes as "
+                f"a number: write '{value!r}' for the text)")
     if isinstance(value, bool):
         return f", not {'true' if value else 'false'} {BOOLEAN_READING}"
     if isinstance(value, datetime.datetime):

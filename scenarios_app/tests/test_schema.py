@@ -236,6 +236,12 @@ def test_two_documents_differing_only_in_whitespace_have_one_hash():
     ("title", "no",
      "title: Input should be a valid string, not false (YAML also reads yes, no, on and off "
      "as true or false)"),
+    ("slug", "12345",
+     "slug: Input should be a valid string, not the number 12345 (YAML reads a number "
+     "written without quotes as a number: write '12345' for the text)"),
+    ("title", "null",
+     "title: Input should be a valid string, not nothing (YAML reads a key with nothing "
+     "after it, or null or ~, as no value)"),
 ])
 def test_a_date_or_a_yes_where_words_belong_says_how_yaml_read_it(field, written, expected):
     """`slug: 2024-01-01` got a bare "Input should be a valid string" and `visibility: yes`
