@@ -21,10 +21,15 @@ def text_words(body: str) -> list[str]:
 
 def words_key(body: str) -> str:
     """The text's words, whatever their case, spacing or punctuation, as a hash."""
-    return hashlib.sha256(" ".join(text_words(body)).encode("utf-8")).hexdigest()
+    return _hashed(text_words(body))
 
 
 def stored_words_key(body: str) -> str:
     """`words_key`, or "" for a text without words (a pending cell's, an empty reply's):
     nothing finds a text by no words, and no two empty texts are one text."""
-    return words_key(body) if text_words(body) else ""
+    words = text_words(body)
+    return _hashed(words) if words else ""
+
+
+def _hashed(words: list[str]) -> str:
+    return hashlib.sha256(" ".join(words).encode("utf-8")).hexdigest()
