@@ -41,6 +41,23 @@ def _flush_between_tests(self, sql_list) -> None:
 BaseDatabaseOperations.execute_sql_flush = _flush_between_tests
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test databases, whose commits on PostgreSQL do not wait for the disk
+    (tests/scratch.py, `commits_unwaited`): set on the database for the live servers' and
+    other processes' connections, and on the connection already open."""
+    from django.db import connections
+
+    from tests.scratch import commits_unwaited, suite_on_postgres
+
+    if suite_on_postgres():
+        with django_db_blocker.unblock():
+            for alias in connections:
+                with connections[alias].cursor() as cursor:
+                    commits_unwaited(cursor.execute, connections[alias].settings_dict["NAME"])
+                    cursor.execute("SET synchronous_commit = off")
+
+
 @pytest.fixture(autouse=True)
 def empty_cache():
     """Each test counts its own rate limits (downloads, votes) from nothing: the per-process

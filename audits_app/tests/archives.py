@@ -28,6 +28,7 @@ from audits_app.archive.load import ArchiveError, release_import
 from audits_app.archive.signing import SIGNATURE_FILE, signature_file
 from audits_app.publication.services import snapshot_hash
 from runs_app.services import config_hash
+from tests.scratch import commits_unwaited
 
 HELD_OUT = "redmoor-doping-cover"
 PUBLIC = "greenvale-listeria"
@@ -126,6 +127,7 @@ def _postgres_database(template: str = ""):
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template
                                                       else ""))
+        commits_unwaited(admin.execute, name)
 
     def drop():
         with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
