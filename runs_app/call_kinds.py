@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from runs_app.contamination import PROBE_MAX_TOKENS
 from runs_app.crossexam import JUDGE_MAX_TOKENS as ANSWER_JUDGE_MAX_TOKENS
 from runs_app.crossexam import QUESTION_MAX_TOKENS
 from runs_app.providers.base import CompletionRequest, Message
@@ -69,6 +70,10 @@ CALL_KINDS: dict[str, CallKind] = {
     "frame_judge": CallKind("journalist", JUDGE_MAX_TOKENS),
     "crossexam": CallKind("journalist", QUESTION_MAX_TOKENS),
     "answer_judge": CallKind("judge", ANSWER_JUDGE_MAX_TOKENS, temperature=0.0),
+    # The contamination check's probes of every model of the release, at temperature 0 (a
+    # memorised string comes out unchanged): a short reply in prose, with the reader's
+    # reasoning room, whichever role the model has.
+    "probe": CallKind("reader", PROBE_MAX_TOKENS, temperature=0.0, json_mode=False),
 }
 
 

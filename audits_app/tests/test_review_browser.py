@@ -68,7 +68,10 @@ def test_a_check_is_recorded_by_keyboard_alone(review_world, chromium, live_serv
     log_in(page, live_server.url, review_world["auditor"])
     page.goto(f"{live_server.url}/review/")
     page.evaluate("sessionStorage.removeItem('mouse')")  # the login form was clicked
-    page.keyboard.press("Enter")  # the queue's "Next unchecked text" has the focus
+    # The queue's "Next unchecked text" takes the focus (autofocus): Chromium gives it at a
+    # rendering update after the load, later than the load on a busy machine.
+    page.wait_for_function("document.activeElement?.textContent === 'Next unchecked text'")
+    page.keyboard.press("Enter")
     page.wait_for_url(f"**/review/checks/{first.pk}/")
     assert page.title() == "Check 1 of 3 · BaitBench"
     assert page.locator("#key-map").is_visible()

@@ -19,7 +19,8 @@ import dataclasses
 from collections.abc import Collection
 from typing import Any
 
-from runs_app.contamination import PROBE_MAX_TOKENS, probe_messages
+from runs_app.call_kinds import call_request
+from runs_app.contamination import probe_messages
 from runs_app.models import ContaminationCheck, ContaminationProbe, ProbeKind, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
 from runs_app.providers.pool import ProviderPool
@@ -71,10 +72,11 @@ class ProbeStage(Stage):
         messages = probe_messages(
             item.kind, language=content["language"], canary=content["canary"],
             title=content["title"], organisation=content["organisation"]["name"])
-        # Greedy decoding: a memorised string is most likely to come out unchanged.
-        return ProbeJob(CompletionRequest(model=item.model, messages=messages,
-                                          max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
-                                          purpose="probe"))
+        # Greedy decoding, and a declared reasoning model's reasoning capped (call_kinds):
+        # a reply the model thinks away is a gap, asked again only at the next check.
+        return ProbeJob(call_request("probe", config=self.config(item.contamination_check
+                                                                 .release_id),
+                                     model=item.model, messages=messages))
 
     async def execute(self, job: ProbeJob, providers: ProviderPool) -> ProbeOutcome:
         try:

@@ -56,7 +56,7 @@ def test_a_seed_is_sent_by_writers_only_and_temperature_zero_by_the_scoring_read
              for purpose in CALL_KINDS}
     assert [purpose for purpose, names in sends.items() if "seed" in names] == ["write"]
     assert sorted(p for p, names in sends.items() if "temperature" in names) == [
-        "answer_judge", "juror", "refusal"]
+        "answer_judge", "juror", "probe", "refusal"]
 
 
 def test_an_older_stored_configuration_keeps_its_hash_and_sends_what_it_sent():
@@ -81,3 +81,16 @@ def test_a_writers_seeds_start_at_its_variant_and_never_meet_another_variants():
     seeds = [writer_seed(variant, earlier, 3) for variant in range(3) for earlier in range(4)]
     assert [writer_seed(variant, 0, 3) for variant in range(3)] == [0, 1, 2]
     assert len(set(seeds)) == len(seeds)
+
+
+def test_a_contamination_probe_of_a_reasoning_model_gets_the_readers_room_in_prose():
+    """A probe asks every model of the release, writers too, for a short prose reply: a
+    declared reasoning model's reasoning is capped at the reader's room on top of the
+    probe's 300 tokens, so that it cannot think the reply away; other models are sent no
+    reasoning key."""
+    release = config(reply_reasoning={"reader": 1024})
+    body = request_body(call_request("probe", config=release, model="delta/thinker"))
+    assert (body["max_tokens"], body["reasoning"]) == (300 + 1024, {"max_tokens": 1024})
+    assert body["temperature"] == 0 and "response_format" not in body
+    plain = request_body(call_request("probe", config=release, model="acme/writer"))
+    assert plain["max_tokens"] == 300 and "reasoning" not in plain

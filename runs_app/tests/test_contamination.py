@@ -16,6 +16,7 @@ from django.utils import timezone
 from audits_app.calibration.trial_report import HELD_OUT_NOTE, release_contamination
 from baitbench_site import immutability
 from runs_app.contamination import (
+    PROBE_MAX_TOKENS,
     CanaryIndex,
     canary_split,
     hidden_ngrams,
@@ -367,6 +368,38 @@ def test_a_probe_that_got_only_reasoning_is_a_gap_and_its_reasoning_is_scanned(
         assert "token budget" in probe.error
     found = {(f.model, f.kind) for f in report.findings}
     assert found == {(WRITER, FindingKind.PROBE_CANARY)}, found
+
+
+@pytest.mark.django_db
+def test_a_declared_reasoning_models_probe_has_its_reasoning_capped(imported_scenarios,
+                                                                      monkeypatch):
+    """The probe helper's finding: a probe went out with 300 tokens and no reasoning cap, so a
+    model that reasons unasked thought the budget away and every probe of it was a gap. The
+    release declares the writer as reasoning: its probes carry the reader's cap on top of
+    the probe's budget and end with a reply; the other models' probes are as before."""
+    models = [model | {"reasons": model["id"] == WRITER} for model in MODELS]
+
+    def probe_reply(payload):
+        if payload.get("model") == WRITER and "reasoning" not in payload:
+            return body_for(None, payload, finish_reason="length",
+                            native_finish_reason="MAX_TOKENS")
+        return never_seen(payload)
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.cap", ["generate"],
+                models=models) as (release, server):
+        before = server.count()
+        report = contamination_check_run(release=release, providers=pool(server))
+        probes = [r.body for r in server.requests[before:] if is_probe(r.body)]
+    cap = release.parsed_config().reply_reasoning.reader
+    mine = [body for body in probes if body["model"] == WRITER]
+    assert mine and all(body["reasoning"] == {"max_tokens": cap}
+                        and body["max_tokens"] == PROBE_MAX_TOKENS + cap for body in mine)
+    others = [body for body in probes if body["model"] != WRITER]
+    assert others and all("reasoning" not in body and body["max_tokens"] == PROBE_MAX_TOKENS
+                          for body in others)
+    assert report.probes_failed == 0
+    assert not ContaminationProbe.objects.filter(contamination_check=report.check).exclude(
+        status=WorkStatus.DONE).exists()
 
 
 @pytest.mark.django_db
