@@ -18,6 +18,8 @@ import zipfile
 
 import pytest
 from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 
 from audits_app import http_cache
@@ -526,3 +528,17 @@ def test_an_archive_packed_again_with_folder_entries_imports(published):
             repacked.writestr(name, data)
     release_import(data=buffer.getvalue(), source="rezipped.zip")
     assert Release.objects.filter(code="rezip.0").exists()
+
+
+def test_export_release_to_a_missing_folder_or_a_folder_is_one_line_and_writes_nothing(
+        published, tmp_path):
+    missing = tmp_path / "no-such-dir" / "x.zip"
+    with pytest.raises(CommandError, match=(
+            f"^--out {missing}: no such folder {missing.parent}$")):
+        call_command("export_release", "arc.0", "--out", str(missing), stdout=io.StringIO())
+    with pytest.raises(CommandError, match=(
+            f"^--out {tmp_path}: is a folder; give a file name such as "
+            f"{tmp_path / 'arc.0.zip'}$")):
+        call_command("export_release", "arc.0", "--out", str(tmp_path), stdout=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+

@@ -27,13 +27,22 @@ class Command(BaseCommand):
         release = Release.objects.filter(code=code).first()
         if release is None:
             raise CommandError(f"no release {code!r}")
+        path = Path(out or archive_name(release, staff=staff))
+        where = f"--out {out}" if out else str(path)
+        if path.is_dir():
+            raise CommandError(f"{where}: is a folder; give a file name such as "
+                               f"{path / archive_name(release, staff=staff)}")
+        if not path.parent.is_dir():
+            raise CommandError(f"{where}: no such folder {path.parent}")
         try:
             key = signing_key()
             data = release_archive(release, staff=staff, signed_by=key)
         except (ArchiveRefused, SigningKeyError) as refusal:
             raise CommandError(str(refusal)) from None
-        path = Path(out or archive_name(release, staff=staff))
-        path.write_bytes(data)
+        try:
+            path.write_bytes(data)
+        except OSError as error:
+            raise CommandError(f"{where}: cannot be written ({error.strerror})") from None
         self.stdout.write(self.style.SUCCESS(
             f"wrote {path}: {'staff' if staff else 'public'} archive of {code}, "
             f"{len(data)} bytes, "
