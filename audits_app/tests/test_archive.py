@@ -542,3 +542,11 @@ def test_export_release_to_a_missing_folder_or_a_folder_is_one_line_and_writes_n
         call_command("export_release", "arc.0", "--out", str(tmp_path), stdout=io.StringIO())
     assert list(tmp_path.iterdir()) == []
 
+
+def test_import_release_of_a_folder_says_it_is_a_folder(tmp_path):
+    with pytest.raises(CommandError, match=(
+            f"^{tmp_path}: is a folder, not a release archive \\(give its .zip file\\)$")):
+        call_command("import_release", str(tmp_path))
+    with pytest.raises(CommandError, match=f"^{tmp_path / 'x.zip'}: no such file$"):
+        call_command("import_release", str(tmp_path / "x.zip"))
+    assert not Release.objects.exists()

@@ -19,10 +19,16 @@ class Command(BaseCommand):
 
     def handle(self, *args, file: str, **options) -> None:
         path = Path(file)
+        if path.is_dir():
+            raise CommandError(f"{file}: is a folder, not a release archive (give its .zip file)")
         if not path.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            result = release_import(data=path.read_bytes(), source=str(path))
+            data = path.read_bytes()
+        except OSError as error:
+            raise CommandError(f"{file}: cannot be read ({error.strerror})") from None
+        try:
+            result = release_import(data=data, source=str(path))
         except ArchiveError as error:
             for line in error.lines:
                 self.stderr.write(line if line.startswith(str(path)) else f"{path}: {line}")
