@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.core.management.base import CommandError
 from django.db.models import ProtectedError
 
 from baitbench_site.immutability import ImmutableError
@@ -300,3 +301,16 @@ def test_a_pinned_scenario_cannot_be_deleted():
         scenario.delete()
 
     assert Scenario.objects.filter(slug="greenvale-listeria").exists()
+
+
+def test_exporting_into_a_file_is_one_line_and_leaves_the_file_as_it_was(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+
+    with pytest.raises(CommandError, match=(
+            f"^--out {a_file}: is a file, not a folder to write the scenarios into$")):
+        run("export_scenarios", "--out", str(a_file))
+    with pytest.raises(CommandError, match=f"^--out {a_file / 'x'}: cannot be written "):
+        run("export_scenarios", "--out", str(a_file / "x"))
+    assert a_file.read_text() == "mine" and list(tmp_path.iterdir()) == [a_file]

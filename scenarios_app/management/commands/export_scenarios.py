@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from scenarios_app.services import scenarios_export
 
@@ -15,5 +15,11 @@ class Command(BaseCommand):
         parser.add_argument("slugs", nargs="*", help="only these scenarios (default: all)")
 
     def handle(self, *args, out: str, slugs: list[str], **options) -> None:
-        written = scenarios_export(out_dir=Path(out), slugs=slugs or None)
+        out_dir = Path(out)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise CommandError(f"--out {out}: is a file, not a folder to write the scenarios into")
+        try:
+            written = scenarios_export(out_dir=out_dir, slugs=slugs or None)
+        except OSError as error:
+            raise CommandError(f"--out {out}: cannot be written ({error.strerror})") from None
         self.stdout.write(f"exported {len(written)} scenario(s) to {out}")
