@@ -64,6 +64,7 @@ def staff_add(*, username: str, roles: list[str], password: str | None,
     if created and update and password is None:
         raise StaffError(f"no user {username!r} to update: leave out --update to create it")
     if created:
+        _check_username(username, model)
         if not password:
             raise StaffError("a new login needs a password")
         user = model(username=username)
@@ -76,6 +77,16 @@ def staff_add(*, username: str, roles: list[str], password: str | None,
     return StaffLogin(username=username, roles=chosen, created=created,
                       password_set=password is not None, lands_on=landing_url(
                           model.objects.get(pk=user.pk)))  # fresh: no cached permissions
+
+
+def _check_username(username: str, model) -> None:
+    """The rules Django's own user forms apply to a new user name (its characters, its
+    length)."""
+    try:
+        model._meta.get_field(model.USERNAME_FIELD).run_validators(username)
+    except ValidationError as error:
+        raise StaffError(f"the user name {username!r} is refused: "
+                         f"{' '.join(error.messages)}") from None
 
 
 def _check_password(password: str, user) -> None:

@@ -155,3 +155,15 @@ def test_the_admins_password_change_refuses_a_weak_password_by_the_same_rules(pa
     assert response.status_code == 200
     assert "This password is one short part repeated." in response.content.decode()
     assert User.objects.get(username="rhea").check_password(PASSWORD)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("bad name/x", "Enter a valid username. This value may contain only letters, numbers, "
+                   "and @/./+/-/_ characters."),
+    ("a" * 151, "Ensure this value has at most 150 characters (it has 151)."),
+])
+def test_a_user_name_django_refuses_is_refused_with_the_reason(password, name, says):
+    with pytest.raises(CommandError) as refused:
+        staff_add(name, "--role", "auditor")
+    assert str(refused.value) == f"the user name {name!r} is refused: {says}"
+    assert not User.objects.exists()
