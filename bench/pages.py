@@ -64,24 +64,59 @@ def setup(workdir: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    lift_archive_limit()
 
 
-def measure(client, url: str, **headers) -> tuple[float, float, int, int]:
+# The bench downloads each release's archive from one client a dozen times (warm-up, best of 5,
+# then as conditional requests): past the site's limit of 30 per visitor in 10 minutes it timed
+# the 429 that refuses the download, not the archive.
+BENCH_DOWNLOADS = "1000000/10m"
+
+
+def lift_archive_limit() -> None:
+    """Raise the archive download limit for this process only (a module constant, not a
+    setting; the archive's tests change it the same way). The arena's and the studies' limits
+    stay: checking them is part of the paths this bench times."""
+    from audits_app.archive import views
+
+    views.DOWNLOADS = (views.DOWNLOADS[0], BENCH_DOWNLOADS)
+
+
+def measure(client, url: str, expected: int = 200, **headers) -> tuple[float, float, int, int]:
     """Best of 5 wall time and CPU time (ms): on a shared machine the wall time includes
-    waiting for a core, while the process's CPU time is what the request itself cost."""
+    waiting for a core, while the process's CPU time is what the request itself cost.
+
+    Every answer must have the `expected` status (200; 304 for a conditional request): a
+    refusal or an error is never timed as if it were the page."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    client.get(url, **headers)  # warm caches of templates and the parsed snapshot
-    best, best_cpu, queries, status = float("inf"), float("inf"), 0, 0
+    checked(client.get(url, **headers), url, expected)  # warm caches of templates, snapshot
+    best, best_cpu, queries = float("inf"), float("inf"), 0
     for _ in range(5):
         with CaptureQueriesContext(connection) as captured:
             started, cpu = time.perf_counter(), time.process_time()
             response = client.get(url, **headers)
             best = min(best, time.perf_counter() - started)
             best_cpu = min(best_cpu, time.process_time() - cpu)
-        queries, status = len(captured), response.status_code
-    return best * 1000, best_cpu * 1000, queries, status
+        checked(response, url, expected)
+        queries = len(captured)
+    return best * 1000, best_cpu * 1000, queries, expected
+
+
+def checked(response, url: str, expected: int):
+    """The response, if its status is `expected`; else stop the bench naming the page."""
+    assert response.status_code == expected, (
+        f"{url} answered {response.status_code}, not {expected}: the bench times only the "
+        f"page itself ({response.content[:200]!r})")
+    return response
+
+
+def release_pages(code: str) -> list[str]:
+    """PAGES for the release `code`; small.0's comparisons with itself are left out (a 400
+    that says a release cannot be compared with itself)."""
+    return [page.format(code=code) for page in PAGES
+            if not (code == "small.0" and "compare/{code}" in page)]
 
 
 RELEASES = (("small.0", 4), ("large.0", 50), ("huge.0", 200))
@@ -106,13 +141,13 @@ def main() -> None:
             world = published_release_create(code=code, model_count=models)
             print(f"\nrelease {code}: {models} models, {len(world.generations)} texts")
             client = Client()
-            for page in PAGES:
-                url = page.format(code=code)
+            for url in release_pages(code):
                 ms, cpu, queries, status = measure(client, url)
                 print(f"  {ms:7.1f} ms  {cpu:7.1f} ms cpu  {queries:2d} queries  {status}  {url}")
-                etag = client.get(url).headers.get("ETag")
+                etag = checked(client.get(url), url, 200).headers.get("ETag")
                 if etag:
-                    ms, cpu, queries, status = measure(client, url, HTTP_IF_NONE_MATCH=etag)
+                    ms, cpu, queries, status = measure(client, url, 304,
+                                                       HTTP_IF_NONE_MATCH=etag)
                     print(f"  {ms:7.1f} ms  {cpu:7.1f} ms cpu  {queries:2d} queries  {status}"
                           f"  {url} (If-None-Match)")
         if "--load" in arguments:

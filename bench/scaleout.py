@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -150,7 +151,6 @@ def manage(env: dict, *args: str) -> None:
 
 def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, float, int]:
     name = f"bb_scaleout_{uuid.uuid4().hex[:8]}"
-    admin(f'CREATE DATABASE "{name}"')
     releases = Path(tempfile.mkdtemp(prefix="bb-scaleout-"))
     cells = release_file(releases)
     env = os.environ | {
@@ -164,14 +164,15 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
         "BAITBENCH_LEASE_SECONDS": str(LEASE_SECONDS),
     }
     env.pop("REDIS_URL", None)
-    clusters = []
+    clusters: list[subprocess.Popen] = []
     try:
+        admin(f'CREATE DATABASE "{name}"')
         manage(env, "migrate", "-v0")
         manage(env, "import_scenarios", "scenarios/")
-        clusters = [subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT,
-                                     env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-                    for _ in range(workers)]
+        for _ in range(workers):  # each one listed as soon as it runs, for the clean-up
+            clusters.append(subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         # A cluster of one worker: its parent, the sentinel, pusher, monitor and worker.
         settled = wait_until_idle(clusters, processes=5)
         with psycopg.connect(f"{SERVER}/{name}", autocommit=True) as watch:
@@ -190,6 +191,20 @@ def run(workers: int, args: argparse.Namespace, base_url: str) -> tuple[float, f
             os.killpg(cluster.pid, signal.SIGKILL)
             cluster.wait()
         admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        shutil.rmtree(releases, ignore_errors=True)
+
+
+def stop_cleanly_on_sigterm() -> None:
+    """Make SIGTERM (`timeout`, `kill`) end the bench as Ctrl-C does, by an exception, so that
+    the `finally` of `run` and the fake server's context manager still stop every `qcluster`
+    process group and drop the database: by default SIGTERM ended Python at once, leaving the
+    clusters running (in sessions of their own, nothing else stops them) and the database in
+    use. A second SIGTERM is ignored while that clean-up runs."""
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def main() -> None:
@@ -200,6 +215,7 @@ def main() -> None:
     parser.add_argument("--timeline", action="store_true",
                         help="also print when each drain started and each worker's last cell")
     args = parser.parse_args()
+    stop_cleanly_on_sigterm()
     print(f"fake OpenRouter: latency {args.latency:.1f} s; {args.concurrency} calls in flight "
           f"per worker; PostgreSQL")
     print("wall: from the `run_release` command to the last cell; run: from the stage's start "

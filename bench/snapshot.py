@@ -12,7 +12,7 @@ about 37 MB of JSON) in a scratch SQLite database, then times, in CPU time of th
   the same with the typed snapshot already kept; and a warm answer, best of 5.
 
 From a fresh clone, after `make install` (or `python -m venv .venv && .venv/bin/pip install
--r requirements.txt`):
+-e '.[dev]'`, what it runs: the dependencies are declared in pyproject.toml):
 
     .venv/bin/python bench/snapshot.py              (about two minutes, most of it the world)
     .venv/bin/python bench/snapshot.py --profile    (adds cProfile's top 15 of each first)

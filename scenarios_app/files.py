@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from django.template.defaultfilters import filesizeformat
 
 from scenarios_app.schemas import (
     ALLOWED_HERE,
@@ -91,10 +90,23 @@ def too_large(size: int) -> str | None:
     return None
 
 
+def file_size(size: int) -> str:
+    """'256.0 KB': what Django's `filesizeformat` shows in English (the upload page states its
+    limit with it), without Django's settings, which it needs for its translations: this module
+    runs without them (bench/scenario_files.py). Number and unit are joined by a no-break
+    space, as there."""
+    if size == 1:
+        return "1\xa0byte"
+    for power, unit in ((50, "PB"), (40, "TB"), (30, "GB"), (20, "MB"), (10, "KB")):
+        if size >= 1 << power:
+            return f"{round(size / (1 << power), 1):.1f}\xa0{unit}"
+    return f"{size}\xa0bytes"
+
+
 def size_against(size: int, limit: int) -> str:
     """'10.0 MB; the limit is 256.0 KB': sizes in the unit the upload page states its limit
-    in (Django's `filesizeformat`), with the bytes too where the two would read the same."""
-    shown, most = filesizeformat(size), filesizeformat(limit)
+    in (`file_size`), with the bytes too where the two would read the same."""
+    shown, most = file_size(size), file_size(limit)
     if shown == most:
         shown, most = f"{shown}, {size} bytes", f"{most}, {limit} bytes"
     return f"{shown}; the limit is {most}"

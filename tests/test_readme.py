@@ -89,3 +89,27 @@ def test_the_reference_names_every_field_with_its_limits():
         "uncertainties[i].strength"]
     assert all(row.rstrip(" |").endswith("`") or "(below)" in row for row in rows.values()), \
         "a field without an example"
+
+
+def test_the_benchmark_list_names_every_benchmark():
+    section = README[README.index("## Benchmarks"):]
+    section = section[:section.index("\n## ", 1)]
+    benches = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "bench").glob("*.py"))
+    missing = [path for path in benches if f"bin/python {path}" not in section]
+    assert not missing, f"README's '## Benchmarks' leaves out {missing}"
+
+
+def test_no_benchmark_installs_from_a_requirements_file():
+    # The project declares its dependencies in pyproject.toml (`make install`); there is no
+    # requirements.txt for a command to install from.
+    assert not (ROOT / "requirements.txt").exists()
+    naming = sorted(path.name for path in (ROOT / "bench").glob("*.py")
+                    if "requirements.txt" in path.read_text(encoding="utf-8"))
+    assert not naming, f"bench scripts that name requirements.txt: {naming}"
+
+
+
+def test_the_problem_line_is_described_once():
+    # The short sentence once stood straight before its fuller version.
+    assert README.count("A problem in a scenario file") == 1
+    assert "A problem in a scenario file or a release file is reported as one line" in README

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 
-from scenarios_app.files import MAX_FILE_BYTES
+from scenarios_app.files import MAX_FILE_BYTES, file_size
 from scenarios_app.models import Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.tests.factories import (
@@ -64,6 +65,28 @@ def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
     code, _, err = run("validate_scenarios", path)
     assert (code, err.strip()) == (1, f"{path}: too large (256.0\xa0KB, {MAX_FILE_BYTES + 1} "
                                       f"bytes; the limit is 256.0\xa0KB, {MAX_FILE_BYTES} bytes)")
+
+
+def test_a_file_over_the_size_limit_is_refused_without_django_settings(tmp_path):
+    # bench/scenario_files.py validates files with no Django settings at all: the size refusal
+    # once needed them (Django's filesizeformat translates its units) and crashed there.
+    path = write(tmp_path, "big.yaml", "#" + "x" * (10 * 2**20) + "\n")
+    code = ("from scenarios_app.files import load_scenario_files\n"
+            f"print(load_scenario_files([{path!r}]).problems)")
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "DJANGO_SETTINGS_MODULE"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR,
+                            env=environment, capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.strip() == repr([f"{path}: too large (10.0\xa0MB; the limit is "
+                                          "256.0\xa0KB)"])
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 1023, 1024, 1075, 262_143, MAX_FILE_BYTES,
+                                  MAX_FILE_BYTES + 1, 2**20 - 1, 23 * 10**6, 5 * 2**30, 2**41,
+                                  2**52])
+def test_sizes_read_as_the_upload_page_states_its_limit(size):
+    assert file_size(size) == filesizeformat(size)
 
 
 def test_a_file_of_exactly_the_size_limit_imports(tmp_path):
