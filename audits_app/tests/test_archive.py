@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tracemalloc
 import zipfile
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -541,6 +542,26 @@ def test_export_release_to_a_missing_folder_or_a_folder_is_one_line_and_writes_n
             f"{tmp_path / 'arc.0.zip'}$")):
         call_command("export_release", "arc.0", "--out", str(tmp_path), stdout=io.StringIO())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_that_fails_half_way_leaves_the_archive_there_whole(published, tmp_path,
+                                                                      monkeypatch):
+    """A full disk part way through: one line, the archive written before is as it was, and
+    no partial file is left beside it."""
+    out = tmp_path / "arc.0.zip"
+    call_command("export_release", "arc.0", "--out", str(out), stdout=io.StringIO())
+    before = out.read_bytes()
+    real_write = Path.write_bytes
+
+    def full_disk(self, data):
+        real_write(self, data[:100])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    with pytest.raises(CommandError, match=(
+            f"^--out {out}: cannot be written \\(No space left on device\\)$")):
+        call_command("export_release", "arc.0", "--out", str(out), stdout=io.StringIO())
+    assert out.read_bytes() == before and list(tmp_path.iterdir()) == [out]
 
 
 def test_import_release_of_a_folder_says_it_is_a_folder(tmp_path):
