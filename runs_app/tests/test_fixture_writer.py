@@ -172,6 +172,18 @@ def test_an_unknown_purpose_is_a_permanent_error() -> None:
     assert raised.value.permanent
 
 
+@pytest.mark.parametrize("purpose", ["write", "juror", "reader", "probe", "journalist"])
+def test_a_model_that_is_no_fixture_is_refused_whatever_it_is_asked(purpose: str) -> None:
+    """The tryout: with the default provider (the fixture), `contamination_check en.0`
+    recorded 224 clean probes of real models, and a reader trial of a real model would be
+    the fixture's readings under that model's name. Only `fixture/…` models are answered."""
+    with pytest.raises(ProviderError) as raised:
+        complete("anthropic/claude-sonnet-4", [Message("user", "Score this.")], purpose=purpose)
+
+    assert raised.value.permanent
+    assert "BAITBENCH_PROVIDER=openrouter" in raised.value.message
+
+
 # --- the profiles --------------------------------------------------------------------------
 
 
