@@ -19,8 +19,9 @@ SCRIPT = textwrap.dedent("""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
-    print(child.pid, flush=True)
     try:
+        # Printed inside the try: the test sends SIGTERM as soon as it reads this line.
+        print(child.pid, flush=True)
         time.sleep(60)
     finally:
         os.killpg(child.pid, signal.SIGKILL)
