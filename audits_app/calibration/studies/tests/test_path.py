@@ -35,6 +35,16 @@ class TextsDrawn(random.Random):
         return super().choice(texts or seq)
 
 
+class SomethingToReadDrawn(random.Random):
+    """A seeded draw that gives the reader a text or a control text wherever the draw
+    allows one: reading too fast is about a text shown, and a reader drawn no text in every
+    scenario has nothing to read too fast."""
+
+    def choice(self, seq):
+        shown = [option for option in seq if getattr(option, "kind", None) != "none"]
+        return super().choice(shown or seq)
+
+
 def person(study, client=None, pid="", traits=P06, seed=1):
     return walk(study, traits, np.random.default_rng(seed), {}, 0, platform_id=pid,
                 client=client or Client(), simulated=False)
@@ -214,9 +224,16 @@ def test_a_platform_id_that_is_not_an_id_is_refused_by_name(open_study, client):
     assert response.status_code == 400 and "PROLIFIC_PID: not an id" in response.content.decode()
 
 
-def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_study, client):
+def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_study, client,
+                                                                       monkeypatch):
     from audits_app.calibration.studies import simulation
 
+    # The pages place readers with an unseeded draw; here each is given something to read
+    # (the second reader of P06 was once drawn no text in every scenario, in CI).
+    place = services.participant_place
+    draws = iter(range(100))
+    monkeypatch.setattr(services, "participant_place", lambda **kwargs: place(
+        **kwargs, rng=SomethingToReadDrawn(next(draws))))
     person(open_study, seed=3)
     original = simulation.TOO_FAST_SHARE
     simulation.TOO_FAST_SHARE = 1.0
@@ -230,6 +247,8 @@ def test_too_fast_and_inattentive_readers_are_kept_counted_and_left_out(open_stu
     finally:
         simulation.INATTENTIVE_SHARE = saved
     Client().post(f"/studies/{open_study.pk}/consent/", {"agree": "on"})  # never goes on
+    hurried = StudyParticipant.objects.order_by("pk")[1]
+    assert hurried.readings.exclude(stimulus__kind="none").exists()
     reasons = selectors.study_progress(open_study, simulated=False)["reasons"]
     assert reasons[Exclusion.TOO_FAST] >= 1 and reasons[Exclusion.ATTENTION] >= 1
     assert reasons[Exclusion.INCOMPLETE] == 1
