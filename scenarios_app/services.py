@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
+from baitbench_site.files import write_whole
 from baitbench_site.immutability import ImmutableError
 from scenarios_app.files import LoadReport, dump_scenario, load_scenario_files
 from scenarios_app.models import (
@@ -287,17 +288,19 @@ def _edited_slugs(report: LoadReport) -> set[str]:
 
 
 def scenarios_export(*, out_dir: Path, slugs: list[str] | None = None) -> list[Path]:
-    """Write each scenario's current version to OUT/<slug>.yaml."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write each scenario's current version to OUT/<slug>.yaml. Every file is written whole
+    or not at all (`write_whole`): an OSError part way through (a full disk) leaves the files
+    written before it whole, and none half-written."""
     scenarios = Scenario.objects.select_related("current_version").order_by("slug")
     if slugs:
         scenarios = scenarios.filter(slug__in=slugs)
+    documents = {scenario.slug: dump_scenario(scenario.current_version.document())
+                 for scenario in scenarios if scenario.current_version is not None}
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for scenario in scenarios:
-        if scenario.current_version is None:
-            continue
-        path = out_dir / f"{scenario.slug}.yaml"
-        path.write_text(dump_scenario(scenario.current_version.document()), encoding="utf-8")
+    for slug, document in documents.items():
+        path = out_dir / f"{slug}.yaml"
+        write_whole(path, document.encode("utf-8"))
         written.append(path)
     return written
 

@@ -314,3 +314,28 @@ def test_exporting_into_a_file_is_one_line_and_leaves_the_file_as_it_was(tmp_pat
     with pytest.raises(CommandError, match=f"^--out {a_file / 'x'}: cannot be written "):
         run("export_scenarios", "--out", str(a_file / "x"))
     assert a_file.read_text() == "mine" and list(tmp_path.iterdir()) == [a_file]
+
+
+def test_an_export_that_fails_part_way_leaves_every_file_whole(tmp_path, monkeypatch):
+    """A full disk at the second file: one line; the first file is written whole, the second
+    (exported before) is as it was, and no partial file is left beside them."""
+    run("import_scenarios", str(SHIPPED))
+    out = tmp_path / "out"
+    run("export_scenarios", "--out", str(out))
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    first, second = sorted(before)[:2]
+    (out / first).write_text("stale")
+    real_write = Path.write_bytes
+
+    def full_disk_at_second(self, data):
+        if self.name == f".{second}.partial":
+            real_write(self, data[:100])
+            raise OSError(28, "No space left on device")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk_at_second)
+    with pytest.raises(CommandError, match=(
+            f"^--out {out}: cannot be written \\(No space left on device\\)$")):
+        run("export_scenarios", "--out", str(out))
+    after = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert after == before  # the stale first file rewritten whole, the second untouched

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.archive.export import ArchiveRefused, archive_name, release_archive
 from audits_app.archive.signing import SigningKeyError, key_id, signing_key
+from baitbench_site.files import write_whole
 from runs_app.models import Release
 
 
@@ -40,14 +40,9 @@ class Command(BaseCommand):
             data = release_archive(release, staff=staff, signed_by=key)
         except (ArchiveRefused, SigningKeyError) as refusal:
             raise CommandError(str(refusal)) from None
-        # Written beside it and renamed: a write that fails half way (a full disk) leaves no
-        # partial archive under the name, and an archive already there stays whole.
-        partial = path.with_name(f".{path.name}.partial")
         try:
-            partial.write_bytes(data)
-            os.replace(partial, path)
+            write_whole(path, data)
         except OSError as error:
-            partial.unlink(missing_ok=True)
             raise CommandError(f"{where}: cannot be written ({error.strerror})") from None
         self.stdout.write(self.style.SUCCESS(
             f"wrote {path}: {'staff' if staff else 'public'} archive of {code}, "
