@@ -339,3 +339,11 @@ def test_an_export_that_fails_part_way_leaves_every_file_whole(tmp_path, monkeyp
         run("export_scenarios", "--out", str(out))
     after = {path.name: path.read_bytes() for path in out.iterdir()}
     assert after == before  # the stale first file rewritten whole, the second untouched
+
+
+def test_exporting_an_unknown_scenario_names_it_and_writes_nothing(tmp_path):
+    run("import_scenarios", str(GREENVALE))
+    with pytest.raises(CommandError, match=(
+            "^no scenario 'nosuch'; there are: greenvale-listeria$")):
+        run("export_scenarios", "--out", str(tmp_path / "out"), "greenvale-listeria", "nosuch")
+    assert not (tmp_path / "out").exists()

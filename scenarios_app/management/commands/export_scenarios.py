@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from scenarios_app.models import Scenario
 from scenarios_app.services import scenarios_export
 
 
@@ -18,6 +19,11 @@ class Command(BaseCommand):
         out_dir = Path(out)
         if out_dir.exists() and not out_dir.is_dir():
             raise CommandError(f"--out {out}: is a file, not a folder to write the scenarios into")
+        known = set(Scenario.objects.values_list("slug", flat=True))
+        unknown = sorted(set(slugs) - known)
+        if unknown:
+            raise CommandError(f"no scenario {', '.join(map(repr, unknown))}; there are: "
+                               f"{', '.join(sorted(known)) or 'none (import_scenarios first)'}")
         try:
             written = scenarios_export(out_dir=out_dir, slugs=slugs or None)
         except OSError as error:
