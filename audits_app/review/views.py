@@ -276,8 +276,11 @@ def _initial(check: SpotCheck) -> dict:
 
 def _jury_context(text: selectors.JuryText, check: SpotCheck) -> dict:
     mine = check.label_by_position()
+    differ = sum(1 for claim in text.claims
+                 if mine.get(claim.position) and mine[claim.position] != claim.label)
     return {
         "model": check.generation.model,
+        "differ": differ,
         "jury_class": text.jury_class,
         "disagreed": text.disagreed,
         "jurors": sorted(text.jurors.items()),

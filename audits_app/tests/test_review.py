@@ -75,6 +75,26 @@ def test_the_page_is_blind_until_the_verdict_is_saved(client, world):
     assert f'<td class="jury-label">{text.claims[0].label}</td>' in after
 
 
+def test_the_revealed_page_leads_with_the_jury_s_answer(client, world):
+    # After "Save and show the jury" the page opened on the text and the (now read-only) form
+    # again, with the question "Overall, compared with the jury" in view and the jury's verdict
+    # it asks about below both columns, out of sight: the answer comes first now.
+    check = world["checks"][0]
+    model = check.generation.model
+    client.force_login(world["auditor"])
+    text = jury_texts(check.release, [check.generation_id])[check.generation_id]
+    labels = {f"claim_{claim.position}": "supported" for claim in text.claims}
+    labels["claim_1"] = "fabrication" if text.claims[0].label != "fabrication" else "supported"
+    client.post(f"/review/checks/{check.pk}/", verdict_post(check, save="1", **labels))
+    page = client.get(f"/review/checks/{check.pk}/").content.decode()
+    differ = sum(1 for claim in text.claims if labels[f"claim_{claim.position}"] != claim.label)
+    summary = page.index('id="reveal-summary"')
+    assert summary < page.index('id="text-heading"') < page.index('name="overall"')
+    lead = " ".join(re.sub(r"<[^>]+>", " ", page[summary:page.index("</p>", summary)]).split())
+    assert model.display_name in lead and text.jury_class in lead
+    assert f"differ on {differ} of {len(text.claims)} claim" in lead
+
+
 def test_one_element_of_the_blind_form_has_autofocus(client, world):
     # The widget's attrs went on every radio of claim 1: four elements with autofocus.
     check = world["checks"][0]
