@@ -32,6 +32,7 @@ from rest_framework.settings import api_settings
 from audits_app.csv_files import whole_number as digits_only
 
 SHOWN = 80  # characters of a refused value repeated back
+LARGEST = 10 ** 18 - 1  # the largest whole number read (`csv_files.WHOLE_NUMBER`: 18 digits)
 
 
 class BadParameter(BadRequest):
@@ -67,6 +68,11 @@ def whole_number(params: Mapping[str, str], name: str, *, low: int, high: int | 
     if raw is None:
         return default
     value = digits_only(raw.strip())
+    if value is None and raw.strip().isascii() and raw.strip().isdigit():
+        # A whole number all the same, longer than the 18 digits read: saying it is not one
+        # ("must be a whole number 0 or more; got '99…9'") named the wrong mistake.
+        largest = high if high is not None else LARGEST
+        refuse({name: f"{name} is too large: at most {largest}; got {raw[:SHOWN]!r}"})
     if value is None or value < low or (high is not None and value > high):
         span = f"from {low} to {high}" if high is not None else f"{low} or more"
         refuse({name: f"{name} must be a whole number {span}; got {raw[:SHOWN]!r}"})

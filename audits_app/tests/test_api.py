@@ -279,6 +279,12 @@ def test_a_page_size_or_offset_that_is_not_a_whole_number_is_a_400_naming_it(
         assert "whole number" in str(response.json()[name])
     assert client.get(f"{url}?limit=1&offset=0").status_code == 200
     assert len(client.get(f"{url}?limit=5000").json()["results"]) <= 1000
+    # A whole number too long to read is called too large, not "not a whole number".
+    for name in ("limit", "offset"):
+        response = client.get(f"{url}?{name}=" + "9" * 23)
+        assert response.status_code == 400, (url, name)
+        assert response.json() == {name: [
+            f"{name} is too large: at most 999999999999999999; got '{'9' * 23}'"]}, url
 
 
 UNKNOWN_PARAMETERS = [
