@@ -15,7 +15,8 @@ APPS = ("scenarios_app", "runs_app", "audits_app")  # each may import only those
 # The parts of baitbench_site that every app may use; they import no app themselves.
 SITE_BASE = {"baitbench_site.roles", "baitbench_site.immutability", "baitbench_site.post_only",
              "baitbench_site.admin_refusals", "baitbench_site.security", "baitbench_site.methods",
-             "baitbench_site.yaml_files", "baitbench_site.files"}
+             "baitbench_site.yaml_files", "baitbench_site.files",
+             "baitbench_site.command_args"}
 # audits_app's floors, bottom to top (shared/LAYOUT.md): a package imports its own floor or lower.
 AUDITS_FLOORS = [
     # Every model is registered under audits_app (the arena's too), so all sit at the bottom.

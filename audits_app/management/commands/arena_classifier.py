@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from audits_app.arena.models import RecognisabilityRun
 from audits_app.arena.selectors import no_pairs_reason
 from audits_app.arena.services import ArenaError, arena_prepare
+from baitbench_site import command_args
 from runs_app.models import Release
 
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
             "pairs, flagging those it recognises. A stored result is kept, never recomputed.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code", help="a published release, e.g. demo.0")
+        parser.add_argument("code", type=command_args.text, help="a published release, e.g. demo.0")
 
     def handle(self, *args, code: str, **options) -> None:
         release = Release.objects.filter(code=code).first()

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.archive.export import ArchiveRefused, archive_name, release_archive
 from audits_app.archive.signing import SigningKeyError, key_id, signing_key
+from baitbench_site import command_args
 from baitbench_site.files import write_whole
 from runs_app.models import Release
 
@@ -17,7 +18,7 @@ class Command(BaseCommand):
             "or with --staff everything, held-out and confidential material included.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
         parser.add_argument("--staff", action="store_true",
                             help="include held-out scenarios, confidential facts, prompts "
                                  "and raw replies (keep the file as staff-only as they are)")

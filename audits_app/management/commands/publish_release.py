@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.publication.services import PublishError, release_publish
 from audits_app.publication.snapshot_model import snapshot_load
+from baitbench_site import command_args
 from runs_app.models import Release
 
 
@@ -14,9 +15,10 @@ class Command(BaseCommand):
     help = "Freeze a scored release into its published snapshot (DESIGN section 8)."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
-        parser.add_argument("--user", help="username recorded as the publisher; "
-                                           "must hold audits_app.publish_release")
+        parser.add_argument("code", type=command_args.text)
+        parser.add_argument("--user", type=command_args.text,
+                            help="username recorded as the publisher; "
+                                 "must hold audits_app.publish_release")
         parser.add_argument("--override-reason", default="",
                             help="publish although the spot-check gate is not met (public)")
 

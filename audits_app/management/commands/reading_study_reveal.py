@@ -12,6 +12,7 @@ from audits_app.arena.services import can_manage
 from audits_app.calibration.studies import services
 from audits_app.pages.viewer import load_snapshot
 from audits_app.publication.held_cells import Holder, held_cells
+from baitbench_site import command_args
 from runs_app.models import Release
 
 
@@ -20,8 +21,8 @@ class Command(BaseCommand):
             "good (no study of it may be open). Recorded with the user and the reason.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code", help="the release's code, e.g. demo.0")
-        parser.add_argument("--user", required=True,
+        parser.add_argument("code", type=command_args.text, help="the release's code, e.g. demo.0")
+        parser.add_argument("--user", type=command_args.text, required=True,
                             help="username recorded as who revealed them (a publisher)")
         parser.add_argument("--reason", default="",
                             help="why they become public (kept on the record); by default "

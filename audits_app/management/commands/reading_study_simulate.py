@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from audits_app.calibration.studies.demo import study_report
 from audits_app.calibration.studies.simulation import SimulationError, simulated_crowd
 from audits_app.models import ReadingStudy
+from baitbench_site import command_args
 
 
 class Command(BaseCommand):
@@ -17,7 +18,7 @@ class Command(BaseCommand):
             "answers). Uses the release's newest open study unless --study names one.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code", help="the release's code, e.g. demo.0")
+        parser.add_argument("code", type=command_args.text, help="the release's code, e.g. demo.0")
         parser.add_argument("count", type=int, help="how many simulated participants")
         parser.add_argument("--study", type=int, help="the study's id")
         parser.add_argument("--seed", type=int, help="seed of the simulated answers")

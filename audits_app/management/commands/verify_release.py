@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from audits_app.verification import release_verify
+from baitbench_site import command_args
 from runs_app.models import Release
 
 
@@ -17,7 +18,7 @@ class Command(BaseCommand):
             "when none was found but some checks could not be made (not verified).")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
 
     def handle(self, *args, code: str, **options) -> None:
         release = Release.objects.filter(code=code).first()

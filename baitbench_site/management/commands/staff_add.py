@@ -13,6 +13,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from baitbench_site import command_args
 from baitbench_site.roles import ROLE_NAMES
 from baitbench_site.staff import StaffError, staff_add
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
             f"{PASSWORD_VARIABLE}, else asked for at the terminal.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("username", metavar="NAME")
+        parser.add_argument("username", metavar="NAME", type=command_args.text)
         parser.add_argument("--role", action="append", default=[], dest="roles",
                             metavar="ROLE", help=f"one of {', '.join(ROLE_NAMES)}; repeat "
                             f"for several")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from baitbench_site import command_args
 from runs_app.contamination_services import CheckReport, contamination_check_run
 from runs_app.models import Release
 
@@ -14,7 +15,7 @@ class Command(BaseCommand):
             "reply is never asked again; the scan is redone on every run.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
         parser.add_argument("--concurrency", type=int, help="calls in flight (default: settings)")
 
     def handle(self, *args, code: str, concurrency: int | None, **options) -> None:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from baitbench_site import command_args
 from runs_app.preflight import preflight_models_list, release_preflight, report_lines
 from runs_app.services import ReleaseConfigError, release_get_or_load
 
@@ -15,7 +16,7 @@ class Command(BaseCommand):
             "it again). Exits 1 when a check fails.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
         parser.add_argument("--refresh", action="store_true",
                             help="fetch the models list again, whatever the cache holds")
         parser.add_argument("--models-file", type=Path,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from baitbench_site import command_args
 from runs_app.models import Release
 from runs_app.selectors import (
     format_eta,
@@ -17,7 +18,7 @@ class Command(BaseCommand):
             "reader, the rows that ended unscored or failed; then why it is not publishable.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
 
     def handle(self, *args, code: str, **options) -> None:
         release = Release.objects.filter(code=code).first()

@@ -5,6 +5,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from baitbench_site import command_args
 from runs_app.models import ImmutableError, ReleaseStatus
 from runs_app.schemas import STAGE_NAMES
 from runs_app.selectors import release_progress
@@ -54,7 +55,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("code")
+        parser.add_argument("code", type=command_args.text)
         parser.add_argument("--stage", choices=STAGE_NAMES, help="only this stage")
         parser.add_argument("--sync", action="store_true", help="run here, with a progress bar")
         parser.add_argument("--concurrency", type=int, help="calls in flight (default: settings)")
