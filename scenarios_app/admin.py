@@ -245,6 +245,18 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
             self.message_user(request, f"Saved as version {number}.")
         elif scenario.current_version_id != previous:
             self.message_user(request, f"This content is version {number}; it is current again.")
+        else:
+            request.scenario_unchanged = number
+
+    def message_user(self, request: HttpRequest, message: str, level: int = messages.INFO,
+                     *args: Any, **kwargs: Any) -> None:
+        # Django's own line after a save says the scenario "was changed successfully"; a save
+        # of the same content made no version, and the curator should not think it did.
+        unchanged = getattr(request, "scenario_unchanged", None)
+        if unchanged is not None and level == messages.SUCCESS:
+            message, level = (f"Nothing changed: the content is version {unchanged}, as it "
+                              f"was; no new version was made."), messages.INFO
+        super().message_user(request, message, level, *args, **kwargs)
 
     # --- views -------------------------------------------------------------------------
 

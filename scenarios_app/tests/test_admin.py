@@ -132,6 +132,9 @@ def test_saving_without_changes_adds_no_version(curator_client):
 
     assert response.status_code == 302
     assert version_numbers(scenario) == [1]
+    said = " | ".join(messages_of(response))
+    assert "Nothing changed: the content is version 1, as it was" in said
+    assert "changed successfully" not in said
 
 
 def test_it_refuses_an_edit_that_breaks_a_rule_and_changes_nothing(curator_client):
