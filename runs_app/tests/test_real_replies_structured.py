@@ -151,6 +151,20 @@ def test_a_null_reason_is_read(imported_scenarios, monkeypatch, role):
 
 
 @pytest.mark.django_db
+def test_the_answer_judges_null_reasons_are_read(imported_scenarios, monkeypatch):
+    """`"reason": null` beside each label is a valid verdict, as it is for the refusal check
+    and the frame judge: read at once, not repaired with a second, paid judge call."""
+    def null_reasons(p, c, n):
+        data = json.loads(c)
+        return json.dumps({"answers": [{**item, "reason": None} for item in data["answers"]]})
+    release, requests = run(Shaped("labels", null_reasons), monkeypatch, tasks=("T4",),
+                            stages=["generate", "refusal", "crossexam"])
+    labels = CrossExamTurn.objects.get(release=release, kind="labels")
+    assert (labels.outcome, labels.attempts) == (ReplyOutcome.SCORED, 1), labels.raw_replies
+    assert calls_by_role(requests)["labels"] == 1
+
+
+@pytest.mark.django_db
 def test_a_jurors_null_for_no_techniques_or_disclosures_is_read(imported_scenarios,
                                                                 monkeypatch):
     def null_lists(p, c, n):
