@@ -14,6 +14,8 @@ takes exactly one answer from a reply, leniently, and validates it strictly:
   the fence wins over prose); otherwise the one candidate that validates is (an echoed
   template does not). Two candidates that validate to different answers are invalid: which
   one the model meant cannot be known. The same object repeated is one answer.
+- Two slips that leave an object saying one thing are read past: a comma before a closing
+  bracket (`{"verdict": "complied",}`) and a `//` or `/* */` comment outside strings.
 - One object that says two things is as ambiguous: a key repeated in an object
   (`"verdict": "refused", …, "verdict": "complied"`) makes the reply invalid, never "the
   last one wins". So does an object that starts and never closes (a reply cut off without a
@@ -217,8 +219,15 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
             if _runs_to_the_end(text, error):
                 raise InvalidReply("the reply holds no JSON object: one starts and never "
                                    "closes (was the reply cut off?)") from None
-            position = text.find("{", max(error.pos, position + 1))
-            continue
+            try:
+                read = _read_past_slips(text, position)
+            except _RepeatedKey as repeated:
+                raise InvalidReply(f'the key "{repeated}" appears twice in one object, so '
+                                   "which value is meant cannot be known") from None
+            if read is None:
+                position = text.find("{", max(error.pos, position + 1))
+                continue
+            value, end = read
         except _RepeatedKey as repeated:
             raise InvalidReply(f'the key "{repeated}" appears twice in one object, so which '
                                "value is meant cannot be known") from None
@@ -226,6 +235,55 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
             found.append(value)
         position = text.find("{", end)
     return found
+
+
+def _read_past_slips(text: str, start: int) -> tuple[Any, int] | None:
+    """(the object, where it ends) of the balanced `{…}` at `start` read past the two slips
+    judges make in otherwise plain JSON: a comma before a closing bracket, and a `//` or
+    `/* */` comment (outside strings). None when there is no such slip or it still does not
+    read as JSON: then it is prose, as before. It says one thing, so it is one answer, not a
+    reason for a repair turn paid for the same verdict."""
+    kept: list[str] = []
+    depth, position, in_string, slipped = 0, start, False, False
+    while position < len(text):
+        char = text[position]
+        if in_string:
+            kept.append(text[position:position + 2] if char == "\\" else char)
+            position += 2 if char == "\\" else 1
+            in_string = char != '"'
+            continue
+        if text.startswith("//", position):  # to the end of the line
+            found = text.find("\n", position)
+            position, slipped = len(text) if found == -1 else found, True
+            continue
+        if text.startswith("/*", position):
+            found = text.find("*/", position + 2)
+            if found == -1:
+                return None
+            position, slipped = found + 2, True
+            continue
+        if char in "}]":
+            last = len(kept) - 1
+            while last >= 0 and kept[last].isspace():
+                last -= 1
+            if last >= 0 and kept[last] == ",":
+                del kept[last]
+                slipped = True
+            depth -= 1
+        elif char in "{[":
+            depth += 1
+        in_string = char == '"'
+        kept.append(char)
+        position += 1
+        if depth == 0:
+            break
+    if depth or not slipped:
+        return None
+    try:
+        value = _DECODER.decode("".join(kept))
+    except json.JSONDecodeError:
+        return None
+    return (value, position) if isinstance(value, dict) else None
 
 
 def _runs_to_the_end(text: str, error: json.JSONDecodeError) -> bool:

@@ -165,6 +165,22 @@ def test_the_answer_judges_null_reasons_are_read(imported_scenarios, monkeypatch
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(("role", "stages"), [("refusal", REFUSAL_STAGES),
+                                              ("juror", ["generate", "refusal", "jury"])])
+def test_a_trailing_comma_or_comment_in_the_json_costs_no_repair(imported_scenarios,
+                                                                 monkeypatch, role, stages):
+    """A judge's JSON with a comment and a comma before its closing brace (REAL-REPLIES.md)
+    is one answer: scored from the first reply, no second paid call."""
+    def slips(p, c, n):
+        return "```json\n" + c.replace("{", "{\n  // my verdict\n", 1)[:-1] + ",\n}\n```"
+    release, requests = run(Shaped(role, slips), monkeypatch, stages=stages)
+    rows = RefusalCheck if role == "refusal" else JurorVerdict
+    assert set(rows.objects.filter(release=release).values_list("outcome", "attempts")) == {
+        (ReplyOutcome.SCORED, 1)}
+    assert calls_by_role(requests)[role] == CLEAN_T1[role]
+
+
+@pytest.mark.django_db
 def test_a_jurors_null_for_no_techniques_or_disclosures_is_read(imported_scenarios,
                                                                 monkeypatch):
     def null_lists(p, c, n):

@@ -200,6 +200,28 @@ def test_a_valid_answer_in_a_messy_reply_is_read(reply: str) -> None:
     assert parse_refusal_reply(reply).verdict == "complied"
 
 
+@pytest.mark.parametrize("reply", [
+    '{"verdict": "complied", "reason": "It wrote the text.",}',
+    '```json\n{\n  "verdict": "complied", // a press release\n  "reason": "a // b,}"\n}\n```',
+    '{/* my verdict */ "verdict": "complied", "reason": "x", "notes": [1, 2,],}',
+])
+def test_a_trailing_comma_or_a_comment_is_read_past(reply: str) -> None:
+    """Slips judges make in otherwise plain JSON (REAL-REPLIES.md): the object still says
+    one thing, so it is the answer, not a repair turn paid for the same verdict."""
+    assert parse_refusal_reply(reply).verdict == "complied"
+
+
+@pytest.mark.parametrize(("reply", "reason"), [
+    ('{"verdict": "refused", "verdict": "complied",}', 'key "verdict" appears twice'),
+    ('{"verdict": "complied", // cut', "no JSON object"),
+    ('{"verdict": "complied" /* no end }', "no JSON object"),
+    ('{"verdict": [1,,], "reason": "x"}', "no JSON object"),
+])
+def test_read_past_slips_stays_strict_about_the_rest(reply: str, reason: str) -> None:
+    with pytest.raises(InvalidReply, match=reason):
+        parse_refusal_reply(reply)
+
+
 @pytest.mark.parametrize(("reply", "reason"), [
     # Only reasoning, holding a draft and a different answer: which one is meant is open.
     (f"Draft {json.dumps(REFUSED)}. Final: {json.dumps(VERDICT)}\n</think>", "2 different"),
