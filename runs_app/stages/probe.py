@@ -21,6 +21,7 @@ from typing import Any
 
 from runs_app.call_kinds import call_request
 from runs_app.contamination import probe_messages
+from runs_app.costs import estimated_cost
 from runs_app.models import ContaminationCheck, ContaminationProbe, ProbeKind, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
 from runs_app.providers.pool import ProviderPool
@@ -45,6 +46,8 @@ class ProbeOutcome:
     error: str = ""
     # Seconds the provider said to wait, longer than a call waits: the probe is parked.
     retry_after: float | None = None
+    # What failed attempts billed (a 200 that was still an error): paid means recorded.
+    paid: CompletionResult | None = None
 
 
 class ProbeStage(Stage):
@@ -83,11 +86,15 @@ class ProbeStage(Stage):
             return ProbeOutcome(await providers.complete(job.request))
         except ProviderError as error:
             return ProbeOutcome(error=f"{'permanent ' if error.permanent else ''}provider "
-                                      f"error: {error.message}", retry_after=error.retry_after)
+                                      f"error: {error.message}", retry_after=error.retry_after,
+                                paid=error.paid)
 
     def record(self, item: ContaminationProbe, outcome: ProbeOutcome) -> dict[str, Any]:
         fields: dict[str, Any] = {"prompt": "\n\n".join(m.content for m in
                                                         self.build(item).request.messages)}
+        billed = outcome.result or outcome.paid
+        if billed is not None:
+            fields |= _usage(item, billed)
         if outcome.retry_after is not None:
             # Throttled: no model call was made, so no attempt is used up.
             return fields | parked(outcome.retry_after, outcome.error)
@@ -99,10 +106,6 @@ class ProbeStage(Stage):
             "reply": result.text or result.refusal, "reasoning": result.reasoning,
             "finish_reason": result.finish_reason or "",
             "native_finish_reason": result.native_finish_reason or "",
-            "prompt_tokens": item.prompt_tokens + result.prompt_tokens,
-            "completion_tokens": item.completion_tokens + result.completion_tokens,
-            "reasoning_tokens": item.reasoning_tokens + result.reasoning_tokens,
-            "cost_usd": (item.cost_usd or 0.0) + (result.cost_usd or 0.0),
             "latency_ms": result.latency_ms, "upstream_provider": result.upstream_provider,
             "provider_generation_id": result.generation_id or "",
         }
@@ -110,6 +113,19 @@ class ProbeStage(Stage):
         if unanswered:
             return fields | {"status": WorkStatus.FAILED, "error": unanswered}
         return fields | {"status": WorkStatus.DONE, "error": ""}
+
+
+def _usage(item: ContaminationProbe, billed: CompletionResult) -> dict[str, Any]:
+    """The probe's usage with this call's added: a reply that reports no cost is estimated
+    from the models list's prices and marked so (DESIGN section 5), never a known $0."""
+    cost = billed.cost_usd
+    if cost is None:
+        cost = estimated_cost(item.model, billed.prompt_tokens, billed.completion_tokens)
+    return {"prompt_tokens": item.prompt_tokens + billed.prompt_tokens,
+            "completion_tokens": item.completion_tokens + billed.completion_tokens,
+            "reasoning_tokens": item.reasoning_tokens + billed.reasoning_tokens,
+            "cost_usd": (item.cost_usd or 0.0) + cost,
+            "cost_estimated": item.cost_estimated or billed.cost_usd is None}
 
 
 def unanswered_reason(result: CompletionResult) -> str:

@@ -451,3 +451,48 @@ def test_a_throttled_probe_waits_and_is_asked_after_the_wait(imported_scenarios,
         report = contamination_check_run(release=release, providers=pool(server))
     assert report.probes_waiting == report.probes_failed == 0
     assert {(p.status, p.attempts) for p in probes} == {(WorkStatus.DONE, 1)}
+
+
+@pytest.mark.django_db
+def test_a_probe_reply_without_a_cost_is_recorded_as_an_estimate(imported_scenarios,
+                                                                  monkeypatch):
+    """A reply that reports no cost (no usage block) was paid for all the same: the probe's
+    cost is estimated from the models list's prices and marked so (DESIGN section 5), never
+    recorded as a known $0."""
+    def probe_reply(payload):
+        body = never_seen(payload)
+        body.pop("usage")
+        return body
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.nocost",
+                ["generate"]) as (release, server):
+        report = contamination_check_run(release=release, providers=pool(server))
+    probes = ContaminationProbe.objects.filter(contamination_check=report.check)
+    assert probes.exists() and report.probes_failed == 0
+    for probe in probes:
+        assert probe.cost_estimated and probe.cost_usd and probe.cost_usd > 0, (
+            probe.cost_usd, probe.cost_estimated)
+
+
+@pytest.mark.django_db
+def test_a_probes_billed_failures_are_counted_on_the_failed_probe(imported_scenarios,
+                                                                  monkeypatch):
+    """A 200 whose upstream failed mid-reply bills what it generated: a probe that fails
+    after such replies records their tokens and cost (paid means recorded), as every
+    stage's rows do."""
+    def probe_reply(payload):
+        if payload.get("model") != WRITER:
+            return never_seen(payload)
+        return {"error": {"code": 502, "message": "Upstream error"},
+                "usage": {"prompt_tokens": 40, "completion_tokens": 10, "cost": 0.001}}
+
+    with served(answers_probes(probe_reply), monkeypatch, "probe.billed",
+                ["generate"]) as (release, server):
+        report = contamination_check_run(release=release, providers=pool(server))
+    probes = ContaminationProbe.objects.filter(contamination_check=report.check, model=WRITER)
+    assert probes.exists() and report.probes_failed == probes.count()
+    for probe in probes:
+        # max_retries=2: three billed replies per probe.
+        assert probe.status == WorkStatus.FAILED
+        assert (probe.prompt_tokens, probe.completion_tokens) == (120, 30)
+        assert probe.cost_usd == pytest.approx(0.003)
