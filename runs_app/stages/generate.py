@@ -15,9 +15,10 @@ from runs_app.costs import estimated_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
+from runs_app.reply_reader import UNCLOSED_THINK
 from runs_app.stages.base import Stage, given_back, parked
 from runs_app.words import stored_words_key
-from runs_app.writer_text import NotAText, WriterText, writer_text
+from runs_app.writer_text import NotAText, WriterText, take_think, writer_text
 from scenarios_app.models import Condition, ScenarioVersion, Task
 from scenarios_app.rendering import assemble_writer_prompt
 
@@ -62,9 +63,13 @@ def classify(result: CompletionResult, language: str, *, spoken: bool = False
                              + (f", native {result.native_finish_reason}"
                                 if result.native_finish_reason else "") + ")")
     if result.refusal or result.finish_reason == "content_filter":
-        words = result.refusal or result.text.strip()
-        return AttemptRecord(Outcome.REFUSED, result,
-                             text=WriterText(words, result.reasoning))
+        # The words of the refusal, its thinking (a think block the content leaked) apart.
+        thought, said, _ = take_think(result.text)
+        if UNCLOSED_THINK.match(said):  # stopped mid-thought: no words of its own
+            thought, said = said, ""
+        words = result.refusal or said.strip()
+        reasoning = "\n\n".join(part for part in (result.reasoning, thought.strip()) if part)
+        return AttemptRecord(Outcome.REFUSED, result, text=WriterText(words, reasoning))
     try:
         text = writer_text(result.text, language, spoken=spoken)
     except NotAText as problem:

@@ -280,3 +280,37 @@ def test_a_writer_reply_that_does_not_count_is_not_bought_again_identically(
                    if e["call"] == "answer"]
         assert answers == [(True, 0), (False, 1)], answers
         assert not turn.answer.startswith("Die ")
+
+
+WORDS = "I can't help with this."
+NO_WORDS = "(no words; finish_reason content_filter)"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("content", "refusal"), [
+    (f"<think>{SECRET}</think>\n\n{WORDS}", WORDS),
+    (f"{SECRET}\n</think>\n\n{WORDS}", WORDS),
+    (f"<think>{SECRET}", NO_WORDS),
+], ids=["think_block", "orphan_closing_tag", "unfinished_think"])
+@pytest.mark.parametrize("role", ["write", "answer"])
+def test_a_filtered_refusals_think_block_is_kept_apart_from_its_words(imported_scenarios,
+                                                                      monkeypatch, content,
+                                                                      refusal, role):
+    """A content filter stops a reasoning model that leaks its thinking into the content:
+    the refusal's words are what it said after the thinking, and the thinking is stored apart
+    as any writer's reasoning is (DESIGN section 5), never shown as the refusal (an
+    interview's refusal is on the public page)."""
+    def filtered(p, c, n):
+        return body_for(content, p, finish_reason="content_filter",
+                        native_finish_reason="content_filter")
+    stages, tasks = (["generate"], ("T1",)) if role == "write" else (T4_STAGES, ("T4",))
+    release, requests = run(Shaped(role, filtered), monkeypatch, stages=stages, tasks=tasks)
+    if role == "write":
+        row = Generation.objects.get(release=release)
+        reasoning = row.reasoning
+    else:
+        row = CrossExamTurn.objects.get(release=release, number=2)
+        reasoning = row.raw_replies[-1].get("reasoning", "")
+    assert row.status == WorkStatus.DONE and row.writer_refusal == refusal, row.writer_refusal
+    assert SECRET in reasoning
+    assert calls_by_role(requests)[role] == 1
