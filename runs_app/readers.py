@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from baitbench_site import yaml_files
 from runs_app.boundaries import embed
@@ -293,9 +293,20 @@ class _Reply(BaseModel):
 ReplyModel = TypeVar("ReplyModel", bound=BaseModel)
 
 
+def _dont_know_spelled(value: object) -> object:
+    """"dont_know" in another case, with an apostrophe, or a space or hyphen for the
+    underscore ("Don't know", "dont-know") is that answer (as a technique's name in another
+    spelling is that technique): the same answer, not a repair turn paid for it."""
+    if isinstance(value, str) and re.sub(r"[\s_\-'\u2019]+", "",
+                                         value.strip().casefold()) == "dontknow":
+        return DONT_KNOW
+    return value
+
+
 class ReaderReply(_Reply):
     attitude: dict[str, Attitude]
-    knowledge: dict[str, StrictInt | Literal["dont_know"]]
+    knowledge: dict[str, Annotated[StrictInt | Literal["dont_know"],
+                                   BeforeValidator(_dont_know_spelled)]]
 
 
 class RevealReply(_Reply):

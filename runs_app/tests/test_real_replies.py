@@ -194,6 +194,23 @@ def test_reader_scale_values(imported_scenarios, monkeypatch, value, scored):
 
 
 @pytest.mark.django_db
+def test_a_readers_dont_know_spelled_as_people_write_it_costs_no_repair(imported_scenarios,
+                                                                        monkeypatch):
+    """The prompt asks for "dont_know"; a reader that writes "don't know" gives the same
+    answer: scored from its first reply as don't know, no second paid call."""
+    def spelled(p, c, n):
+        data = json.loads(c)
+        data["knowledge"] = {qid: "don't know" for qid in data["knowledge"]}
+        return json.dumps(data)
+    release, requests = run(Shaped("reader", spelled, times=1), monkeypatch,
+                            stages=["generate", "refusal", "panel"])
+    assert calls_by_role(requests)["reader"] == CLEAN_T1["reader"]
+    rows = ReaderResponse.objects.filter(release=release)
+    assert set(rows.values_list("outcome", "attempts")) == {(ReplyOutcome.SCORED, 1)}
+    assert [None] * 4 in list(rows.values_list("knowledge", flat=True))
+
+
+@pytest.mark.django_db
 def test_array_of_one_object_is_read(imported_scenarios, monkeypatch):
     release, requests = run(Shaped("refusal", lambda p, c, n: f"[{c}]"), monkeypatch,
                             stages=["generate", "refusal"])

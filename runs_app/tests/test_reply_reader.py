@@ -94,6 +94,20 @@ def test_numbers_as_strings_and_extra_keys_are_read() -> None:
         parse_json_reply('{"frame_adoption": true}', JudgeReply)
 
 
+@pytest.mark.parametrize("spelled", ["dont_know", "don't know", "Don\u2019t know", "DONT-KNOW",
+                                     "dont know"])
+def test_dont_know_in_another_spelling_is_dont_know(spelled: str) -> None:
+    reply = json.dumps({"attitude": {"A1": 4}, "knowledge": {"K1": spelled}})
+    assert parse_reader_reply(reply, BRIEF).knowledge == [None]
+
+
+@pytest.mark.parametrize("answer", ["I don't know", "know", None, True, "unknown"])
+def test_other_words_for_a_knowledge_answer_stay_invalid(answer) -> None:
+    with pytest.raises(InvalidReply, match="knowledge"):
+        parse_reader_reply(json.dumps({"attitude": {"A1": 4}, "knowledge": {"K1": answer}}),
+                           BRIEF)
+
+
 def test_a_missing_answer_is_named() -> None:
     with pytest.raises(InvalidReply, match="no answer to K1"):
         parse_reader_reply('{"attitude": {"A1": 3}, "knowledge": {}}', BRIEF)
