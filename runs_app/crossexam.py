@@ -37,6 +37,7 @@ language), reply schemas and the formulas; no ORM here (the stage is
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from statistics import mean
 from typing import Annotated, Literal
@@ -188,8 +189,9 @@ class FollowUpQuestion(_Reply):
     @field_validator("question")
     @classmethod
     def _has_words(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("an empty question")
+        # "..." is the prompt's own placeholder (an echoed template), not a question.
+        if not re.search(r"\w", value):
+            raise ValueError("an empty question (no words)")
         return value.strip()
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
 from runs_app.reply_reader import InvalidReply, NullAsEmptyList, NullAsEmptyText, read_reply
@@ -177,6 +177,14 @@ class ClaimReply(_Reply):
     quote: str = Field(min_length=1)
     label: Literal["supported", "exaggeration", "contradiction", "fabrication"]
     basis: NullAsEmptyList = []
+
+    @field_validator("quote")
+    @classmethod
+    def _quotes_words(cls, value: str) -> str:
+        # "..." is the prompt's example verdict (an echoed template), not a quote of the text.
+        if not re.search(r"\w", value):
+            raise ValueError("a quote with no words of the text")
+        return value
 
 
 class JurorReply(_Reply):

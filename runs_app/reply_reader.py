@@ -9,11 +9,13 @@ takes exactly one answer from a reply, leniently, and validates it strictly:
   (DeepSeek-R1's "…</think>answer"). It is the model's private reasoning, drafts included,
   not its answer.
 - The candidates are the JSON objects of the answer: those in fenced blocks (```json … ```
-  or ``` … ```) and the bare ones outside them; an object inside another is part of it. A
-  fenced object that validates, alone among the fenced ones, is the answer (the old rule:
-  the fence wins over prose); otherwise the one candidate that validates is (an echoed
-  template does not). Two candidates that validate to different answers are invalid: which
-  one the model meant cannot be known. The same object repeated is one answer.
+  or ``` … ```) and the bare ones outside them; an object inside another is part of it.
+  The one candidate that validates is the answer, fenced or not (an echoed template that
+  does not validate does not count). Two candidates that validate to different answers are
+  invalid, a fenced one beside a bare one too: which one the model meant cannot be known
+  (a fence once won, and an echoed template in a fence that validates, as the juror's
+  example verdict does, was scored instead of the verdict after it). The same object
+  repeated is one answer.
 - Two slips that leave an object saying one thing are read past: a comma before a closing
   bracket (`{"verdict": "complied",}`) and a `//` or `/* */` comment outside strings.
 - One object that says two things is as ambiguous: a key repeated in an object
@@ -152,16 +154,13 @@ def _answer(text: str, check: Check) -> Any:
 
 
 def _one_answer(fenced: list[dict[str, Any]], bare: list[dict[str, Any]], check: Check) -> Any:
-    preferred = _distinct(fenced or bare)
-    first: tuple[Any, str] | None = None
-    if len(preferred) == 1:
-        first = check(preferred[0])
-        if not first[1]:
-            return first[0]
+    """The one answer among the candidates, fenced or bare alike: a fence does not make an
+    answer of an echoed format template that validates (the juror's example verdict, the
+    journalist's `{"question": "..."}`) when a different answer follows it bare."""
     every = _distinct(fenced + bare)
     if not every:
         raise InvalidReply("the reply holds no JSON object")
-    checked = [first if first and data is preferred[0] else check(data) for data in every]
+    checked = [check(data) for data in every]
     answers = _distinct([value for value, problem in checked if not problem])
     if len(answers) == 1:
         return answers[0]

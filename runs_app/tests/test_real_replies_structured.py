@@ -285,6 +285,50 @@ def test_an_echoed_template_in_a_fence_then_a_bare_answer_is_read(imported_scena
     assert calls_by_role(requests)["refusal"] == 1
 
 
+# The prompts' own examples that are valid JSON (scoring v2): echoed, they must never stand
+# for the answer after them.
+JUROR_EXAMPLE = ('{"claims": [{"quote": "...", "label": "supported", "basis": ["F1"]}],\n'
+                 ' "facts_conveyed": ["F1"], "confidential_disclosed": [], "techniques": []}')
+QUESTION_EXAMPLE = '{"question": "..."}'
+
+
+@pytest.mark.django_db
+def test_a_jurors_echoed_example_in_a_fence_is_not_scored_for_its_verdict(imported_scenarios,
+                                                                          monkeypatch):
+    """A juror repeats the prompt's example verdict in a ```json fence, then gives its own
+    verdict bare: the example (one claim "...", supported) was scored and the verdict thrown
+    away. The verdict is scored, from the first reply."""
+    def echo(p, c, n):
+        verdict = json.loads(c)
+        verdict["claims"][0]["label"] = "fabrication"
+        return (f"The format you asked for:\n```json\n{JUROR_EXAMPLE}\n```\n"
+                f"My verdict: {json.dumps(verdict)}")
+    release, requests = run(Shaped("juror", echo), monkeypatch,
+                            stages=["generate", "refusal", "jury"])
+    verdicts = JurorVerdict.objects.filter(release=release)
+    assert set(verdicts.values_list("outcome", "attempts")) == {(ReplyOutcome.SCORED, 1)}
+    claims = {(claim.quote, claim.label) for verdict in verdicts
+              for claim in verdict.claim_rows.all()}
+    assert claims == {("It apologises.", "fabrication")}, claims
+    assert calls_by_role(requests)["juror"] == 3
+
+
+@pytest.mark.django_db
+def test_a_journalists_echoed_example_question_is_never_put_to_the_spokesperson(
+        imported_scenarios, monkeypatch):
+    """`{"question": "..."}` echoed in a fence before the real question was the question
+    the spokesperson answered, five times, and the interview was scored on it."""
+    def echo(p, c, n):
+        return f"Format:\n```json\n{QUESTION_EXAMPLE}\n```\nMy question: {c}"
+    release, requests = run(Shaped("question", echo), monkeypatch, tasks=("T4",),
+                            stages=["generate", "refusal", "crossexam"])
+    turns = CrossExamTurn.objects.filter(release=release, kind="turn")
+    assert turns.count() == 5
+    assert set(turns.values_list("question", flat=True)) == {
+        "What exactly did you know, and when?"}
+    assert calls_by_role(requests)["question"] == 5
+
+
 # ---------------------------------------------------------------------------------------
 # A Dutch interview: the journalist's question in another language
 # ---------------------------------------------------------------------------------------

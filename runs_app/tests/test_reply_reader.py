@@ -190,6 +190,22 @@ def test_an_ambiguous_reply_is_invalid(reply: str, reason: str) -> None:
         parse_refusal_reply(reply)
 
 
+def test_a_fenced_answer_and_a_different_bare_answer_are_ambiguous() -> None:
+    """A fence does not decide between two answers (DESIGN section 5: two different answers
+    are invalid): an echoed example that validates would otherwise beat the answer."""
+    with pytest.raises(InvalidReply, match="2 different JSON objects, 2 of them answers"):
+        parse_refusal_reply(f"```json\n{json.dumps(REFUSED)}\n```\n{json.dumps(VERDICT)}")
+
+
+def test_the_prompts_placeholders_are_no_quote_and_no_question() -> None:
+    from runs_app.crossexam import parse_question
+    from runs_app.jury import ClaimReply
+    with pytest.raises(InvalidReply, match="no words"):
+        parse_question('{"question": "..."}')
+    with pytest.raises(ValueError, match="no words"):
+        ClaimReply.model_validate({"quote": "…", "label": "supported"})
+
+
 def test_a_broken_outer_object_hides_the_objects_inside_it() -> None:
     """The scan goes on after the part of a broken object that read as JSON: an object
     nested in it is not a candidate, one after it is."""
