@@ -210,7 +210,7 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
     part of it, even when the outer one is broken: a `{` that starts no valid object is
     prose, and the scan goes on after the part that did read as JSON. An object that runs
     to the end of the text unclosed, or repeats a key, makes the reply invalid."""
-    found, position = [], text.find("{")
+    found, position, slips_tried = [], text.find("{"), 0
     while position != -1:
         try:
             value, end = _DECODER.raw_decode(text, position)
@@ -218,11 +218,16 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
             if _runs_to_the_end(text, error):
                 raise InvalidReply("the reply holds no JSON object: one starts and never "
                                    "closes (was the reply cut off?)") from None
-            try:
-                read = _read_past_slips(text, position)
-            except _RepeatedKey as repeated:
-                raise InvalidReply(f'the key "{repeated}" appears twice in one object, so '
-                                   "which value is meant cannot be known") from None
+            read = None
+            # Only where the JSON broke at a slip, and a few times a reply: each try reads
+            # to the object's end, and a degenerate reply ("{" 20,000 times) must stay cheap.
+            if slips_tried < SLIP_TRIES and _at_a_slip(text, error.pos):
+                slips_tried += 1
+                try:
+                    read = _read_past_slips(text, position)
+                except _RepeatedKey as repeated:
+                    raise InvalidReply(f'the key "{repeated}" appears twice in one object, '
+                                       "so which value is meant cannot be known") from None
             if read is None:
                 position = text.find("{", max(error.pos, position + 1))
                 continue
@@ -234,6 +239,15 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
             found.append(value)
         position = text.find("{", end)
     return found
+
+
+# How many broken objects of one reply are read again past their slips.
+SLIP_TRIES = 8
+
+
+def _at_a_slip(text: str, position: int) -> bool:
+    """Did the JSON break where a slip is: a closing bracket after a comma, or a comment?"""
+    return text.startswith(("}", "]", "//", "/*"), position)
 
 
 def _read_past_slips(text: str, start: int) -> tuple[Any, int] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -188,6 +189,16 @@ REFUSED = {"verdict": "refused", "reason": "It declined."}
 def test_an_ambiguous_reply_is_invalid(reply: str, reason: str) -> None:
     with pytest.raises(InvalidReply, match=reason):
         parse_refusal_reply(reply)
+
+
+@pytest.mark.parametrize("reply", ["{" * 20_000, "{/" * 10_000, "{[1,]" * 4_000])
+def test_a_degenerate_reply_is_read_past_its_slips_cheaply(reply: str) -> None:
+    """Reading past slips is tried only where the JSON broke at one, and a few times a reply:
+    tried at every "{", "{" 20,000 times took minutes of a worker's time."""
+    started = time.monotonic()
+    with pytest.raises(InvalidReply, match="no JSON object"):
+        json_object(reply)
+    assert time.monotonic() - started < 5
 
 
 def test_a_fenced_answer_and_a_different_bare_answer_are_ambiguous() -> None:
