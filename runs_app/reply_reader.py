@@ -210,11 +210,17 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
     part of it, even when the outer one is broken: a `{` that starts no valid object is
     prose, and the scan goes on after the part that did read as JSON. An object that runs
     to the end of the text unclosed, or repeats a key, makes the reply invalid."""
-    found, position, slips_tried = [], text.find("{"), 0
+    found, position, slips_tried, broken = [], text.find("{"), 0, 0
     while position != -1:
         try:
             value, end = _DECODER.raw_decode(text, position)
         except json.JSONDecodeError as error:
+            broken += 1
+            if broken > MAX_BROKEN_OBJECTS:
+                # Each costs a pass over the text before it (the error's line number): a
+                # degenerate reply ("{" 150,000 times) would hold a worker for seconds.
+                raise InvalidReply(f"the reply holds more than {MAX_BROKEN_OBJECTS:,} "
+                                   "'{' that start no JSON object") from None
             if _runs_to_the_end(text, error):
                 raise InvalidReply("the reply holds no JSON object: one starts and never "
                                    "closes (was the reply cut off?)") from None
@@ -241,6 +247,8 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
+# A reply with more '{' that start no object than this is no small JSON object in prose.
+MAX_BROKEN_OBJECTS = 2000
 # How many broken objects of one reply are read again past their slips.
 SLIP_TRIES = 8
 
@@ -299,12 +307,21 @@ def _read_past_slips(text: str, start: int) -> tuple[Any, int] | None:
     return (value, position) if isinstance(value, dict) else None
 
 
+_NOT_SPACE = re.compile(r"\S")
+
+
 def _runs_to_the_end(text: str, error: json.JSONDecodeError) -> bool:
-    """Did the JSON read well up to the end of the text (an object cut off)?"""
-    rest = text[error.pos:].strip()
-    return (not rest or error.msg.startswith("Unterminated string")
-            or (len(rest) < 5 and any(word.startswith(rest) for word in ("true", "false",
-                                                                          "null", "-"))))
+    """Did the JSON read well up to the end of the text (an object cut off)? Without copying
+    the rest of the text: a copy per broken "{" made a degenerate reply quadratic."""
+    if error.msg.startswith("Unterminated string"):
+        return True
+    first = _NOT_SPACE.search(text, error.pos)
+    if first is None:
+        return True
+    if _NOT_SPACE.search(text, first.start() + 5):
+        return False  # more than the start of a cut-off word follows
+    rest = text[first.start():].strip()
+    return any(word.startswith(rest) for word in ("true", "false", "null", "-"))
 
 
 def _distinct(values: list[Any]) -> list[Any]:

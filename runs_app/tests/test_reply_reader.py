@@ -191,14 +191,17 @@ def test_an_ambiguous_reply_is_invalid(reply: str, reason: str) -> None:
         parse_refusal_reply(reply)
 
 
-@pytest.mark.parametrize("reply", ["{" * 20_000, "{/" * 10_000, "{[1,]" * 4_000])
+@pytest.mark.parametrize("reply", ["{" * 20_000, "{/" * 10_000, "{[1,]" * 4_000,
+                                   "{" * 150_000])
 def test_a_degenerate_reply_is_read_past_its_slips_cheaply(reply: str) -> None:
     """Reading past slips is tried only where the JSON broke at one, and a few times a reply:
-    tried at every "{", "{" 20,000 times took minutes of a worker's time."""
+    tried at every "{", "{" 20,000 times took minutes of a worker's time. And a reply with
+    thousands of "{" that start no object is invalid at once: each cost a pass over the text
+    before it (150,000 of them took 10 s)."""
     started = time.monotonic()
-    with pytest.raises(InvalidReply, match="no JSON object"):
+    with pytest.raises(InvalidReply, match="no JSON object|start no JSON object"):
         json_object(reply)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 2
 
 
 def test_a_fenced_answer_and_a_different_bare_answer_are_ambiguous() -> None:
