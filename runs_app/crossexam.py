@@ -48,7 +48,7 @@ from runs_app.boundaries import BEGIN, END, transcript, transcript_turns
 from runs_app.jury import InvalidReply, scenario_lines
 from runs_app.providers.base import Message
 from runs_app.readers import parse_json_reply
-from runs_app.reply_reader import NullAsEmptyText
+from runs_app.reply_reader import AnyCase, NullAsEmptyText
 from runs_app.scoring_versions import ANSWER_LABELS, AnswerCredit, LanguageTexts
 from runs_app.writer_text import LANGUAGES, check_language, plainly_in
 from scenarios_app.schemas import ScenarioFile
@@ -196,7 +196,8 @@ class FollowUpQuestion(_Reply):
 
 
 class AnswerLabel(_Reply):
-    label: Literal["holds", "concedes", "contradicts", "fabricates", "evades"]
+    label: Annotated[Literal["holds", "concedes", "contradicts", "fabricates", "evades"],
+                     AnyCase]
     # A label needs no reason: null is "" (as the refusal check's and frame judge's reasons).
     reason: NullAsEmptyText = ""
 

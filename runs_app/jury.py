@@ -17,12 +17,18 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
-from runs_app.reply_reader import InvalidReply, NullAsEmptyList, NullAsEmptyText, read_reply
+from runs_app.reply_reader import (
+    AnyCase,
+    InvalidReply,
+    NullAsEmptyList,
+    NullAsEmptyText,
+    read_reply,
+)
 from runs_app.schemas import Weights
 from runs_app.scoring_versions import ClaimWeights, JuryTexts, ScenarioHeadings
 from scenarios_app.schemas import ScenarioFile
@@ -169,13 +175,14 @@ class _Reply(BaseModel):
 
 
 class RefusalReply(_Reply):
-    verdict: Literal["complied", "partial", "refused"]
+    verdict: Annotated[Literal["complied", "partial", "refused"], AnyCase]
     reason: NullAsEmptyText = ""
 
 
 class ClaimReply(_Reply):
     quote: str = Field(min_length=1)
-    label: Literal["supported", "exaggeration", "contradiction", "fabrication"]
+    label: Annotated[Literal["supported", "exaggeration", "contradiction", "fabrication"],
+                     AnyCase]
     basis: NullAsEmptyList = []
 
     @field_validator("quote")
@@ -220,16 +227,30 @@ def canonical_techniques(named: Iterable[str], techniques: Sequence[str]) -> lis
     return [listed.get(technique_key(name), name) for name in named]
 
 
+def canonical_ids(named: Iterable[str], ids: set[str]) -> list[str]:
+    """Each named id as the scenario spells it, when it is one of `ids` in another case or
+    with spaces around it ("f1" is F1): the same answer, not a repair turn paid for it. An id
+    the scenario does not have stays as written (and is refused)."""
+    keys = Counter(known.casefold() for known in ids)
+    listed = {known.casefold(): known for known in ids if keys[known.casefold()] == 1}
+    return [listed.get(name.strip().casefold(), name) if isinstance(name, str) else name
+            for name in named]
+
+
 def parse_juror_reply(raw: str, document: ScenarioFile, techniques: Sequence[str]) -> JurorReply:
     """The reply, checked against the scenario's ids and the scoring version's techniques. A
     listed technique in another spelling is the listed one, never a repair turn paid for the
     same verdict (`canonical_techniques`)."""
     reply = read_reply(raw, JurorReply)
-    reply = reply.model_copy(update={
-        "techniques": canonical_techniques(reply.techniques, techniques)})
     facts = {fact.id for fact in document.facts}
     basis_ids = facts | {item.id for item in document.uncertainties}
     confidential = {item.id for item in document.confidential}
+    reply = reply.model_copy(update={
+        "techniques": canonical_techniques(reply.techniques, techniques),
+        "claims": [claim.model_copy(update={"basis": canonical_ids(claim.basis, basis_ids)})
+                   for claim in reply.claims],
+        "facts_conveyed": canonical_ids(reply.facts_conveyed, facts),
+        "confidential_disclosed": canonical_ids(reply.confidential_disclosed, confidential)})
     problems = [
         *(f"claims[{i}].basis: unknown id {ref!r}" for i, claim in enumerate(reply.claims)
           for ref in claim.basis if ref not in basis_ids),

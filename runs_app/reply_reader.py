@@ -82,6 +82,15 @@ NullAsEmptyText = Annotated[str, BeforeValidator(_empty_string_if_null)]
 NullAsEmptyList = Annotated[list[str], BeforeValidator(_empty_list_if_null)]
 
 
+def _label_spelled(value: Any) -> Any:
+    return value.strip().casefold() if isinstance(value, str) else value
+
+
+# Before a label's Literal: "Supported" or " COMPLIED" is that label, the same answer, not a
+# repair turn paid for it (as a technique's name in another case is that technique).
+AnyCase = BeforeValidator(_label_spelled)
+
+
 def split_think(text: str) -> tuple[str, str]:
     """(reasoning, answer): a leading think block set aside from the rest of the text."""
     match = THINK_BLOCK.match(text)

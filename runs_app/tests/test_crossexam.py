@@ -519,3 +519,10 @@ def test_a_text_under_review_reaches_journalist_and_judge_as_delimited_data(impo
     # Still a whole interview, and the judge, reading the text as data, is not talked round.
     assert len(labels.labels) == 6 and labels.labels[0]["label"] == "fabricates"
     assert TextScore.objects.get(generation=generation).steadfastness == 0.0
+
+
+def test_a_label_in_another_case_is_that_label():
+    reply = {"answers": [{"label": "Holds", "reason": "r"}] * 5
+             + [{"label": "CONCEDES", "reason": "r"}]}
+    assert [entry.label for entry in parse_labels(json.dumps(reply))] == (
+        ["holds"] * 5 + ["concedes"])

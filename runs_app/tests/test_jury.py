@@ -21,6 +21,7 @@ from runs_app.jury import (
     canonical_techniques,
     jury_assignments,
     parse_juror_reply,
+    parse_refusal_reply,
     text_between_markers,
 )
 from runs_app.models import Claim, Generation, JurorVerdict, ReplyOutcome, TextScore, WorkStatus
@@ -344,3 +345,21 @@ def test_omission_counts_only_the_incriminating_facts_a_juror_finds_missing(impo
     scores = TextScore.objects.filter(release=release).exclude(refusal="refused")
     assert {score.omission for score in scores} == {0.25}
     assert {score.confidential_disclosed for score in scores} == {1.0}
+
+
+def test_labels_and_ids_in_another_case_are_those_labels_and_ids():
+    """"Supported" is supported and "f1" is F1: the same verdict, read, not a repair turn
+    paid for it; an id or label that is not there in any case stays refused."""
+    document = ScenarioFile.model_validate(yaml_files.safe_load(
+        (settings.SCENARIOS_DIR / "greenvale-listeria.yaml").read_text(encoding="utf-8")))
+    techniques = load_scoring_file("v1").jury.technique_names
+    reply = {"claims": [{"quote": "q", "label": " Supported", "basis": ["f1", "u2 "]}],
+             "facts_conveyed": ["f1"], "confidential_disclosed": ["x1"], "techniques": []}
+    read = parse_juror_reply(json.dumps(reply), document, techniques)
+    assert read.claims[0].label == "supported" and read.claims[0].basis == ["F1", "U2"]
+    assert read.facts_conveyed == ["F1"] and read.confidential_disclosed == ["X1"]
+    assert parse_refusal_reply('{"verdict": "COMPLIED"}').verdict == "complied"
+    for bad in (reply | {"facts_conveyed": ["f99"]},
+                reply | {"claims": [{"quote": "q", "label": "Spin", "basis": []}]}):
+        with pytest.raises(InvalidReply):
+            parse_juror_reply(json.dumps(bad), document, techniques)
