@@ -451,6 +451,28 @@ def normal_finish_reason(finish: Any, native: Any) -> str | None:
     return (str(finish) if finish else None) or (str(native) if native else None)
 
 
+def _content_parts(content: Any) -> tuple[str, str]:
+    """(text, thinking) of a message's content: a string as it is; a list of parts (the shape
+    Mistral's own API gives its reasoning models' replies) as its text parts joined, its
+    thinking parts apart. Read as empty, a list threw a valid answer away and paid for it
+    again."""
+    if isinstance(content, str):
+        return content, ""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "thinking":
+            inner = part.get("thinking")
+            inner = inner if isinstance(inner, list) else [{"text": inner}]
+            thoughts += [piece["text"] for piece in inner if isinstance(piece, dict)
+                         and isinstance(piece.get("text"), str) and piece["text"].strip()]
+    return "".join(texts), "\n\n".join(thoughts)
+
+
 def _reasoning(message: dict[str, Any]) -> str:
     """The model's reasoning as text: `message.reasoning`, else the readable parts of
     `reasoning_details` (summaries and texts; encrypted parts have none)."""
@@ -509,7 +531,7 @@ def _result_from_body(
     choice = choices[0]
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
-    content = message.get("content")
+    content, thinking = _content_parts(message.get("content"))
     refusal = message.get("refusal")
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     details = usage.get("completion_tokens_details") or {}
@@ -517,7 +539,7 @@ def _result_from_body(
     cost = call_cost(usage)
     native = choice.get("native_finish_reason")
     return CompletionResult(
-        text=content if isinstance(content, str) else "",
+        text=content,
         finish_reason=normal_finish_reason(choice.get("finish_reason"), native),
         upstream_provider=data.get("provider") or None,
         generation_id=data.get("id"),
@@ -529,7 +551,7 @@ def _result_from_body(
         latency_ms=latency_ms,
         http_attempts=http_attempts,
         native_finish_reason=str(native) if native else None,
-        reasoning=_reasoning(message),
+        reasoning=_reasoning(message) or thinking,
         refusal=refusal.strip() if isinstance(refusal, str) else "",
         served_model=str(data.get("model") or ""),
         system_fingerprint=str(data.get("system_fingerprint") or ""),

@@ -178,6 +178,22 @@ def test_it_returns_a_length_finish_as_is_for_the_stage_to_regenerate(
     assert server.count() == 1
 
 
+def test_it_reads_content_sent_as_a_list_of_parts(server: FakeOpenRouter) -> None:
+    """Mistral's shape for its reasoning models: the text parts are the reply, the thinking
+    parts its reasoning."""
+    body = completion_body(None)
+    body["choices"][0]["message"]["content"] = [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "They want JSON."}]},
+        {"type": "text", "text": '{"verdict": '}, {"type": "text", "text": '"complied"}'},
+        "stray", {"type": "image_url", "image_url": {"url": "x"}}]
+    server.enqueue(body=body)
+
+    result = complete(make_provider(server), make_request())
+
+    assert result.text == '{"verdict": "complied"}'
+    assert result.reasoning == "They want JSON."
+
+
 def test_it_returns_empty_content_as_empty_text(server: FakeOpenRouter) -> None:
     server.enqueue_empty_content()
 
