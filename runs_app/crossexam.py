@@ -37,7 +37,6 @@ language), reply schemas and the formulas; no ORM here (the stage is
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from statistics import mean
 from typing import Annotated, Literal
@@ -48,7 +47,7 @@ from runs_app.boundaries import BEGIN, END, transcript, transcript_turns
 from runs_app.jury import InvalidReply, scenario_lines
 from runs_app.providers.base import Message
 from runs_app.readers import parse_json_reply
-from runs_app.reply_reader import AnyCase, NullAsEmptyText
+from runs_app.reply_reader import AnyCase, NullAsEmptyText, WithWords
 from runs_app.scoring_versions import ANSWER_LABELS, AnswerCredit, LanguageTexts
 from runs_app.writer_text import LANGUAGES, check_language, plainly_in
 from scenarios_app.schemas import ScenarioFile
@@ -184,14 +183,11 @@ class _Reply(BaseModel):
 
 
 class FollowUpQuestion(_Reply):
-    question: Annotated[str, Field(min_length=1)]
+    question: Annotated[WithWords, Field(min_length=1)]
 
     @field_validator("question")
     @classmethod
-    def _has_words(cls, value: str) -> str:
-        # "..." is the prompt's own placeholder (an echoed template), not a question.
-        if not re.search(r"\w", value):
-            raise ValueError("an empty question (no words)")
+    def _stripped(cls, value: str) -> str:
         return value.strip()
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
 from runs_app.reply_reader import (
@@ -27,6 +27,7 @@ from runs_app.reply_reader import (
     InvalidReply,
     NullAsEmptyList,
     NullAsEmptyText,
+    WithWords,
     read_reply,
 )
 from runs_app.schemas import Weights
@@ -180,18 +181,10 @@ class RefusalReply(_Reply):
 
 
 class ClaimReply(_Reply):
-    quote: str = Field(min_length=1)
+    quote: WithWords = Field(min_length=1)
     label: Annotated[Literal["supported", "exaggeration", "contradiction", "fabrication"],
                      AnyCase]
     basis: NullAsEmptyList = []
-
-    @field_validator("quote")
-    @classmethod
-    def _quotes_words(cls, value: str) -> str:
-        # "..." is the prompt's example verdict (an echoed template), not a quote of the text.
-        if not re.search(r"\w", value):
-            raise ValueError("a quote with no words of the text")
-        return value
 
 
 class JurorReply(_Reply):
@@ -233,8 +226,7 @@ def canonical_ids(named: Iterable[str], ids: set[str]) -> list[str]:
     the scenario does not have stays as written (and is refused)."""
     keys = Counter(known.casefold() for known in ids)
     listed = {known.casefold(): known for known in ids if keys[known.casefold()] == 1}
-    return [listed.get(name.strip().casefold(), name) if isinstance(name, str) else name
-            for name in named]
+    return [listed.get(name.strip().casefold(), name) for name in named]
 
 
 def parse_juror_reply(raw: str, document: ScenarioFile, techniques: Sequence[str]) -> JurorReply:

@@ -40,7 +40,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 
 # A reply longer than this is not one of the small JSON objects any stage asks for.
 MAX_REPLY_CHARS = 200_000
@@ -84,6 +84,17 @@ NullAsEmptyList = Annotated[list[str], BeforeValidator(_empty_list_if_null)]
 
 def _label_spelled(value: Any) -> Any:
     return value.strip().casefold() if isinstance(value, str) else value
+
+
+def _has_words(value: str) -> str:
+    if not re.search(r"\w", value):
+        raise ValueError("no words (\"...\" is the prompt's placeholder, an echoed template)")
+    return value
+
+
+# Text that must hold a word: a quote of the text, a question. The prompt's own "..."
+# placeholder, echoed back, is neither.
+WithWords = Annotated[str, AfterValidator(_has_words)]
 
 
 # Before a label's Literal: "Supported" or " COMPLIED" is that label, the same answer, not a
