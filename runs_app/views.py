@@ -30,7 +30,7 @@ from django.views.decorators.cache import never_cache
 from baitbench_site.methods import require_POST, require_safe
 from baitbench_site.roles import can_operate
 from runs_app.models import ImmutableError, Release, ReleaseStatus, StageRunState
-from runs_app.preflight import METHOD_NOTE, preflight_models_list, release_preflight
+from runs_app.preflight import preflight_models_list, release_preflight
 from runs_app.schemas import STAGE_NAMES, STAGE_NEEDS
 from runs_app.selectors import (
     ReleaseRun,
@@ -304,16 +304,15 @@ def release_page(request: HttpRequest, code: str) -> HttpResponse:
     # is none); the refresh button fetches it.
     models, error, warnings = preflight_models_list(release, fetch=False)
     payload = run_payload(run)
+    preflight = release_preflight(release, models, listing_error=error, warnings=warnings)
     return render(request, "runs_app/release_page.html", {
         "release": release, "run": run, "payload": payload, "stages": payload["stages"],
-        "preflight": release_preflight(release, models, listing_error=error,
-                                       warnings=warnings),
+        "preflight": preflight,
         "budget_form": BudgetForm(initial={"budget_usd": run.budget_usd}),
         "poll_ms": POLL_MILLISECONDS, "poll_seconds": POLL_MILLISECONDS // 1000,
         "stage_buttons": STAGE_BUTTONS,
         "gaps": [counts for counts in release_row_counts(release)
                  if counts.unscored or counts.failed],
-        "method_note": f"How: {METHOD_NOTE}.",
     })
 
 

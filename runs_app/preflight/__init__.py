@@ -43,15 +43,23 @@ from scenarios_app.models import Condition, Task
 __all__ = ["Check", "CostLine", "Preflight", "Total", "prompt_inputs", "release_preflight",
            "preflight_models_list"]
 
-METHOD_NOTE = (
-    f"prompt tokens ~ characters / {CHARS_PER_TOKEN} of the prompts the stages assemble from "
-    f"this release's scenarios (texts not yet written: stand-ins); low = every call valid at "
-    f"once, texts of the length their brief asks for "
-    f"({', '.join(f'{t} {w} words' for t, w in TYPICAL_TEXT_WORDS.items())}), typical replies "
-    f"({', '.join(f'{role} {n}' for role, n in TYPICAL_REPLY_TOKENS.items())} tokens), no "
-    f"reasoning; high = every call retried to max_attempts / max_reply_attempts, each with "
-    f"full-budget texts and its whole completion budget, reasoning included (writers: text + "
-    f"reasoning budget; a declared reasoning model's replies: reply budget + reasoning cap)")
+def method_note(tasks: list[str], profiles: list[CallProfile]) -> str:
+    """How the estimate is made, naming the typical text lengths of the release's own tasks
+    and the typical replies of the calls it plans (a T1-only release has no T4 answers)."""
+    kinds = {profile.purpose.split()[0] for profile in profiles}
+    lengths = ", ".join(f"{task} {TYPICAL_TEXT_WORDS[task]} words"
+                        for task in TYPICAL_TEXT_WORDS if task in tasks)
+    replies = ", ".join(f"{kind} {tokens}" for kind, tokens in TYPICAL_REPLY_TOKENS.items()
+                        if kind in kinds)
+    return (
+        f"prompt tokens ~ characters / {CHARS_PER_TOKEN} of the prompts the stages assemble "
+        f"from this release's scenarios (texts not yet written: stand-ins); low = every call "
+        f"valid at once, texts of the length their brief asks for ({lengths}), "
+        f"typical replies ({replies} tokens), no "
+        f"reasoning; high = every call retried to max_attempts / max_reply_attempts, each with "
+        f"full-budget texts and its whole completion budget, reasoning included (writers: text "
+        f"+ reasoning budget; a declared reasoning model's replies: reply budget + reasoning "
+        f"cap)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +76,7 @@ class Preflight:
     note: str = ""  # what that file says of itself
     models_count: int = 0
     warnings: tuple[str, ...] = ()
+    method_note: str = ""  # how the estimate is made (`method_note`)
 
     @property
     def ok(self) -> bool:
@@ -123,7 +132,7 @@ def release_preflight(release: Release, models: ModelsList | None, *,
         source=models.source if models else "", fetched_at=models.fetched_at if models else None,
         offline=models.offline if models else False, note=models.note if models else "",
         models_count=len(models) if models else 0,
-        warnings=warnings)
+        warnings=warnings, method_note=method_note(config.tasks, profiles))
 
 
 def needs_models_list(release: Release) -> bool:
@@ -189,7 +198,7 @@ def report_lines(preflight: Preflight) -> list[str]:
         lines.append(f"  not in the sums (prices unknown): {', '.join(preflight.total.unpriced)}")
     if any(line.free for line in preflight.lines):
         lines.append("  fixture models are offline and free")
-    lines += ["", *textwrap.wrap(f"how: {METHOD_NOTE}", 100, subsequent_indent="  ")]
+    lines += ["", *textwrap.wrap(f"how: {preflight.method_note}", 100, subsequent_indent="  ")]
     failures = preflight.failures
     lines.append(f"{len(failures)} check(s) failed" if failures else "every check passed")
     return lines

@@ -507,6 +507,8 @@ def test_the_page_shows_preflight_from_the_cached_list_and_refetches_only_on_req
         text = response.content.decode()
         assert "every check passed" in text and "failed</strong>" not in text
         assert "Release total" in text and "acme/writer-a" in text
+        # How the estimate is made, for this release's own tasks (T1 and T2).
+        assert "texts of the length their brief asks for (T1 400 words, T2 400 words)" in text
         operator_client.get(page("ops.0"))
         assert server.models_requests == 1
     assert server.count() == 0  # no model was called

@@ -389,6 +389,23 @@ def by_stage(result) -> dict[str, tuple[float, float, float]]:
 
 
 @pytest.mark.django_db
+def test_the_method_note_names_only_the_release_s_own_tasks_and_calls(imported_scenarios):
+    t1_only = release_preflight(openrouter_release(
+        code="t1.0", tasks=["T1"], stages=["generate", "refusal", "jury"]), None)
+    interviews = release_preflight(openrouter_release(
+        code="t4.0", tasks=["T1", "T3", "T4"],
+        stages=["generate", "refusal", "jury", "panel", "uptake", "crossexam"]), None)
+
+    assert "(T1 400 words)" in t1_only.method_note
+    assert "typical replies (refusal 50, juror 500 tokens)" in t1_only.method_note
+    assert "(T1 400 words, T3 80 words, T4 120 words)" in interviews.method_note
+    for kind in ("reader 60", "journalist 250", "frame_judge 40", "crossexam 60",
+                 "answer_judge 360"):
+        assert kind in interviews.method_note
+    assert "T2" not in interviews.method_note and "reveal" not in interviews.method_note
+
+
+@pytest.mark.django_db
 def test_the_estimate_against_a_hand_count(imported_scenarios):
     release = openrouter_release(code="hand.0", tasks=["T1", "T3"], conditions=["C0", "C2"],
                                  stages=["generate", "refusal", "jury"], text_budget=900,
