@@ -4,7 +4,8 @@ A shell in another encoding than UTF-8 (or a byte typed in the wrong one) hands 
 argument with a lone surrogate for each byte it could not decode; the database cannot store or
 look up such a string, and every command that asked for `--user` or a release code ended in a
 UnicodeEncodeError traceback. As the argument's `type`, `text` refuses it first, with argparse's
-own one line naming the argument."""
+own one line naming the argument. `shown` is the same rule for what a command prints: a file
+name's undecodable byte shows as `\\xe9`, not as the lone surrogate `\\udce9` Python made of it."""
 
 from __future__ import annotations
 
@@ -16,8 +17,17 @@ def text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
-        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise argparse.ArgumentTypeError(
-            f"'{shown}' is not UTF-8 text (byte 0x{ord(value[error.start]) - 0xDC00:02x}"
+            f"'{shown(value)}' is not UTF-8 text (byte 0x{ord(value[error.start]) - 0xDC00:02x}"
             " could not be read): type it again in a UTF-8 terminal") from None
     return value
+
+
+def shown(value: str) -> str:
+    """`value` as a terminal can show it: each byte that was not UTF-8 (a lone surrogate, as
+    Python decodes a file name or an argument) as its `\\xNN`; any other lone surrogate as
+    its `\\udNNN`."""
+    try:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no undecodable byte made
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")

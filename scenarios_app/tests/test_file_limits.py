@@ -204,6 +204,20 @@ def test_a_file_that_is_not_utf8_is_refused_with_the_byte_and_line(tmp_path):
     assert line.endswith("); save the file as UTF-8")
 
 
+@pytest.mark.parametrize("command", ["validate_scenarios", "import_scenarios"])
+def test_a_file_name_that_is_not_utf8_shows_its_byte(tmp_path, command):
+    # A Latin-1 name on a UTF-8 system: Python reads its byte 0xe9 as the surrogate U+DCE9.
+    name = os.fsencode(tmp_path) + b"/latin\xe9.yaml"
+    with open(name, "wb") as handle:
+        handle.write(b"slug: [")
+
+    code, _, err = run(command, str(tmp_path))
+
+    assert code == 1
+    assert err.startswith(f"{tmp_path}/latin\\xe9.yaml: malformed YAML"), err
+    assert "\\udce9" not in err and "\udce9" not in err
+
+
 # --- canary --------------------------------------------------------------------------------
 
 NEW_CANARY = "BAITBENCH-CANARY-11111111-2222-3333-4444-555555555555"

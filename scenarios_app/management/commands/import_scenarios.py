@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 
+from baitbench_site.command_args import shown
 from scenarios_app.files import summarise
 from scenarios_app.services import scenarios_import
 
@@ -36,7 +37,7 @@ class Command(BaseCommand):
                               "(validate_scenarios checks files without a database)")
             raise SystemExit(1) from None
         if not result.ok:
-            for line in summarise(result.problems):
+            for line in map(shown, summarise(result.problems)):
                 self.stderr.write(line)
             self.stderr.write(f"nothing imported: {len(result.problems)} problem(s)")
             raise SystemExit(1)

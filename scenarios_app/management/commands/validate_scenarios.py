@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from baitbench_site.command_args import shown
 from scenarios_app.files import expand_paths, summarise
 from scenarios_app.services import scenarios_validate
 
@@ -17,7 +18,7 @@ class Command(BaseCommand):
     def handle(self, *args, paths: list[str], **options) -> None:
         problems = scenarios_validate(paths=paths)
         if problems:
-            for line in summarise(problems):
+            for line in map(shown, summarise(problems)):
                 self.stderr.write(line)
             raise SystemExit(1)
         count = len(expand_paths(paths)[0])
