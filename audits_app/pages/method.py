@@ -35,6 +35,7 @@ from audits_app.calibration.trial_report import (
     trial_table,
 )
 from audits_app.pages import viewer as public
+from audits_app.publication.held_cells import Holder
 from audits_app.publication.snapshot_model import ReleaseSnapshot
 from baitbench_site.methods import require_safe
 
@@ -50,7 +51,9 @@ def checks_context(published: public.PublishedRelease, user) -> dict[str, Any]:
             "readers": summary.get("readers"), "level": summary.get("level"),
         },
         "calibration_pending": calibration_note(published),
-        "reading_studies": release_study_figures(published.release, names),
+        "reading_studies": release_study_figures(
+            published.release, names, held=any(Holder.READING_STUDIES in holders
+                                               for holders in published.figures_held.values())),
         "population_weights": release_weighted(published.release, names),
         "reader_trial": release_reader_trial(snapshot),
         "contamination": release_contamination(published.release,

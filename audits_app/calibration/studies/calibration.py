@@ -68,13 +68,29 @@ def _people_intervals(summary: dict, texts: list[dict], cells: dict, correct: di
             row.update(intervals[measure].get(row["model"], {}))
 
 
-def release_study_figures(release: Release, names: dict[str, str]) -> list[dict[str, Any]]:
+def release_study_figures(release: Release, names: dict[str, str], *,
+                          held: bool = False) -> list[dict[str, Any]]:
     """Every opened study of the release, people's figure and (apart) the simulated crowd's,
-    ready for the page (`_study_calibration.html`)."""
+    ready for the page (`_study_calibration.html`).
+
+    `held`: the studies' texts are still read blind (not revealed to this viewer). Then each
+    study gives only how many included readers it has: its figures are per model on texts
+    only its readers have read, and move with each reader who finishes, so a reader who
+    looked before and after would learn which model wrote the text they read (the model
+    whose count went up); the simulated crowd's are per-model figures of held scenarios
+    (`pages.viewer.PER_MODEL_BY_SCENARIO`). They show once the texts are revealed."""
     figures = []
     for study in ReadingStudy.objects.filter(release=release, opened_at__isnull=False
                                              ).order_by("pk"):
         for simulated in (False, True):
+            if held:
+                readers = len({row["reader"] for row in study_responses(
+                    study, simulated=simulated)})
+                if readers or not simulated:
+                    figures.append({"study": study, "simulated": simulated, "held": True,
+                                    "readers": readers, "needed": study.readers_for_figure,
+                                    "figure": None, "effects": []})
+                continue
             found = study_calibration(study, simulated=simulated)
             if simulated and not found["readers"]:
                 continue
