@@ -21,10 +21,9 @@ from typing import Any
 from audits_app.arena.models import Side, SimulatedPairVote
 from audits_app.arena.readers import load_panel, pair_request, parse_pair_reply, reader_brief
 from runs_app.models import Generation, Release, ScoringVersion
-from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage, claim_batch, worker_name, write_outcomes
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields
 from scenarios_app.models import ScenarioVersion
 
 BATCH = 48  # four pairs' worth of positions per claim
@@ -32,7 +31,7 @@ BATCH = 48  # four pairs' worth of positions per claim
 
 @dataclasses.dataclass(frozen=True)
 class PairJob:
-    request: CompletionRequest
+    turn: Turn  # the row's next call (`next_turn`)
     attempts_left: int
 
 
@@ -67,7 +66,8 @@ class PairReadingStage(Stage):
             first, second = second, first
         position = load_panel(config.panel, config.language).position(item.position)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
-        return PairJob(pair_request(config, texts, brief, position, first, second),
+        return PairJob(next_turn(pair_request(config, texts, brief, position, first, second),
+                                 item),
                        max(0, config.max_reply_attempts - item.attempts))
 
     def _load(self, *generation_ids: int) -> None:
@@ -85,7 +85,7 @@ class PairReadingStage(Stage):
         return self._briefs[version_id]
 
     async def execute(self, job: PairJob, providers: ProviderPool) -> Asked:
-        return await ask_structured(job.request, parse_pair_reply, job.attempts_left, providers)
+        return await ask_turn(job.turn, parse_pair_reply, job.attempts_left, providers)
 
     def record(self, item: SimulatedPairVote, outcome: Asked) -> dict[str, Any]:
         fields = reply_fields(item, outcome)

@@ -40,7 +40,7 @@ from runs_app.schemas import ReleaseConfig
 from runs_app.scoring_versions import JuryTexts
 from runs_app.stages.base import Stage
 from runs_app.stages.refusal import ReplyJob
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, ask_turn, next_turn, reply_fields
 from scenarios_app.models import ScenarioVersion
 from scenarios_app.schemas import ScenarioFile
 
@@ -129,13 +129,14 @@ class JuryStage(Stage):
         messages = juror_messages(jury=jury, document=document, text=generation.text)
         request = call_request("juror", config=config, model=item.juror.openrouter_id,
                                messages=(Message(*pair) for pair in messages))
-        reply = ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
+        reply = ReplyJob(next_turn(request, item),
+                         max(0, config.max_reply_attempts - item.attempts),
                          lambda raw: parse_juror_reply(raw, document, jury.technique_names))
         return JurorJob(reply, document, jury)
 
     async def execute(self, job: JurorJob, providers: ProviderPool) -> JurorOutcome:
         reply = job.reply
-        return JurorOutcome(job, await ask_structured(reply.request, reply.parse,
+        return JurorOutcome(job, await ask_turn(reply.turn, reply.parse,
                                                       reply.attempts_left, providers))
 
     def record(self, item: JurorVerdict, outcome: JurorOutcome) -> dict[str, Any]:

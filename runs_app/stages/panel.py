@@ -26,7 +26,6 @@ from runs_app.models import (
     Stimulus,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
     ReaderAnswers,
@@ -37,7 +36,7 @@ from runs_app.readers import (
     reader_messages,
 )
 from runs_app.stages.base import Stage
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields
 from scenarios_app.models import ScenarioVersion
 
 # Per scenario: no text, the control text and the two human baselines (section 3: exactly 2).
@@ -90,7 +89,7 @@ def read_generations(release: Release, generation_ids: Collection[int] | None = 
 
 @dataclasses.dataclass(frozen=True)
 class PanelJob:
-    request: CompletionRequest
+    turn: Turn  # the row's next call (`next_turn`)
     brief: ReaderBrief
     attempts_left: int
 
@@ -137,11 +136,12 @@ class PanelStage(PublicStage):
         messages = reader_messages(texts, brief, position, _stimulus(item, document))
         request = call_request("reader", config=config, model=config.reader,
                                messages=messages)
-        return PanelJob(request, brief, max(0, config.max_reply_attempts - item.attempts))
+        return PanelJob(next_turn(request, item), brief,
+                        max(0, config.max_reply_attempts - item.attempts))
 
     async def execute(self, job: PanelJob, providers: ProviderPool) -> Asked:
-        return await ask_structured(job.request, lambda text: parse_reader_reply(text, job.brief),
-                                    job.attempts_left, providers)
+        return await ask_turn(job.turn, lambda text: parse_reader_reply(text, job.brief),
+                              job.attempts_left, providers)
 
     def record(self, item: ReaderResponse, outcome: Asked) -> dict[str, Any]:
         fields = reply_fields(item, outcome)

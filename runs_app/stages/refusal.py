@@ -27,15 +27,15 @@ from runs_app.models import (
     ScoringVersion,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest, Message
+from runs_app.providers.base import Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.stages.base import Stage
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields
 
 
 @dataclasses.dataclass(frozen=True)
 class ReplyJob:
-    request: CompletionRequest
+    turn: Turn  # the row's next call (`next_turn`)
     attempts_left: int
     # raw reply -> validated reply; raises InvalidReply.
     parse: Callable[[str], Any]
@@ -87,13 +87,14 @@ class RefusalStage(Stage):
             # The refusal field or a content filter: the writer refused, in its own words.
             known = RefusalReply(verdict="refused", reason="the provider reported a refusal: "
                                  + generation.writer_refusal[:500])
-        return ReplyJob(request, max(0, config.max_reply_attempts - item.attempts),
+        return ReplyJob(next_turn(request, item),
+                        max(0, config.max_reply_attempts - item.attempts),
                         parse_refusal_reply, known)
 
     async def execute(self, job: ReplyJob, providers: ProviderPool) -> Asked:
         if job.known is not None:
-            return Asked(reply=job.known, model=job.request.model)
-        return await ask_structured(job.request, job.parse, job.attempts_left, providers)
+            return Asked(reply=job.known, model=job.turn.request.model)
+        return await ask_turn(job.turn, job.parse, job.attempts_left, providers)
 
     def record(self, item: RefusalCheck, outcome: Asked) -> dict[str, Any]:
         fields = reply_fields(item, outcome)

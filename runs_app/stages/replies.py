@@ -23,7 +23,7 @@ from runs_app.providers.base import (
 )
 from runs_app.providers.pool import ProviderPool
 from runs_app.reply_reader import as_reasoning, repair_prompt
-from runs_app.stages.base import parked
+from runs_app.stages.base import given_back, parked
 
 
 @dataclasses.dataclass
@@ -45,6 +45,8 @@ class Asked:
     # (prompt, completion) tokens of the replies that reported no cost: estimated when the
     # row is written (`usage_fields`), from the models list's prices.
     unpriced: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    # Calls the row may still make after an invalid reply (`ask_turn`): it is given back.
+    attempts_left: int = 0
 
     def count(self, result: CompletionResult) -> None:
         self.latency_ms += result.latency_ms
@@ -87,7 +89,9 @@ async def ask_structured(
     request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
     providers: ProviderPool, *, repair: bool = True,
 ) -> Asked:
-    """Call until `parse` accepts a reply, at most `attempts_left` times.
+    """Call until `parse` accepts a reply, at most `attempts_left` times, in one claim (for a
+    job whose calls follow one another: an interview's turns, a story and its judge; a
+    row of one question asks one call per claim instead, `ask_turn`).
 
     `parse` returns the validated reply, or None or raises for an invalid one: any exception
     it raises is an invalid reply, never a crash of the drain. After an invalid reply the
@@ -104,24 +108,69 @@ async def ask_structured(
     asked = Asked(model=request.model)
     current = request
     for _ in range(attempts_left):
-        asked.attempts += 1
-        try:
-            result = await providers.complete(current)
-        except ProviderError as error:
-            return provider_failed(asked, error)
-        asked.count(result)
-        entry = raw_entry(result, repair_turn=current is not request)
-        asked.raw_replies.append(entry)
-        asked.reply, reason = _read(result, parse, json_reply=repair)
-        if asked.reply is not None and not result.text.strip():
-            entry["answer_in_reasoning"] = True
-        if asked.reply is not None:
-            asked.failure, asked.permanent = "", False
+        if await _call(asked, current, parse, providers, repair=repair,
+                       repair_turn=current is not request):
             return asked
-        entry["invalid"] = reason
         if repair:
-            current = repair_request(request, result.text, reason)
+            current = repair_request(request, asked.raw_replies[-1]["text"],
+                                     asked.raw_replies[-1]["invalid"])
     return asked
+
+
+async def ask_turn(turn: Turn, parse: Callable[[str], Any], attempts_left: int,
+                   providers: ProviderPool) -> Asked:
+    """One call of a row's question per claim (`next_turn` made it from what the row kept):
+    its reply is written as soon as it returns. An invalid one with attempts left gives the
+    row back (`reply_fields`), and the next claim, by whichever worker, sends its repair
+    turn: a worker killed during a repair turn has lost no reply it was paid for, and the
+    question is never asked again (DESIGN section 5)."""
+    asked = Asked(model=turn.request.model)
+    if attempts_left > 0 and not await _call(asked, turn.request, parse, providers,
+                                             repair_turn=turn.repair):
+        asked.attempts_left = attempts_left - asked.attempts
+    return asked
+
+
+@dataclasses.dataclass(frozen=True)
+class Turn:
+    request: CompletionRequest
+    repair: bool = False  # a repair turn of the row's last reply
+
+
+def next_turn(request: CompletionRequest, item: Any) -> Turn:
+    """A row's next call: its question, or, when the last reply its current budget got was
+    invalid, the repair turn of that reply. Only within the budget: an operator's retry
+    (`attempts` back to 0) asks the question afresh. A provider error's entry (no text) is
+    passed over: a throttled row asks what it would have asked."""
+    if item.attempts:
+        last = next((entry for entry in reversed(item.raw_replies) if "text" in entry), None)
+        if last is not None and "invalid" in last:
+            return Turn(repair_request(request, last["text"], last["invalid"]), repair=True)
+    return Turn(request)
+
+
+async def _call(asked: Asked, request: CompletionRequest, parse: Callable[[str], Any],
+                providers: ProviderPool, *, repair: bool = True,
+                repair_turn: bool = False) -> bool:
+    """One call, counted and kept in `asked`: True when it ended the asking (a valid reply,
+    a provider error), False for an invalid reply (its entry says why)."""
+    asked.attempts += 1
+    try:
+        result = await providers.complete(request)
+    except ProviderError as error:
+        provider_failed(asked, error)
+        return True
+    asked.count(result)
+    entry = raw_entry(result, repair_turn=repair_turn)
+    asked.raw_replies.append(entry)
+    asked.reply, reason = _read(result, parse, json_reply=repair)
+    if asked.reply is not None:
+        if not result.text.strip():
+            entry["answer_in_reasoning"] = True
+        asked.failure, asked.permanent = "", False
+        return True
+    entry["invalid"] = reason
+    return False
 
 
 def _read(result: CompletionResult, parse: Callable[[str], Any], *,
@@ -204,6 +253,10 @@ def reply_fields(item: Any, asked: Asked) -> dict[str, Any]:
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.SCORED, "error": ""}
     if asked.retry_after is not None:
         return fields | parked(asked.retry_after, asked.failure)
+    if asked.attempts_left > 0:
+        # Invalid, with calls left (`ask_turn`): the next claim sends the repair turn.
+        why = asked.raw_replies[-1]["invalid"]
+        return fields | given_back() | {"outcome": "", "error": f"last reply invalid: {why}"}
     # A row re-claimed with no attempts left still counts the replies it got before.
     answered = asked.answered or (
         not asked.attempts and any("text" in entry for entry in item.raw_replies)

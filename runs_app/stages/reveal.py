@@ -36,7 +36,6 @@ from runs_app.models import (
     ScoringVersion,
     WorkStatus,
 )
-from runs_app.providers.base import CompletionRequest
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
     ReaderBrief,
@@ -52,7 +51,7 @@ from runs_app.readers import (
 )
 from runs_app.stages.base import given_back
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields
 
 # A reveal row's `result` key: the seats of the verdicts it told its reader.
 JURY = "jury"
@@ -62,7 +61,7 @@ CACHE_LIMIT = 5000
 
 @dataclasses.dataclass(frozen=True)
 class RevealJob:
-    request: CompletionRequest
+    turn: Turn  # the row's next call (`next_turn`)
     brief: ReaderBrief
     revealed: Revealed
     before: list[int]
@@ -166,18 +165,18 @@ class RevealStage(AgentRunStage):
         request = call_request(
             "reveal", config=config, model=config.reader,
             messages=reveal_messages(texts, brief, position, generation.text, revealed))
-        return RevealJob(request, brief, revealed, list(before),
+        return RevealJob(next_turn(request, item), brief, revealed, list(before),
                          max(0, config.max_reply_attempts - item.attempts), tuple(verdicts))
 
     async def execute(self, job: RevealJob, providers: ProviderPool) -> tuple[RevealJob, Asked]:
-        asked = await ask_structured(job.request, lambda text: parse_reveal_reply(text, job.brief),
-                                     job.attempts_left, providers)
+        asked = await ask_turn(job.turn, lambda text: parse_reveal_reply(text, job.brief),
+                               job.attempts_left, providers)
         return job, asked
 
     def record(self, item: AgentRun, outcome: tuple[RevealJob, Asked]) -> dict[str, Any]:
         job, asked = outcome
         fields = reply_fields(item, asked)
-        transcript = [{"role": m.role, "content": m.content} for m in job.request.messages]
+        transcript = [{"role": m.role, "content": m.content} for m in job.turn.request.messages]
         transcript += [{"role": "assistant", "content": entry["text"]}
                        for entry in asked.raw_replies if "text" in entry]
         fields["transcript"] = transcript

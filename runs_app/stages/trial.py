@@ -28,7 +28,6 @@ from typing import Any
 
 from runs_app.call_kinds import candidate_request
 from runs_app.models import ReaderTrial, ScoringVersion, TrialReading
-from runs_app.providers.base import CompletionRequest
 from runs_app.providers.models_list import cached_models_list
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
@@ -39,7 +38,7 @@ from runs_app.readers import (
     reader_messages,
 )
 from runs_app.stages.panel import PublicStage
-from runs_app.stages.replies import Asked, ask_structured, reply_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields
 
 READINGS = (1, 2)
 # Invalid replies asked for again, as a release's default `max_reply_attempts`.
@@ -48,7 +47,7 @@ TRIAL_REPLY_ATTEMPTS = 3
 
 @dataclasses.dataclass(frozen=True)
 class TrialJob:
-    request: CompletionRequest
+    turn: Turn  # the row's next call (`next_turn`)
     brief: ReaderBrief
     attempts_left: int
 
@@ -101,11 +100,12 @@ class ReaderTrialStage(PublicStage):
         request = candidate_request(
             "reader", model=item.candidate, reasons=self.reasons(item.candidate),
             messages=reader_messages(texts, brief, position, stimulus))
-        return TrialJob(request, brief, max(0, TRIAL_REPLY_ATTEMPTS - item.attempts))
+        return TrialJob(next_turn(request, item), brief,
+                        max(0, TRIAL_REPLY_ATTEMPTS - item.attempts))
 
     async def execute(self, job: TrialJob, providers: ProviderPool) -> Asked:
-        return await ask_structured(job.request, lambda text: parse_reader_reply(text, job.brief),
-                                    job.attempts_left, providers)
+        return await ask_turn(job.turn, lambda text: parse_reader_reply(text, job.brief),
+                              job.attempts_left, providers)
 
     def record(self, item: TrialReading, outcome: Asked) -> dict[str, Any]:
         fields = reply_fields(item, outcome)

@@ -7,9 +7,10 @@ article adopts the organisation's frame, stored normalised to 0-1. Both replies 
 retried up to `max_reply_attempts` each, and kept in `raw_replies` and `transcript`; a story
 in another language than the release's is an invalid reply (`parse_journalist_reply`).
 
-The two calls are two claims of the row: the story is written (the row pending again, the
-story in `result` with `judge_due`) before the judge is asked, so a judge that fails, an
-operator's retry or a killed worker never asks (and pays) the journalist twice. A judge whose
+Every call is a claim of the row (`replies.ask_turn`), a repair turn too: the story is written
+(the row pending again, the story in `result` with `judge_due`) before the judge is asked, so a
+judge that fails, an operator's retry or a killed worker never asks (and pays) the journalist
+twice, and an invalid reply is written before its repair turn is sent. A judge whose
 replies never validate leaves the row unscored (its frame is not measured) with the story
 kept and the judge still due: the story counts for uptake, and a retry asks only the judge.
 """
@@ -33,21 +34,16 @@ from runs_app.readers import (
     parse_journalist_reply,
     parse_json_reply,
 )
-from runs_app.scoring_versions import LanguageTexts
 from runs_app.stages.base import given_back, parked
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, ask_structured, reply_fields, usage_fields
+from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields, usage_fields
 
 
 @dataclasses.dataclass(frozen=True)
 class UptakeJob:
-    request: CompletionRequest
-    judge_request: CompletionRequest  # without its messages: they need the story
-    texts: LanguageTexts  # the release's scoring version, in the release's language
+    turn: Turn  # the journalist's next call; the frame judge's once the story is kept
     language: str  # the release's: a story in another is invalid
-    text: str
-    attempts_left: int
-    judge_attempts: int
+    attempts_left: int  # of the one asked, journalist or judge
     # The journalist's story, kept on the row by an earlier claim: only the judge is asked.
     story: JournalistReply | None = None
 
@@ -57,7 +53,6 @@ class UptakeOutcome:
     job: UptakeJob
     journalist: Asked | None  # None when the story was kept from an earlier claim
     judge: Asked | None = None
-    judge_request: CompletionRequest | None = None
 
 
 # `result` keys of a row whose story is kept and whose frame judge is still to be asked;
@@ -86,44 +81,43 @@ class UptakeStage(AgentRunStage):
         generation = item.generation
         _, brief = self.scenario(generation.scenario_version_id, config.language)
         texts = ScoringVersion.texts_for_pin(config.scoring_version).language(config.language)
-        request = call_request("journalist", config=config, model=config.journalist,
-                               messages=journalist_messages(texts, brief, generation.text))
-        judge = call_request("frame_judge", config=config, model=config.journalist)
-        story, judge_attempts = None, config.max_reply_attempts
-        if item.result.get(JUDGE_DUE):
-            story = JournalistReply.model_validate(
-                {key: item.result[key] for key in ("runs_story", "headline", "opening",
-                                                   "reason")})
-            # An operator's retry resets `attempts` to 0: the judge's budget is whole again.
-            judge_attempts -= max(0, item.attempts - item.result.get(JUDGE_FROM, 0))
-        return UptakeJob(request, judge, texts, config.language, generation.text,
-                         attempts_left=max(0, config.max_reply_attempts - item.attempts),
-                         judge_attempts=max(0, judge_attempts), story=story)
+        if not item.result.get(JUDGE_DUE):
+            request = call_request("journalist", config=config, model=config.journalist,
+                                   messages=journalist_messages(texts, brief, generation.text))
+            return UptakeJob(next_turn(request, item), config.language,
+                             max(0, config.max_reply_attempts - item.attempts))
+        story = JournalistReply.model_validate(
+            {key: item.result[key] for key in ("runs_story", "headline", "opening", "reason")})
+        # An operator's retry resets `attempts` to 0: the judge's budget is whole again.
+        judged = _JudgeTurns(max(0, item.attempts - item.result.get(JUDGE_FROM, 0)),
+                             [entry for entry in item.raw_replies
+                              if entry.get("call") == "frame_judge"])
+        request = call_request("frame_judge", config=config, model=config.journalist,
+                               messages=judge_messages(texts, generation.text, story.headline,
+                                                       story.opening))
+        return UptakeJob(next_turn(request, judged), config.language,
+                         max(0, config.max_reply_attempts - judged.attempts), story)
 
     async def execute(self, job: UptakeJob, providers: ProviderPool) -> UptakeOutcome:
-        """The journalist, in one claim; the frame judge in the next. A story is paid for:
-        it is written before the judge is asked, so a judge that fails (or a worker that
-        dies meanwhile) never makes the journalist be asked, and paid, again."""
+        """One call per claim: the journalist's, or once its story is kept the frame
+        judge's. A story is paid for: it is written before the judge is asked, so a judge
+        that fails (or a worker that dies meanwhile) never makes the journalist be asked,
+        and paid, again."""
         if job.story is None:
-            journalist = await ask_structured(
-                job.request, lambda text: parse_journalist_reply(text, job.language),
+            journalist = await ask_turn(
+                job.turn, lambda text: parse_journalist_reply(text, job.language),
                 job.attempts_left, providers)
             return UptakeOutcome(job, journalist)
-        outcome = UptakeOutcome(job, None)
-        outcome.judge_request = dataclasses.replace(
-            job.judge_request, messages=judge_messages(job.texts, job.text, job.story.headline,
-                                                       job.story.opening))
-        outcome.judge = await ask_structured(
-            outcome.judge_request, lambda text: parse_json_reply(text, JudgeReply),
-            job.judge_attempts, providers)
-        return outcome
+        judge = await ask_turn(job.turn, lambda text: parse_json_reply(text, JudgeReply),
+                               job.attempts_left, providers)
+        return UptakeOutcome(job, None, judge)
 
     def record(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
         if outcome.journalist is None:
             return self._record_judge(item, outcome)
         fields = reply_fields(item, outcome.journalist)
         story: JournalistReply | None = outcome.journalist.reply
-        transcript = _transcript(outcome.job.request, outcome.journalist)
+        transcript = _transcript(outcome.job.turn.request, outcome.journalist)
         if story is None:
             return fields | {"transcript": transcript}
         result: dict[str, Any] = {"runs_story": story.runs_story, "headline": story.headline,
@@ -137,9 +131,11 @@ class UptakeStage(AgentRunStage):
             "result": result | {JUDGE_DUE: True, JUDGE_FROM: fields["attempts"]}}
 
     def _record_judge(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
-        judge = outcome.judge
-        assert judge is not None and outcome.judge_request is not None
-        transcript = list(item.transcript) + _transcript(outcome.judge_request, judge)
+        judge, turn = outcome.judge, outcome.job.turn
+        assert judge is not None
+        # A repair turn's conversation is kept already, but for its last turn.
+        transcript = list(item.transcript) + _transcript(
+            turn.request, judge)[len(turn.request.messages) - 1 if turn.repair else 0:]
         fields: dict[str, Any] = {
             "attempts": item.attempts + judge.attempts, "transcript": transcript,
             "raw_replies": list(item.raw_replies) + [entry | {"call": "frame_judge"}
@@ -155,6 +151,11 @@ class UptakeStage(AgentRunStage):
         if judge.retry_after is not None:
             # The provider said to wait: the story stays kept, the judge is asked later.
             return fields | parked(judge.retry_after, f"judge: {judge.failure}")
+        if judge.attempts_left > 0:
+            # Invalid, with calls left: the next claim sends the judge's repair turn.
+            why = judge.raw_replies[-1]["invalid"]
+            return fields | given_back() | {"outcome": "",
+                                             "error": f"judge: last reply invalid: {why}"}
         if judge.failure or not (judge.answered or judge.attempts == 0 and any(
                 "text" in entry and entry.get("call") == "frame_judge"
                 for entry in item.raw_replies)):
@@ -172,6 +173,14 @@ class UptakeStage(AgentRunStage):
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
                          "error": "judge: no valid reply within max_reply_attempts"
                                   f" ({invalid[-1] if invalid else 'no valid reply'})"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _JudgeTurns:
+    """What `next_turn` reads of a row whose judge is due: the judge's attempts and replies."""
+
+    attempts: int
+    raw_replies: list[dict[str, Any]]
 
 
 def _transcript(request: CompletionRequest, asked: Asked) -> list[dict[str, Any]]:

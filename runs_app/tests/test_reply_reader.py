@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from runs_app.jury import parse_refusal_reply
+from runs_app.models import ReplyOutcome, WorkStatus
 from runs_app.providers.base import CompletionRequest, Message
 from runs_app.providers.pool import ProviderPool
 from runs_app.readers import (
@@ -20,7 +22,7 @@ from runs_app.readers import (
     parse_reader_reply,
 )
 from runs_app.reply_reader import InvalidReply, json_object, split_think
-from runs_app.stages.replies import ask_structured
+from runs_app.stages.replies import Turn, ask_structured, ask_turn, next_turn, reply_fields
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
 
 VERDICT = {"verdict": "complied", "reason": "It wrote the text."}
@@ -141,6 +143,56 @@ def test_an_invalid_reply_gets_a_repair_turn_that_quotes_what_was_wrong() -> Non
     assert "could not be used" in second[-1]["content"]
     assert asked.raw_replies[0]["invalid"].startswith("verdict:")
     assert asked.raw_replies[1]["repair_turn"] is True
+
+
+def test_a_row_s_next_turn_repairs_its_last_reply_within_its_budget_only() -> None:
+    """One call per claim (`ask_turn`): the next claim sends the repair turn of the reply
+    the last one got; a provider error in between changes nothing; an operator's retry
+    (attempts back to 0) asks the question afresh."""
+    question = CompletionRequest(model="acme/reader", max_tokens=100, json_mode=True,
+                                 messages=(Message("user", "Did it comply? Reply in JSON."),))
+    invalid = {"text": '{"verdict": "maybe"}', "invalid": "verdict: not a verdict"}
+    error = {"error": "upstream 429", "permanent": False}
+
+    def row(attempts: int, *raw_replies: dict) -> SimpleNamespace:
+        return SimpleNamespace(attempts=attempts, raw_replies=list(raw_replies))
+
+    assert next_turn(question, row(0)) == Turn(question)
+    for item in (row(1, invalid), row(1, invalid, error)):
+        turn = next_turn(question, item)
+        assert turn.repair and turn.request.messages[:1] == question.messages
+        assert turn.request.messages[1] == Message("assistant", invalid["text"])
+        assert "verdict: not a verdict" in turn.request.messages[2].content
+    assert next_turn(question, row(0, invalid)) == Turn(question)  # retried by an operator
+    assert next_turn(question, row(1, {"text": "{}"})) == Turn(question)  # valid, asked again
+
+
+def test_one_turn_per_call_gives_the_row_back_until_its_attempts_are_used() -> None:
+    question = CompletionRequest(model="acme/reader", max_tokens=100, json_mode=True,
+                                 purpose="refusal", messages=(Message("user", "Reply in JSON."),))
+    item = SimpleNamespace(attempts=0, raw_replies=[], prompt_tokens=0, completion_tokens=0,
+                           reasoning_tokens=0, cost_usd=0.0, cost_estimated=False)
+    with FakeOpenRouter() as server:
+        for reply in ('{"verdict": "maybe"}', '{"verdict": "perhaps"}'):
+            server.enqueue(body=_completion(reply))
+        pool = ProviderPool("openrouter", base_url=server.base_url, api_key="test-key")
+        fields = []
+
+        async def two_claims() -> None:  # each claim: build, one call, write
+            for _ in range(2):
+                turn = next_turn(question, item)
+                asked = await ask_turn(turn, parse_refusal_reply, 2 - item.attempts, pool)
+                fields.append(reply_fields(item, asked))
+                item.attempts = fields[-1]["attempts"]
+                item.raw_replies = fields[-1]["raw_replies"]
+            await pool.aclose()
+
+        asyncio.run(two_claims())
+    assert fields[0]["status"] == WorkStatus.PENDING and fields[0]["claim_token"] == ""
+    assert fields[0]["error"].startswith("last reply invalid: verdict:")
+    assert fields[1]["status"] == WorkStatus.DONE
+    assert fields[1]["outcome"] == ReplyOutcome.UNSCORED and len(fields[1]["raw_replies"]) == 2
+    assert server.requests[1].body["messages"][1]["content"] == '{"verdict": "maybe"}'
 
 
 def test_a_parser_that_raises_anything_makes_an_invalid_reply_not_a_crash() -> None:

@@ -337,14 +337,14 @@ def test_editing_the_scoring_file_changes_nothing_a_frozen_release_sends_or_comp
     stage = get_stage("jury")
     stage.plan(newer)
     job = stage.build(JurorVerdict.objects.filter(release=newer).first())
-    assert job.reply.request.messages[0].content.endswith("Be strict.")
+    assert job.reply.turn.request.messages[0].content.endswith("Be strict.")
     assert job.jury.claim_weights.exaggeration == 1.0 and job.jury.knowledge_harm_cap == 1
 
     # Even with the file gone, the frozen release builds from what it stored.
     (scoring_dir / f"{DEMO_VERSION}.yaml").unlink()
     stage = get_stage("jury")
     rebuilt = stage.build(JurorVerdict.objects.filter(release=release).first())
-    assert not rebuilt.reply.request.messages[0].content.endswith("Be strict.")
+    assert not rebuilt.reply.turn.request.messages[0].content.endswith("Be strict.")
 
 
 # --- the admin ------------------------------------------------------------------------------

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
+import datetime as dt
 import json
 from statistics import mean
 
 import pytest
+from django.utils import timezone
 
 from runs_app.costs import forget_prices
 from runs_app.models import (
@@ -190,6 +193,78 @@ def test_a_frame_judge_that_never_validates_leaves_a_gap_the_gate_sees(imported_
     assert "judge_due" not in row.result
     assert (roles["journalist"], roles["frame"]) == (1, 4)
     assert not release_has_gaps(release)
+
+
+class Killed(Exception):
+    """The worker dies: nothing after the raise runs, as after a kill -9."""
+
+
+class ProseFirst(ProviderPool):
+    """The fixture, but the first reply of `prose` purposes to each question is prose; a
+    repair turn kills the worker (`kill`) or is answered as the fixture answers the
+    question."""
+
+    def __init__(self, prose: set[str], *, kill: bool) -> None:
+        super().__init__(default="fixture")
+        self.prose, self.kill = prose, kill
+
+    async def complete(self, request):
+        if request.purpose not in ("journalist", "frame_judge"):
+            return await super().complete(request)
+        repair = any(message.role == "assistant" for message in request.messages)
+        if request.purpose in self.prose and not repair:
+            from runs_app.providers.fixture import fixture_result
+
+            return fixture_result(request, "I would run it, with a careful headline.", "stop")
+        if request.purpose in self.prose and self.kill:
+            raise Killed("the worker is killed during a repair turn")
+        question = tuple(m for m in request.messages if m.role != "assistant")[:2]
+        return await super().complete(dataclasses.replace(request, messages=question))
+
+
+@pytest.mark.django_db
+def test_a_worker_killed_during_an_uptake_repair_turn_loses_no_reply_it_paid_for(
+        small_demo_release):
+    """The journalist's and the frame judge's invalid replies are written before their
+    repair turns are sent: after a kill during either, the next worker sends the repair
+    turn, never the question again."""
+    release = release_freeze(release=small_demo_release)
+    run(release, "generate", "refusal")
+    uptake = AgentRun.objects.filter(release=release, kind=AgentRun.Kind.UPTAKE)
+
+    def expire() -> None:
+        uptake.filter(status=WorkStatus.CLAIMED).update(
+            lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+
+    with pytest.raises(Killed):
+        drain(get_stage("uptake"), release, concurrency=4,
+              providers=ProseFirst({"journalist"}, kill=True))
+    asked = {row.pk for row in uptake.filter(attempts=1)}
+    assert asked
+    for row in uptake.filter(pk__in=asked):
+        [entry] = row.raw_replies
+        assert "invalid" in entry and row.status != WorkStatus.DONE
+    expire()
+    with pytest.raises(Killed):
+        drain(get_stage("uptake"), release, concurrency=4,
+              providers=ProseFirst({"frame_judge"}, kill=True))
+    judged = {row.pk for row in uptake if row.result.get("judge_due") and any(
+        entry.get("call") == "frame_judge" for entry in row.raw_replies)}
+    assert judged
+    expire()
+
+    drain(get_stage("uptake"), release, concurrency=4, providers=ProseFirst(set(), kill=False))
+
+    assert set(uptake.values_list("outcome", flat=True)) == {ReplyOutcome.SCORED}
+    # Each question was asked once, its repair turn after it, by whichever worker.
+    for row in uptake.filter(pk__in=judged):
+        judge = [entry for entry in row.raw_replies if entry.get("call") == "frame_judge"]
+        assert [bool(entry.get("repair_turn")) for entry in judge] == [False, True]
+        said = [(m["role"], m["purpose"]) for m in row.transcript]
+        assert said.count(("assistant", "frame_judge")) == 2  # the prose, then the rating
+    for row in uptake.filter(pk__in=asked):
+        journalist = [entry for entry in row.raw_replies if "call" not in entry]
+        assert [bool(entry.get("repair_turn")) for entry in journalist] == [False, True]
 
 
 def _jury(conveys: dict[str, list[str]], pending: dict[str, object]):
