@@ -280,8 +280,11 @@ def with_paid_attempts(result: CompletionResult,
         return result
     costs = [attempt.cost_usd for attempt in paid if attempt.cost_usd is not None]
     cost = result.cost_usd
-    if cost is not None or costs:
-        cost = (cost or 0.0) + sum(costs)
+    # A reply that reported no cost was paid for all the same: the whole call stays unpriced
+    # (None), so the stage estimates it from every attempt's tokens. Summing only the failed
+    # attempts' costs would record them as the call's exact cost and drop the reply's own.
+    if cost is not None:
+        cost += sum(costs)
     return dataclasses.replace(
         result,
         prompt_tokens=result.prompt_tokens + sum(a.prompt_tokens for a in paid),

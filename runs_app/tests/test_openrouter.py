@@ -21,7 +21,12 @@ import pytest
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.openrouter import OpenRouterProvider, parse_retry_after
 from runs_app.providers.registry import get_provider
-from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse, completion_body
+from runs_app.testing.fake_openrouter import (
+    FakeOpenRouter,
+    FakeResponse,
+    completion_body,
+    error_body,
+)
 
 API_KEY = "sk-or-v1-test-0123456789abcdef"
 
@@ -535,3 +540,26 @@ def test_a_key_that_cannot_be_sent_fails_permanently_without_showing_it(
     assert server.count() == 0
     exposed = [error.message, str(error.__context__), str(error.__cause__), caplog.text]
     assert all("secret" not in text and "broken" not in text for text in exposed)
+
+
+def test_a_reply_without_a_cost_after_a_billed_error_stays_estimated(
+        server: FakeOpenRouter) -> None:
+    """A 200 whose upstream failed mid-reply billed 0.000123, then the retry succeeded but
+    reported no usage (found by the faults tryout). The success was paid too: the result must
+    say its cost is unknown (None, estimated), so the stage estimates it from every token the
+    attempts used. Before, the billed error's 0.000123 stood alone as the whole cost, marked
+    exact: the reply's own cost was dropped, unestimated, from the spend and the budget cap."""
+    billed = error_body(502, "Upstream error mid-reply") | {
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "cost": 0.000123}}
+    server.enqueue(200, body=billed)
+    unpriced = completion_body("A whole reply of several words.")
+    del unpriced["usage"]
+    server.enqueue(200, body=unpriced)
+
+    result = complete(make_provider(server), make_request())
+
+    assert server.count() == 2
+    assert result.cost_usd is None and result.cost_estimated
+    # Both attempts' tokens are there to estimate from: the failed one's 100 + 20, and the
+    # reply's own, estimated from its characters.
+    assert result.prompt_tokens > 100 and result.completion_tokens > 20
