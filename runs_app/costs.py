@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from runs_app.providers.base import CompletionResult
 from runs_app.providers.models_list import ModelsList, cached_models_list
 
 # The cached list is read again after this long (seconds): it changes daily at most.
@@ -28,6 +29,14 @@ def _prices() -> ModelsList | None:
 def forget_prices() -> None:
     """Read the models list afresh on the next estimate (tests, a refreshed list)."""
     _cache.clear()
+
+
+def recorded_cost(model_id: str, result: CompletionResult) -> float:
+    """What a call cost: its reported cost, else what its failed attempts reported plus an
+    estimate of the tokens no reported cost covers."""
+    if result.cost_usd is not None:
+        return result.cost_usd
+    return result.priced_usd + estimated_cost(model_id, *result.unpriced_tokens)
 
 
 def estimated_cost(model_id: str, prompt_tokens: int, completion_tokens: int) -> float:

@@ -61,6 +61,18 @@ class CompletionResult:
     # True when the reply reported no cost: `cost_usd` is then None and the stage records
     # an estimate from the models list's prices, marked as such.
     cost_estimated: bool = False
+    # Failed attempts before an unpriced reply that did report their cost (a 200 whose
+    # upstream failed mid-reply): that cost, and the tokens of the counts above it covers.
+    # Only the rest (`unpriced_tokens`) is estimated, so neither is lost nor counted twice.
+    priced_usd: float = 0.0
+    priced_prompt_tokens: int = 0
+    priced_completion_tokens: int = 0
+
+    @property
+    def unpriced_tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens no reported cost covers: estimated when recorded."""
+        return (self.prompt_tokens - self.priced_prompt_tokens,
+                self.completion_tokens - self.priced_completion_tokens)
 
 
 class ProviderError(Exception):

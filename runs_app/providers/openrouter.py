@@ -278,21 +278,24 @@ def with_paid_attempts(result: CompletionResult,
     whose upstream failed mid-reply bills what it generated): paid means recorded."""
     if not paid:
         return result
-    costs = [attempt.cost_usd for attempt in paid if attempt.cost_usd is not None]
-    cost = result.cost_usd
-    # A reply that reported no cost was paid for all the same: the whole call stays unpriced
-    # (None), so the stage estimates it from every attempt's tokens. Summing only the failed
-    # attempts' costs would record them as the call's exact cost and drop the reply's own.
-    if cost is not None:
-        cost += sum(costs)
-    return dataclasses.replace(
+    priced = [attempt for attempt in paid if attempt.cost_usd is not None]
+    combined = dataclasses.replace(
         result,
         prompt_tokens=result.prompt_tokens + sum(a.prompt_tokens for a in paid),
         completion_tokens=result.completion_tokens + sum(a.completion_tokens for a in paid),
-        reasoning_tokens=result.reasoning_tokens + sum(a.reasoning_tokens for a in paid),
-        cost_usd=cost,
-        cost_estimated=result.cost_estimated and cost is None,
-    )
+        reasoning_tokens=result.reasoning_tokens + sum(a.reasoning_tokens for a in paid))
+    if result.cost_usd is not None:
+        return dataclasses.replace(
+            combined, cost_usd=result.cost_usd + sum(a.cost_usd or 0.0 for a in priced))
+    # A reply that reported no cost was paid for all the same: it stays unpriced (None,
+    # estimated when recorded), with what the failed attempts did report kept apart. Summing
+    # their costs into `cost_usd` recorded them as the call's exact cost and dropped the
+    # reply's own (found by the faults tryout).
+    return dataclasses.replace(
+        combined, cost_usd=None, cost_estimated=True,
+        priced_usd=sum(a.cost_usd or 0.0 for a in priced),
+        priced_prompt_tokens=sum(a.prompt_tokens for a in priced),
+        priced_completion_tokens=sum(a.completion_tokens for a in priced))
 
 
 def request_body(request: CompletionRequest) -> dict[str, Any]:

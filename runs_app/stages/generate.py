@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from runs_app.call_kinds import call_request, writer_seed
-from runs_app.costs import estimated_cost
+from runs_app.costs import recorded_cost
 from runs_app.models import Generation, GenerationAttempt, LlmModel, Release, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, Message, ProviderError
 from runs_app.providers.pool import ProviderPool
@@ -289,9 +289,7 @@ def _provider_fields(result: CompletionResult) -> dict[str, Any]:
 
 
 def _cost(result: CompletionResult, model_id: str) -> float:
-    if result.cost_usd is not None:
-        return result.cost_usd
-    return estimated_cost(model_id, result.prompt_tokens, result.completion_tokens)
+    return recorded_cost(model_id, result)
 
 
 def _attempt_row(item: Generation, number: int, attempt: AttemptRecord,

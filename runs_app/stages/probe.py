@@ -21,7 +21,7 @@ from typing import Any
 
 from runs_app.call_kinds import call_request
 from runs_app.contamination import probe_messages
-from runs_app.costs import estimated_cost
+from runs_app.costs import recorded_cost
 from runs_app.models import ContaminationCheck, ContaminationProbe, ProbeKind, WorkStatus
 from runs_app.providers.base import CompletionRequest, CompletionResult, ProviderError
 from runs_app.providers.pool import ProviderPool
@@ -118,9 +118,7 @@ class ProbeStage(Stage):
 def _usage(item: ContaminationProbe, billed: CompletionResult) -> dict[str, Any]:
     """The probe's usage with this call's added: a reply that reports no cost is estimated
     from the models list's prices and marked so (DESIGN section 5), never a known $0."""
-    cost = billed.cost_usd
-    if cost is None:
-        cost = estimated_cost(item.model, billed.prompt_tokens, billed.completion_tokens)
+    cost = recorded_cost(item.model, billed)
     return {"prompt_tokens": item.prompt_tokens + billed.prompt_tokens,
             "completion_tokens": item.completion_tokens + billed.completion_tokens,
             "reasoning_tokens": item.reasoning_tokens + billed.reasoning_tokens,

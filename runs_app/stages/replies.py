@@ -54,7 +54,9 @@ class Asked:
         self.completion_tokens += result.completion_tokens
         self.reasoning_tokens += result.reasoning_tokens
         if result.cost_usd is None:
-            self.unpriced.append((result.prompt_tokens, result.completion_tokens))
+            # What failed attempts before it reported is known; only the rest is estimated.
+            self.unpriced.append(result.unpriced_tokens)
+            self.cost_usd += result.priced_usd
         else:
             self.cost_usd += result.cost_usd
 

@@ -546,9 +546,10 @@ def test_a_reply_without_a_cost_after_a_billed_error_stays_estimated(
         server: FakeOpenRouter) -> None:
     """A 200 whose upstream failed mid-reply billed 0.000123, then the retry succeeded but
     reported no usage (found by the faults tryout). The success was paid too: the result must
-    say its cost is unknown (None, estimated), so the stage estimates it from every token the
-    attempts used. Before, the billed error's 0.000123 stood alone as the whole cost, marked
-    exact: the reply's own cost was dropped, unestimated, from the spend and the budget cap."""
+    say its cost is unknown (None, estimated), with the failed attempt's reported cost kept
+    apart, so the stage adds an estimate of the reply's own tokens to it. Before, the billed
+    error's 0.000123 stood alone as the whole cost, marked exact: the reply's own cost was
+    dropped, unestimated, from the spend and the budget cap."""
     billed = error_body(502, "Upstream error mid-reply") | {
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "cost": 0.000123}}
     server.enqueue(200, body=billed)
@@ -563,3 +564,6 @@ def test_a_reply_without_a_cost_after_a_billed_error_stays_estimated(
     # Both attempts' tokens are there to estimate from: the failed one's 100 + 20, and the
     # reply's own, estimated from its characters.
     assert result.prompt_tokens > 100 and result.completion_tokens > 20
+    # What the failed attempt reported is kept apart, so only the reply's own is estimated.
+    assert result.priced_usd == pytest.approx(0.000123)
+    assert result.unpriced_tokens == (result.prompt_tokens - 100, result.completion_tokens - 20)
