@@ -14,9 +14,12 @@ turn its own row of `CrossExamTurn` (DESIGN section 5: a unit of work with a uni
   and one call per interview costs a sixth of one per answer.
 
 A turn is planned only once the turn before it is written (`plans_itself`): a worker lost
-mid-interview loses only the turns it had in flight, the next drain resumes at the next turn,
-and a finished turn is never asked again. Calls per read T4 text: 5 x 2 + 1 = 11, plus
-retries. A writer's answer is a writer's text (section 5) and is read as `generate` reads one
+mid-interview loses only the calls it had in flight, the next drain resumes at the next turn,
+and a finished turn is never asked again. Within a turn every call is a claim of its own
+(`replies.ask_turn`): the question is written before the answer is asked for, and an invalid
+reply before its repair turn or re-ask, so a killed worker never loses a reply it paid for.
+Calls per read T4 text: 5 x 2 + 1 = 11, plus retries. A writer's answer is a writer's text
+(section 5) and is read as `generate` reads one
 (`runs_app.stages.generate.classify`, `runs_app.writer_text`): its reasoning and think block
 are kept apart in its raw reply, a chat wrapper is taken off, and an answer cut at the token
 budget, empty, in another language than the release's or wrapped past taking off is asked
@@ -70,13 +73,13 @@ from runs_app.models import (
 from runs_app.providers.base import CompletionRequest, ProviderError
 from runs_app.providers.pool import ProviderPool
 from runs_app.scoring_versions import LanguageTexts
-from runs_app.stages.base import parked
+from runs_app.stages import replies
+from runs_app.stages.base import given_back, parked
 from runs_app.stages.generate import AttemptRecord, classify
 from runs_app.stages.jury import release_juries
 from runs_app.stages.panel import PublicStage, read_generations
 from runs_app.stages.replies import (
     Asked,
-    ask_structured,
     provider_failed,
     raw_entry,
     reply_fields,
@@ -88,13 +91,13 @@ Kind = CrossExamTurn.Kind
 
 @dataclasses.dataclass(frozen=True)
 class TurnJob:
-    """A follow-up turn: the journalist's question (unless an earlier claim asked it
-    already), then the writer's answer."""
+    """A follow-up turn's next call: the journalist's question, or once an earlier claim
+    kept it, the writer's answer."""
 
     number: int
     turns: tuple[Turn, ...]  # the interview so far, answer 1 first
-    question: str  # asked before, its answer failed: not asked again
-    journalist: CompletionRequest
+    question: str  # kept by an earlier claim: the writer answers it, it is not asked again
+    journalist: replies.Turn  # the question's next call (`replies.next_turn`)
     # The writer's request without its messages (the question comes first); the same
     # budget rule and seeds as the generation (section 5: writers keep their own reasoning
     # default): its seed is the first answer's, each re-ask adds `seed_stride`.
@@ -108,7 +111,7 @@ class TurnJob:
 
 @dataclasses.dataclass(frozen=True)
 class LabelsJob:
-    request: CompletionRequest
+    turn: replies.Turn  # the labels' next call (`replies.next_turn`)
     answers: int
     attempts_left: int
 
@@ -152,6 +155,15 @@ async def ask_writer(request: CompletionRequest, attempts_left: int, providers: 
         asked.reply, asked.failure, asked.permanent = attempt, "", False
         return asked
     return asked
+
+
+@dataclasses.dataclass(frozen=True)
+class _Calls:
+    """What `replies.next_turn` reads of one kind of a turn's calls: the attempts its budget
+    has paid for (`spent_calls`) and their replies."""
+
+    attempts: int
+    raw_replies: list[dict[str, Any]]
 
 
 def spent_calls(item: CrossExamTurn) -> Counter[str]:
@@ -279,7 +291,7 @@ class CrossExamStage(PublicStage):
             request = call_request("answer_judge", config=config,
                                    model=item.judge.openrouter_id,
                                    messages=label_messages(texts, document, turns))
-            return LabelsJob(request, answers=len(turns) // 2 + 1,
+            return LabelsJob(replies.next_turn(request, item), answers=len(turns) // 2 + 1,
                              attempts_left=max(0, config.max_reply_attempts - item.attempts))
         journalist = call_request(
             "crossexam", config=config, model=config.journalist,
@@ -289,8 +301,11 @@ class CrossExamStage(PublicStage):
         writer = call_request("write", config=config, model=generation.model.openrouter_id,
                               seed=writer_seed(generation.variant, answered, config.variants))
         spent = spent_calls(item)
+        asked = _Calls(spent["question"], [entry for entry in item.raw_replies
+                                           if entry.get("call") == "question"])
         return TurnJob(
-            number=item.number, turns=turns, question=item.question, journalist=journalist,
+            number=item.number, turns=turns, question=item.question,
+            journalist=replies.next_turn(journalist, asked),
             # The T4 prompt is one user message, stored whole as the generation's prompt.
             writer=writer, writer_prompt=generation.prompt,
             writer_attempts=max(0, config.max_attempts - spent["answer"]),
@@ -299,23 +314,24 @@ class CrossExamStage(PublicStage):
 
     async def execute(self, job: TurnJob | LabelsJob, providers: ProviderPool
                       ) -> TurnOutcome | Asked:
+        """One call per claim: the labels; or the question, written before its answer is
+        asked for; or one answer to a kept question (its seed after every answer asked)."""
         if isinstance(job, LabelsJob):
-            return await ask_structured(job.request,
-                                        lambda text: parse_labels(text, job.answers),
-                                        job.attempts_left, providers)
-        outcome = TurnOutcome(question=job.question)
-        if not outcome.question:
-            outcome.journalist = await ask_structured(
+            return await replies.ask_turn(job.turn,
+                                          lambda text: parse_labels(text, job.answers),
+                                          job.attempts_left, providers)
+        if not job.question:
+            journalist = await replies.ask_turn(
                 job.journalist, lambda text: parse_question(text, job.language),
                 job.reply_attempts, providers)
-            if outcome.journalist.reply is None:
-                return outcome
-            outcome.question = outcome.journalist.reply
+            return TurnOutcome(question=journalist.reply or "", journalist=journalist)
         request = dataclasses.replace(job.writer, messages=writer_messages(
-            job.writer_prompt, [*job.turns, Turn(JOURNALIST, outcome.question)]))
-        outcome.writer = await ask_writer(request, job.writer_attempts, providers,
-                                          job.language, seed_stride=job.seed_stride)
-        return outcome
+            job.writer_prompt, [*job.turns, Turn(JOURNALIST, job.question)]))
+        writer = await ask_writer(request, min(1, job.writer_attempts), providers,
+                                  job.language, seed_stride=job.seed_stride)
+        if writer.reply is None and writer.answered and not writer.failure:
+            writer.attempts_left = job.writer_attempts - writer.attempts
+        return TurnOutcome(question=job.question, writer=writer)
 
     def record(self, item: CrossExamTurn, outcome: TurnOutcome | Asked) -> dict[str, Any]:
         if isinstance(outcome, Asked):
@@ -330,8 +346,12 @@ class CrossExamStage(PublicStage):
             "question": outcome.question,
         }
         if outcome.writer is None:
-            # No valid question: unscored after invalid replies (the interview stops), or
-            # failed after provider errors (an operator may retry).
+            if outcome.question:
+                # The question is kept: its answer is the turn's next claim.
+                return fields | given_back() | {"error": ""}
+            # No valid question: asked again (its repair turn) while attempts are left, then
+            # unscored (the interview stops); failed after provider errors (an operator may
+            # retry).
             asked = reply_fields(item, outcome.journalist)
             # (A parked row, `parked`, keeps its wait: its claim token and not-before time.)
             keep = ("status", "outcome", "claim_token", "claimed_by", "lease_expires_at")
@@ -341,6 +361,11 @@ class CrossExamStage(PublicStage):
             # The provider said to wait: the turn keeps its question and is asked later.
             return fields | parked(outcome.writer.retry_after,
                                    f"answer: {outcome.writer.failure}")
+        if outcome.writer.reply is None and outcome.writer.attempts_left > 0:
+            # An answer that does not count, with attempts left: the next claim asks again,
+            # with the next seed.
+            why = outcome.writer.raw_replies[-1]["invalid"]
+            return fields | given_back() | {"error": f"answer: last reply invalid: {why}"}
         if outcome.writer.reply is None:
             # Answers cut at the budget, empty or lost to provider errors never count
             # (section 5): the turn fails, as a generation does, and keeps its question.

@@ -257,6 +257,46 @@ def test_a_lost_worker_resumes_at_the_next_turn_and_never_asks_a_finished_one_ag
         read_t4(release).count()
 
 
+@pytest.mark.django_db
+def test_a_worker_killed_before_an_answer_keeps_the_question_and_the_answer_it_paid_for(
+        imported_scenarios):
+    """Every call of a turn is a claim: the question is written before the answer is asked
+    for, and an answer that does not count before it is asked again. Killed at that re-ask,
+    the next worker asks only the answer again, with the next seed."""
+    release = t4_release()
+    run(release, "generate", "refusal")
+
+    class Crash(Exception):
+        pass
+
+    class CutThenCrash(CutOnceWriterPool):
+        async def complete(self, request):
+            key = (request.model, request.messages)
+            if request.purpose == "write" and len(request.messages) > 1 and key in self.cut:
+                raise Crash("the worker dies asking the answer again")
+            return await super().complete(request)
+
+    with pytest.raises(Crash):
+        run(release, "crossexam", providers=CutThenCrash())
+    cut = turns_of(release, kind="turn").exclude(question="")
+    cut = [turn for turn in cut if any(e.get("call") == "answer" for e in turn.raw_replies)]
+    assert cut
+    for turn in cut:
+        assert [e["call"] for e in turn.raw_replies] == ["question", "answer"]
+        assert "invalid" in turn.raw_replies[1] and turn.status != WorkStatus.DONE
+    turns_of(release, status=WorkStatus.CLAIMED).update(
+        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+
+    run(release, "crossexam", providers=RecordingPool())
+
+    for turn in turns_of(release, pk__in=[turn.pk for turn in cut]):
+        assert turn.status == WorkStatus.DONE and turn.outcome == ReplyOutcome.SCORED
+        calls = [e["call"] for e in turn.raw_replies]
+        assert calls == ["question", "answer", "answer"]  # the question asked once
+        first, second = turn.raw_replies[1]["seed"], turn.raw_replies[2]["seed"]
+        assert second == first + release.parsed_config().variants
+
+
 # --- the scores ------------------------------------------------------------------------------
 
 
