@@ -277,7 +277,10 @@ class _Loose:
     """Attribute access to a scenario file's raw mapping for the rules across fields, where
     the file did not validate: a missing list reads as empty. A value of the wrong type makes
     the rule that reads it raise; `_cross_field_problems` then skips that rule (the field's
-    own problem is already reported)."""
+    own problem is already reported). A text reads stripped, as the schema reads it
+    (`str_strip_whitespace`): read as written, an id `"F2 "` was "expected 'F2'" and options
+    `ja` and `ja ` were no duplicate only while another field failed, so the problems named
+    changed once that field was fixed."""
 
     LISTS = frozenset({"facts", "uncertainties", "confidential", "attitude_questions",
                        "knowledge_questions", "human_baselines", "journalist_questions",
@@ -289,8 +292,13 @@ class _Loose:
     def __getattr__(self, name: str) -> Any:
         value = self._data.get(name, [] if name in self.LISTS else None)
         if isinstance(value, list):
-            return [_Loose(item) if isinstance(item, dict) else item for item in value]
-        return value
+            return [_Loose(item) if isinstance(item, dict) else _stripped(item)
+                    for item in value]
+        return _stripped(value)
+
+
+def _stripped(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
 
 
 def _unreported(found: list[Problem], reported: list[Problem]) -> list[Problem]:

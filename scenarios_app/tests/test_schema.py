@@ -211,6 +211,26 @@ def test_field_problems_and_problems_across_fields_come_in_one_round():
     assert [problem.path for problem in problems] == ["knowledge_questions[0].correct"]
 
 
+def test_rules_across_fields_read_texts_stripped_while_another_field_fails():
+    """With another field failing, the rules across fields read the raw file: an id written
+    `"F2 "` was reported as out of sequence and a reference `" F2"` as no fact id (both
+    vanished once the other field was fixed), and options `ja` and `ja ` were no duplicate
+    (reported only then). The problems must be the same ones in both rounds."""
+    document = valid_document()
+    document["facts"][1]["id"] = "F2 "
+    document["knowledge_questions"][0]["facts"] = [" F2"]
+    document["knowledge_questions"][1]["options"][1] = document["knowledge_questions"][1][
+        "options"][0] + " "
+
+    _, alone = validate_scenario_document(document)
+    document["title"] = ""  # another field's own rule fails
+    _, with_title = validate_scenario_document(document)
+
+    assert [problem.path for problem in alone] == ["knowledge_questions[1].options[1]"]
+    assert sorted(problem.path for problem in with_title) == [
+        "knowledge_questions[1].options[1]", "title"]
+
+
 def test_it_refuses_a_file_that_is_not_a_mapping():
     _, problems = validate_scenario_document(["format", "slug"])
 
