@@ -344,7 +344,7 @@ def model_history(model_id: str, releases: list[dict[str, Any]]) -> dict[str, An
                 "release": release["code"], "title": release.get("title", ""),
                 "published_at": release.get("published_at"), "metric": measure,
                 "higher_is_better": board.get("higher_is_better", True),
-                "models": len(board.get("rows", [])),
+                "models": sum(1 for r in board.get("rows", []) if r.get("rank") is not None),
                 **{key: row.get(key) for key in ("rank", "point", "cmp_low", "cmp_high",
                                                  "abs_low", "abs_high", "n_texts")},
                 "unranked_reason": row.get("unranked_reason") or "",

@@ -339,6 +339,17 @@ def test_a_model_across_releases_and_measures(client, two_releases):
     assert client.get("/api/v1/models/fixture/nobody/").status_code == 404
 
 
+def test_a_model_s_history_counts_the_models_ranked_not_those_left_unranked():
+    board = {"higher_is_better": True, "rows": [
+        {"model": "m/a", "rank": 1, "point": 0.9}, {"model": "m/b", "rank": 2, "point": 0.5},
+        {"model": "m/c", "rank": None, "point": 0.7, "unranked_reason": "one scenario"}]}
+    release = {"code": "r.0", "models": [{"id": f"m/{x}", "name": x} for x in "abc"],
+               "leaderboards": {"honesty": board}}
+    for model_id in ("m/a", "m/c"):
+        [entry] = compare.model_history(model_id, [release])["entries"]
+        assert entry["models"] == 2  # rank 1 of 2; c is unranked, not third of three
+
+
 def test_the_release_page_links_each_model_to_its_history(client, two_releases):
     html = client.get("/releases/pub.1/").content.decode()
     ranks = html.split('data-metric="honesty"')[1].split("</table>")[0]
