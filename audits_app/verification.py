@@ -87,7 +87,8 @@ def _verify_public_import(result: Verification, release: Release,
     result.not_checked += [
         f"snapshot and configuration hashes: not checked: {PUBLIC_IMPORT}, which holds their "
         "public views; the publication's hashes are of the full ones",
-        f"figures: not recomputed: {PUBLIC_IMPORT}, which lacks the held-out scenarios' rows",
+        f"figures: not recomputed: {PUBLIC_IMPORT}, which lacks the rows the public may not "
+        "see (texts held for the arena or reading studies, held-out scenarios)",
         f"staff archive: not built: {PUBLIC_IMPORT}, which lacks what only staff may see",
     ]
     _check_shape(result, publication)

@@ -512,7 +512,8 @@ def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
             "could be checked (snapshot schema, texts recomputed from the rows, refusal rates "
             "within their intervals, public archive)") in verified.stdout
     assert ("arc.0: not verified: figures: not recomputed: release imported from a public "
-            "archive, which lacks the held-out scenarios' rows") in verified.stdout
+            "archive, which lacks the rows the public may not see (texts held for the arena or "
+            "reading studies, held-out scenarios)") in verified.stdout
 
 
 def test_an_archive_packed_again_with_folder_entries_imports(published):

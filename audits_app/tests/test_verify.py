@@ -130,7 +130,8 @@ def test_a_public_import_is_not_verified_though_nothing_it_holds_differs(release
             "could be checked (snapshot schema, texts recomputed from the rows, refusal rates "
             "within their intervals, public archive)") in said
     assert ("copy.0: not verified: figures: not recomputed: release imported from a public "
-            "archive, which lacks the held-out scenarios' rows") in said
+            "archive, which lacks the rows the public may not see (texts held for the arena or "
+            "reading studies, held-out scenarios)") in said
 
 
 def test_a_tampered_public_archive_is_never_said_to_be_unchanged(release, capsys):
