@@ -1,8 +1,8 @@
-"""Do the ranking intervals hold their level with few scenarios? (audits_app/statistics.py)
+"""Do the ranking intervals hold their level with few scenarios? (audits_app/statistics/)
 
     .venv/bin/python bench/coverage.py [--datasets 2000 --resamples 1000 --twins 300]
 
-Two simulations on data like a release's, scores[M, S, K] with K = 12 cells per scenario:
+Three simulations on data like a release's, scores[M, S, K] with K = 12 cells per scenario:
 
     score = base + model effect + scenario effect + cell effect (within the scenario)
             + model x scenario interaction + noise,   about 5 % of cells missing at random.
