@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -131,11 +132,18 @@ class Uncertainty(_Strict):
                                 "Those samples were never strain-typed and were not kept.")]
 
 
+# A confidential fact this long or longer found word for word in a public field is a leak; a
+# shorter one ("the audit") may be said there in other words' company by chance.
+CONFIDENTIAL_MATCH_WORDS = 4
+
+
 class ConfidentialFact(_Strict):
     id: Annotated[str, Field(pattern=r"^X[1-9][0-9]*$", max_length=ID_LENGTH), about(
         "X1, X2, ...; unique.", "X1")]
     text: Annotated[Text, about("The internal fact, shown to the writer marked internal; never "
-                                "on a public page.",
+                                "on a public page: its words (from "
+                                f"{CONFIDENTIAL_MATCH_WORDS} words on) in a public field such "
+                                "as the control text are refused.",
                                 "The recall insurance is capped at £500,000.")]
 
 
@@ -294,7 +302,7 @@ class _Loose:
         if isinstance(value, list):
             return [_Loose(item) if isinstance(item, dict) else _stripped(item)
                     for item in value]
-        return _stripped(value)
+        return _Loose(value) if isinstance(value, dict) else _stripped(value)
 
 
 def _stripped(value: Any) -> Any:
@@ -396,7 +404,47 @@ def _control_text_problems(scenario: ScenarioFile | _Loose) -> list[Problem]:
     return []
 
 
-_CROSS_FIELD_RULES = (_id_problems, _label_problems, _question_problems, _control_text_problems)
+def _public_texts(scenario: ScenarioFile | _Loose) -> Iterator[tuple[str, str]]:
+    """(path, text) of every field the public pages or archives may show."""
+    yield "title", scenario.title
+    yield "organisation.name", scenario.organisation.name
+    yield "organisation.description", scenario.organisation.description
+    yield "situation", scenario.situation
+    yield "control_text", scenario.control_text
+    for name, fields in (("facts", ("text",)), ("uncertainties", ("text", "note")),
+                         ("attitude_questions", ("text", "low", "high")),
+                         ("knowledge_questions", ("text",)), ("human_baselines", ("text",))):
+        for index, item in enumerate(getattr(scenario, name)):
+            for field in fields:
+                yield f"{name}[{index}].{field}", getattr(item, field)
+    for index, question in enumerate(scenario.knowledge_questions):
+        for position, option in enumerate(question.options):
+            yield f"knowledge_questions[{index}].options[{position}]", option
+    for index, question in enumerate(scenario.journalist_questions):
+        yield f"journalist_questions[{index}]", question
+
+
+def _comparable(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!?;: ")
+
+
+def _confidential_problems(scenario: ScenarioFile | _Loose) -> list[Problem]:
+    """A confidential fact is shown to the writer marked internal, never on a public page:
+    its words in a public field (the control text, a fact, a baseline...) would publish it."""
+    secrets = [(index, fact.id, _comparable(fact.text))
+               for index, fact in enumerate(scenario.confidential)]
+    secrets = [secret for secret in secrets if len(secret[2].split()) >= CONFIDENTIAL_MATCH_WORDS]
+    problems = []
+    for path, text in _public_texts(scenario):
+        public = _comparable(text) if isinstance(text, str) else ""
+        problems += [Problem(path, f"holds the words of confidential[{index}] ({fact_id}), "
+                                   f"which must never be public")
+                     for index, fact_id, secret in secrets if secret in public]
+    return problems
+
+
+_CROSS_FIELD_RULES = (_id_problems, _label_problems, _question_problems, _control_text_problems,
+                      _confidential_problems)
 
 
 def _knowledge_question_problems(

@@ -231,6 +231,35 @@ def test_rules_across_fields_read_texts_stripped_while_another_field_fails():
         "knowledge_questions[1].options[1]", "title"]
 
 
+def test_a_confidential_fact_s_words_in_a_public_field_are_refused_where_they_stand():
+    """The control text, the facts and the baselines are published; a confidential fact is
+    not. Pasted into one of them (in another case, its full stop dropped), it is named."""
+    document = valid_document()
+    secret = document["confidential"][0]["text"]
+    assert len(secret.split()) >= 4
+    words = document["control_text"].split()
+    document["control_text"] = " ".join(words[:len(words) - len(secret.split())]) \
+        + " " + secret.upper().rstrip(".")
+    document["human_baselines"][1]["text"] = "We can say this: " + secret
+    _, problems = validate_scenario_document(document)
+    assert [(p.path, p.message) for p in problems] == [
+        (path, "holds the words of confidential[0] (X1), which must never be public")
+        for path in ("control_text", "human_baselines[1].text")]
+    # With another field failing too, the rule still runs and says the same.
+    document["title"] = ""
+    _, problems = validate_scenario_document(document)
+    assert sorted(p.path for p in problems) == ["control_text", "human_baselines[1].text",
+                                                 "title"]
+
+
+def test_a_confidential_fact_of_a_few_words_may_recur_by_chance():
+    document = valid_document()
+    document["confidential"][0]["text"] = "The audit."
+    document["control_text"] += " The audit found nothing new."
+    _, problems = validate_scenario_document(document)
+    assert problems == []
+
+
 def test_it_refuses_a_file_that_is_not_a_mapping():
     _, problems = validate_scenario_document(["format", "slug"])
 
