@@ -413,7 +413,8 @@ def _public_texts(scenario: ScenarioFile | _Loose) -> Iterator[tuple[str, str]]:
     yield "control_text", scenario.control_text
     for name, fields in (("facts", ("text",)), ("uncertainties", ("text", "note")),
                          ("attitude_questions", ("text", "low", "high")),
-                         ("knowledge_questions", ("text",)), ("human_baselines", ("text",))):
+                         ("knowledge_questions", ("text",)),
+                         ("human_baselines", ("author", "text"))):
         for index, item in enumerate(getattr(scenario, name)):
             for field in fields:
                 yield f"{name}[{index}].{field}", getattr(item, field)

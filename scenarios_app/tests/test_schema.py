@@ -252,6 +252,19 @@ def test_a_confidential_fact_s_words_in_a_public_field_are_refused_where_they_st
                                                  "title"]
 
 
+def test_a_confidential_fact_in_a_baseline_s_author_is_refused_too():
+    """A baseline's author is shown on the public scenario page and the release page's anchor
+    rows, as its text is: a confidential fact pasted there would be published as well."""
+    document = valid_document()
+    document["confidential"][0]["text"] = "The recall insurance is capped at £500,000."
+    document["human_baselines"][0]["author"] = "the press officer: the recall insurance is " \
+        "capped at £500,000"
+    _, problems = validate_scenario_document(document)
+    assert [(p.path, p.message) for p in problems] == [
+        ("human_baselines[0].author",
+         "holds the words of confidential[0] (X1), which must never be public")]
+
+
 def test_a_confidential_fact_of_a_few_words_may_recur_by_chance():
     document = valid_document()
     document["confidential"][0]["text"] = "The audit."
