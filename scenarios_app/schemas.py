@@ -13,6 +13,7 @@ import datetime
 import hashlib
 import json
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
@@ -132,18 +133,23 @@ class Uncertainty(_Strict):
                                 "Those samples were never strain-typed and were not kept.")]
 
 
-# A confidential fact this long or longer found word for word in a public field is a leak; a
-# shorter one ("the audit") may be said there in other words' company by chance.
-CONFIDENTIAL_MATCH_WORDS = 4
+# A confidential fact's words in a public field are a leak: any run of this many of its words
+# in a row, or the whole fact when it is shorter but has CONFIDENTIAL_MIN_WORDS. Shorter runs
+# ("the recall insurance") may be said there by chance: runs of 6 flag none of the shipped
+# scenarios, runs of 4 flagged six.
+CONFIDENTIAL_RUN_WORDS = 6
+CONFIDENTIAL_MIN_WORDS = 4
 
 
 class ConfidentialFact(_Strict):
     id: Annotated[str, Field(pattern=r"^X[1-9][0-9]*$", max_length=ID_LENGTH), about(
         "X1, X2, ...; unique.", "X1")]
     text: Annotated[Text, about("The internal fact, shown to the writer marked internal; never "
-                                "on a public page: its words (from "
-                                f"{CONFIDENTIAL_MATCH_WORDS} words on) in a public field such "
-                                "as the control text are refused.",
+                                "on a public page: any "
+                                f"{CONFIDENTIAL_RUN_WORDS} of its words in a row (all of them, "
+                                f"from {CONFIDENTIAL_MIN_WORDS}, when it is shorter) in a public "
+                                "field such as the control text are refused, whatever their "
+                                "case, punctuation or spacing.",
                                 "The recall insurance is capped at £500,000.")]
 
 
@@ -425,22 +431,45 @@ def _public_texts(scenario: ScenarioFile | _Loose) -> Iterator[tuple[str, str]]:
         yield f"journalist_questions[{index}]", question
 
 
-def _comparable(text: str) -> str:
-    return " ".join(text.casefold().split()).rstrip(".!?;: ")
+# Characters that change no word a reader sees: zero-width spaces and joiners, the BOM.
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+
+
+def _words(text: str) -> list[str]:
+    """The words of a text as a reader reads them: any case, any punctuation, spacing or
+    apostrophe ("Greenvale’s" is "greenvales"), numbers with their separators dropped
+    ("£500,000" is "500000")."""
+    text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold()
+    text = re.sub(r"(?<=\w)['’‘`´](?=\w)", "", text)
+    text = re.sub(r"(?<=\d)[,.\u202f ](?=\d{3}\b)", "", text)
+    return re.findall(r"\w+", text)
+
+
+def _runs(words: list[str], size: int) -> list[tuple[str, ...]]:
+    """Every `size` words in a row, in the text's order."""
+    return [tuple(words[start:start + size]) for start in range(len(words) - size + 1)]
 
 
 def _confidential_problems(scenario: ScenarioFile | _Loose) -> list[Problem]:
     """A confidential fact is shown to the writer marked internal, never on a public page:
-    its words in a public field (the control text, a fact, a baseline...) would publish it."""
-    secrets = [(index, fact.id, _comparable(fact.text))
-               for index, fact in enumerate(scenario.confidential)]
-    secrets = [secret for secret in secrets if len(secret[2].split()) >= CONFIDENTIAL_MATCH_WORDS]
+    its words in a public field (the control text, a fact, a baseline...) would publish it.
+    Found by runs of its words (`CONFIDENTIAL_RUN_WORDS`), so a part of it is found too."""
+    secrets = []
+    for index, fact in enumerate(scenario.confidential):
+        words = _words(fact.text)
+        if len(words) >= CONFIDENTIAL_MIN_WORDS:
+            size = min(len(words), CONFIDENTIAL_RUN_WORDS)
+            secrets.append((index, fact.id, size, _runs(words, size)))
     problems = []
     for path, text in _public_texts(scenario):
-        public = _comparable(text) if isinstance(text, str) else ""
-        problems += [Problem(path, f"holds the words of confidential[{index}] ({fact_id}), "
-                                   f"which must never be public")
-                     for index, fact_id, secret in secrets if secret in public]
+        words = _words(text) if isinstance(text, str) else []
+        for index, fact_id, size, runs in secrets:
+            public_runs = set(_runs(words, size))
+            found = next((run for run in runs if run in public_runs), None)
+            if found is not None:  # named by its first run found, in the fact's order
+                problems.append(Problem(path, f"holds the words of confidential[{index}] "
+                                              f"({fact_id}), which must never be public: "
+                                              f"'{' '.join(found)}'"))
     return problems
 
 

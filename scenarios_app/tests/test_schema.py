@@ -242,9 +242,9 @@ def test_a_confidential_fact_s_words_in_a_public_field_are_refused_where_they_st
         + " " + secret.upper().rstrip(".")
     document["human_baselines"][1]["text"] = "We can say this: " + secret
     _, problems = validate_scenario_document(document)
-    assert [(p.path, p.message) for p in problems] == [
-        (path, "holds the words of confidential[0] (X1), which must never be public")
-        for path in ("control_text", "human_baselines[1].text")]
+    assert [p.path for p in problems] == ["control_text", "human_baselines[1].text"]
+    assert {p.message.split(": '")[0] for p in problems} == {
+        "holds the words of confidential[0] (X1), which must never be public"}
     # With another field failing too, the rule still runs and says the same.
     document["title"] = ""
     _, problems = validate_scenario_document(document)
@@ -256,13 +256,34 @@ def test_a_confidential_fact_in_a_baseline_s_author_is_refused_too():
     """A baseline's author is shown on the public scenario page and the release page's anchor
     rows, as its text is: a confidential fact pasted there would be published as well."""
     document = valid_document()
-    document["confidential"][0]["text"] = "The recall insurance is capped at £500,000."
+    document["confidential"][0]["text"] = "The recall insurance is capped at £400,000."
     document["human_baselines"][0]["author"] = "the press officer: the recall insurance is " \
-        "capped at £500,000"
+        "capped at £400,000"
     _, problems = validate_scenario_document(document)
     assert [(p.path, p.message) for p in problems] == [
         ("human_baselines[0].author",
-         "holds the words of confidential[0] (X1), which must never be public")]
+         "holds the words of confidential[0] (X1), which must never be public: "
+         "'the recall insurance is capped at'")]
+
+
+X2 = ("Greenvale's product recall insurance is capped at £500,000, while the company's own "
+      "estimate of recall costs and likely compensation claims is about £1.3 million.")
+
+
+@pytest.mark.parametrize("pasted", [
+    "Greenvale’s product recall insurance is capped at £500,000.",  # a clause, curly apostrophe
+    "product recall insurance is capped at £500000",  # its comma dropped, words missing
+    "The company's own estimate of recall costs is high.",  # six words in a row
+    "GREENVALE'S PRODUCT RECALL\nINSURANCE IS CAPPED",  # case, a line break
+    "its product recall in\u200bsurance is capped at £500,000",  # a zero-width space
+])
+def test_a_part_of_a_confidential_fact_is_refused_however_it_is_written(pasted):
+    document = valid_document()
+    assert document["confidential"][1]["text"] == X2
+    document["human_baselines"][1]["text"] += " " + pasted
+    _, problems = validate_scenario_document(document)
+    assert [p.path for p in problems] == ["human_baselines[1].text"]
+    assert problems[0].message.startswith("holds the words of confidential[1] (X2)")
 
 
 def test_a_confidential_fact_of_a_few_words_may_recur_by_chance():
