@@ -139,7 +139,7 @@ async def ask_writer(request: CompletionRequest, attempts_left: int, providers: 
         try:
             result = await providers.complete(call)
         except ProviderError as error:
-            return provider_failed(asked, error)  # as every stage's calls (`ask_structured`)
+            return provider_failed(asked, error)  # as every stage's calls (`replies.ask_turn`)
         asked.count(result)
         entry = raw_entry(result) | {"seed": call.seed}
         asked.raw_replies.append(entry)

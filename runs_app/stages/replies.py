@@ -1,10 +1,10 @@
 """One structured reply with bounded retries, shared by every scoring stage (DESIGN section 5).
 
 A juror, reader or agent answers in JSON that a pydantic schema validates (read by
-`runs_app.reply_reader`). An invalid reply gets a repair turn that quotes what was wrong, at
-most `attempts_left` calls in all; then the row is unscored, never given a
-default score. A row that got no reply at all (only provider errors) fails, so an operator
-can retry it. Every raw reply and every error is kept.
+`runs_app.reply_reader`), one call per claim (`ask_turn`). An invalid reply gets a repair turn
+that quotes what was wrong, at most `attempts_left` calls in all; then the row is unscored,
+never given a default score. A row that got no reply at all (only provider errors) fails, so
+an operator can retry it. Every raw reply and every error is kept.
 """
 
 from __future__ import annotations
@@ -87,45 +87,23 @@ def provider_failed(asked: Asked, error: ProviderError) -> Asked:
     return asked
 
 
-async def ask_structured(
-    request: CompletionRequest, parse: Callable[[str], Any], attempts_left: int,
-    providers: ProviderPool, *, repair: bool = True,
-) -> Asked:
-    """Call until `parse` accepts a reply, at most `attempts_left` times, in one claim (for a
-    job whose calls follow one another: an interview's turns, a story and its judge; a
-    row of one question asks one call per claim instead, `ask_turn`).
-
-    `parse` returns the validated reply, or None or raises for an invalid one: any exception
-    it raises is an invalid reply, never a crash of the drain. After an invalid reply the
-    next call is a repair turn (the reply, then a user turn quoting what was wrong): asked
-    the identical question again, a model at temperature 0 answers the same. `repair=False`
-    asks the same request again (a spokesperson's answer is prose, not JSON), and never reads
-    an answer from the reasoning field (`_read`).
-    A provider error stops at once: the provider has already retried a transient one
-    (with backoff, `max_retries`), and asking again here would multiply its retries by the
-    reply attempts (DESIGN section 5). The row then fails (an operator retries it), or, when
-    the provider said to wait longer than a call waits, is parked (`retry_after`); that
-    throttled call made no model call and uses up no attempt.
-    """
-    asked = Asked(model=request.model)
-    current = request
-    for _ in range(attempts_left):
-        if await _call(asked, current, parse, providers, repair=repair,
-                       repair_turn=current is not request):
-            return asked
-        if repair:
-            current = repair_request(request, asked.raw_replies[-1]["text"],
-                                     asked.raw_replies[-1]["invalid"])
-    return asked
-
-
 async def ask_turn(turn: Turn, parse: Callable[[str], Any], attempts_left: int,
                    providers: ProviderPool) -> Asked:
     """One call of a row's question per claim (`next_turn` made it from what the row kept):
     its reply is written as soon as it returns. An invalid one with attempts left gives the
     row back (`reply_fields`), and the next claim, by whichever worker, sends its repair
-    turn: a worker killed during a repair turn has lost no reply it was paid for, and the
-    question is never asked again (DESIGN section 5)."""
+    turn (the reply, then a user turn quoting what was wrong: asked the identical question
+    again, a model at temperature 0 answers the same): a worker killed during a repair turn
+    has lost no reply it was paid for, and the question is never asked again (DESIGN
+    section 5).
+
+    `parse` returns the validated reply, or None or raises for an invalid one: any exception
+    it raises is an invalid reply, never a crash of the drain. A provider error ends the
+    row's asking: the provider has already retried a transient one (with backoff,
+    `max_retries`), and asking again here would multiply its retries by the reply attempts.
+    The row then fails (an operator retries it), or, when the provider said to wait longer
+    than a call waits, is parked (`retry_after`); that throttled call made no model call and
+    uses up no attempt."""
     asked = Asked(model=turn.request.model)
     if attempts_left > 0 and not await _call(asked, turn.request, parse, providers,
                                              repair_turn=turn.repair):
@@ -152,8 +130,7 @@ def next_turn(request: CompletionRequest, item: Any) -> Turn:
 
 
 async def _call(asked: Asked, request: CompletionRequest, parse: Callable[[str], Any],
-                providers: ProviderPool, *, repair: bool = True,
-                repair_turn: bool = False) -> bool:
+                providers: ProviderPool, *, repair_turn: bool = False) -> bool:
     """One call, counted and kept in `asked`: True when it ended the asking (a valid reply,
     a provider error), False for an invalid reply (its entry says why)."""
     asked.attempts += 1
@@ -165,7 +142,7 @@ async def _call(asked: Asked, request: CompletionRequest, parse: Callable[[str],
     asked.count(result)
     entry = raw_entry(result, repair_turn=repair_turn)
     asked.raw_replies.append(entry)
-    asked.reply, reason = _read(result, parse, json_reply=repair)
+    asked.reply, reason = _read(result, parse)
     if asked.reply is not None:
         if not result.text.strip():
             entry["answer_in_reasoning"] = True
@@ -175,8 +152,7 @@ async def _call(asked: Asked, request: CompletionRequest, parse: Callable[[str],
     return False
 
 
-def _read(result: CompletionResult, parse: Callable[[str], Any], *,
-          json_reply: bool = True) -> tuple[Any, str]:
+def _read(result: CompletionResult, parse: Callable[[str], Any]) -> tuple[Any, str]:
     """(the validated reply, "") or (None, why the reply is invalid).
 
     A JSON reply whose content is empty while its reasoning field is not (OpenRouter's
@@ -190,7 +166,7 @@ def _read(result: CompletionResult, parse: Callable[[str], Any], *,
     if result.refusal and not result.text.strip():
         return None, f"it is a refusal ({_short(result.refusal)}), not the JSON asked for"
     text = result.text
-    if json_reply and not text.strip() and result.reasoning.strip():
+    if not text.strip() and result.reasoning.strip():
         text = as_reasoning(result.reasoning)
     try:
         reply = parse(text)

@@ -85,3 +85,26 @@ def valid_reply(payload: dict[str, Any]) -> str:
     if knowledge and "knowledge" in prompt:
         return json.dumps({"attitude": attitude, "knowledge": knowledge})
     return json.dumps({"attitude": attitude})
+
+
+async def ask_claim_by_claim(request, parse, attempts: int, providers):
+    """A row's question asked as the drain asks it, claim after claim (`stages.replies`:
+    `next_turn`, then `ask_turn`), until a reply validates, an error ends it or the attempts
+    are used: every call's `Asked` folded into one, for tests of the replies' reading that
+    need no database."""
+    from types import SimpleNamespace
+
+    from runs_app.stages.replies import Asked, ask_turn, next_turn
+
+    row = SimpleNamespace(attempts=0, raw_replies=[])
+    whole = Asked(model=request.model)
+    while True:
+        asked = await ask_turn(next_turn(request, row), parse, attempts - row.attempts,
+                               providers)
+        whole.attempts += asked.attempts
+        whole.raw_replies += asked.raw_replies
+        row.attempts, row.raw_replies = whole.attempts, whole.raw_replies
+        whole.reply, whole.failure = asked.reply, asked.failure
+        whole.retry_after = asked.retry_after
+        if asked.attempts_left <= 0:
+            return whole

@@ -22,8 +22,9 @@ from runs_app.readers import (
     parse_reader_reply,
 )
 from runs_app.reply_reader import InvalidReply, json_object, split_think
-from runs_app.stages.replies import Turn, ask_structured, ask_turn, next_turn, reply_fields
+from runs_app.stages.replies import Turn, ask_turn, next_turn, reply_fields
 from runs_app.testing.fake_openrouter import FakeOpenRouter, completion_body
+from runs_app.testing.replies import ask_claim_by_claim
 
 VERDICT = {"verdict": "complied", "reason": "It wrote the text."}
 FENCED = f"```json\n{json.dumps(VERDICT)}\n```"
@@ -124,7 +125,7 @@ def _ask(server: FakeOpenRouter, attempts: int = 3):
 
     async def go():
         try:
-            return await ask_structured(request, parse_refusal_reply, attempts, pool)
+            return await ask_claim_by_claim(request, parse_refusal_reply, attempts, pool)
         finally:
             await pool.aclose()
 
@@ -204,7 +205,7 @@ def test_a_parser_that_raises_anything_makes_an_invalid_reply_not_a_crash() -> N
     with FakeOpenRouter() as server:
         server.enqueue(body=_completion(json.dumps(VERDICT)))
         pool = ProviderPool("openrouter", base_url=server.base_url, api_key="test-key")
-        asked = asyncio.run(ask_structured(request, broken, 1, pool))
+        asked = asyncio.run(ask_claim_by_claim(request, broken, 1, pool))
     assert asked.reply is None and "nested too deeply" in asked.raw_replies[0]["invalid"]
 
 
@@ -385,15 +386,3 @@ def test_the_reasoning_field_is_not_read_when_the_content_holds_anything() -> No
         asked = _ask(server)
     assert asked.reply.verdict == "complied" and asked.attempts == 2
     assert "answer_in_reasoning" not in asked.raw_replies[1]
-
-
-def test_prose_replies_are_never_read_from_the_reasoning_field() -> None:
-    """repair=False (a spokesperson's prose): an empty content is no answer."""
-    request = CompletionRequest(model="acme/writer", max_tokens=100,
-                                messages=(Message("user", "Answer."),))
-    with FakeOpenRouter() as server:
-        server.enqueue(body=_with_reasoning(None, "The answer is yes."))
-        pool = ProviderPool("openrouter", base_url=server.base_url, api_key="test-key")
-        asked = asyncio.run(ask_structured(request, lambda text: text.strip() or None, 1, pool,
-                                           repair=False))
-    assert asked.reply is None

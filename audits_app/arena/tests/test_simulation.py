@@ -100,9 +100,9 @@ def test_a_reasoning_reader_votes_with_the_reasoning_room_its_release_declares(
     from runs_app.call_kinds import call_request
     from runs_app.models import ScoringVersion
     from runs_app.readers import load_panel
-    from runs_app.stages.replies import ask_structured
     from runs_app.testing.fake_openrouter import FakeOpenRouter
     from runs_app.testing.messy import MessyReplies, models_payload
+    from runs_app.testing.replies import ask_claim_by_claim
     from runs_app.tests.reply_probes import READER, release_for
     from scenarios_app.models import Scenario
 
@@ -120,6 +120,6 @@ def test_a_reasoning_reader_votes_with_the_reasoning_room_its_release_declares(
                         models=models_payload([READER], reasoning=(READER,))) as server:
         pool = ProviderPool(default="openrouter", base_url=server.base_url,
                             api_key="test-key", backoff_base=0.01, max_retries=0)
-        asked = asyncio.run(ask_structured(vote, parse_pair_reply, 3, pool))
+        asked = asyncio.run(ask_claim_by_claim(vote, parse_pair_reply, 3, pool))
     assert asked.reply is not None and asked.attempts == 1, [
         e.get("finish_reason") for e in asked.raw_replies]
