@@ -364,8 +364,11 @@ def release_retry_failed(*, release: Release, stage_name: str, ids: list[int] | 
         if ids is not None:
             rows = rows.filter(pk__in=ids)
         reset = {"outcome": ""} if _has_field(stage.work_model, "outcome") else {}
-        count = rows.update(status=WorkStatus.PENDING, attempts=0, claims=0, error="",
-                            claim_token="", lease_expires_at=None, finished_at=None, **reset)
+        ids = list(rows.values_list("pk", flat=True))
+        count = stage.work_model.objects.filter(pk__in=ids).update(
+            status=WorkStatus.PENDING, attempts=0, claims=0, error="", claim_token="",
+            lease_expires_at=None, finished_at=None, **reset)
+        stage.retried(ids)
         active = StageRun.objects.filter(release=release, stage=stage_name,
                                          state=StageRunState.ACTIVE).exists()
         if count:

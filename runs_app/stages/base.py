@@ -234,6 +234,11 @@ class Stage(abc.ABC):
         """
         return None
 
+    def retried(self, ids: list[int]) -> None:
+        """After an operator's retry gave these rows a fresh attempt budget (`attempts` 0,
+        in `runs_app.services.release_retry_failed`): what else of theirs counts from it."""
+        return None
+
     def add_children(self, rows: Iterable[Any]) -> None:
         """From `record`: new child rows (claims, attempts) to insert with the batch's results,
         in the same transaction, one INSERT per model for the whole batch."""

@@ -88,7 +88,7 @@ class UptakeStage(AgentRunStage):
                              max(0, config.max_reply_attempts - item.attempts))
         story = JournalistReply.model_validate(
             {key: item.result[key] for key in ("runs_story", "headline", "opening", "reason")})
-        # An operator's retry resets `attempts` to 0: the judge's budget is whole again.
+        # The judge's calls since it began, or since an operator's retry (`retried`).
         judged = _JudgeTurns(max(0, item.attempts - item.result.get(JUDGE_FROM, 0)),
                              [entry for entry in item.raw_replies
                               if entry.get("call") == "frame_judge"])
@@ -129,6 +129,13 @@ class UptakeStage(AgentRunStage):
         return fields | given_back() | {
             "transcript": transcript, "outcome": "", "error": "",
             "result": result | {JUDGE_DUE: True, JUDGE_FROM: fields["attempts"]}}
+
+    def retried(self, ids: list[int]) -> None:
+        """A retried row whose judge is due counts the judge's budget from the retry: with
+        `judge_from` left where the judge first began, the budget came whole only some calls
+        late, and the calls in between asked the question afresh instead of repairing."""
+        for row in AgentRun.objects.filter(pk__in=ids, result__has_key=JUDGE_FROM):
+            AgentRun.objects.filter(pk=row.pk).update(result=row.result | {JUDGE_FROM: 0})
 
     def _record_judge(self, item: AgentRun, outcome: UptakeOutcome) -> dict[str, Any]:
         judge, turn = outcome.judge, outcome.job.turn

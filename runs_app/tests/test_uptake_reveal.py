@@ -195,6 +195,32 @@ def test_a_frame_judge_that_never_validates_leaves_a_gap_the_gate_sees(imported_
     assert not release_has_gaps(release)
 
 
+@pytest.mark.django_db
+def test_a_retried_frame_judge_gets_its_whole_budget_and_repair_turns_again(
+        imported_scenarios, monkeypatch):
+    """After an operator's retry the judge's budget counts from the retry: the question once,
+    then repair turns, three calls in all, as the first time."""
+    def responder(payload):
+        if role_of(payload) == "frame":
+            return body_for("I would rate the frame adoption a 3 out of 5.", payload)
+        return body_for(valid_reply(payload), payload)
+
+    def frame_calls(server) -> list[bool]:  # per frame judge call: is it a repair turn?
+        return [any(m["role"] == "assistant" for m in request.body["messages"])
+                for request in server.requests if role_of(request.body) == "frame"]
+
+    with serving(responder, monkeypatch, "frame.1",
+                 ["generate", "refusal", "uptake"]) as (release, run_stages, server):
+        run_stages()
+        assert frame_calls(server) == [False, True, True]
+        release_retry_failed(release=release, stage_name="uptake")
+        run_stages()
+        row = AgentRun.objects.get(release=release, kind="uptake")
+        assert frame_calls(server) == [False, True, True] * 2
+    assert (row.status, row.outcome) == (WorkStatus.DONE, ReplyOutcome.UNSCORED)
+    assert row.result["judge_due"] is True and row.result["runs_story"] is True
+
+
 class Killed(Exception):
     """The worker dies: nothing after the raise runs, as after a kill -9."""
 
