@@ -157,15 +157,6 @@ async def ask_writer(request: CompletionRequest, attempts_left: int, providers: 
     return asked
 
 
-@dataclasses.dataclass(frozen=True)
-class _Calls:
-    """What `replies.next_turn` reads of one kind of a turn's calls: the attempts its budget
-    has paid for (`spent_calls`) and their replies."""
-
-    attempts: int
-    raw_replies: list[dict[str, Any]]
-
-
 def spent_calls(item: CrossExamTurn) -> Counter[str]:
     """The calls (question, answer) the turn's budgets have paid for: its last `attempts`
     replies. A turn given back after a wait (`parked`) keeps them, as a generation keeps its
@@ -301,8 +292,8 @@ class CrossExamStage(PublicStage):
         writer = call_request("write", config=config, model=generation.model.openrouter_id,
                               seed=writer_seed(generation.variant, answered, config.variants))
         spent = spent_calls(item)
-        asked = _Calls(spent["question"], [entry for entry in item.raw_replies
-                                           if entry.get("call") == "question"])
+        asked = replies.Kept(spent["question"], [entry for entry in item.raw_replies
+                                                 if entry.get("call") == "question"])
         return TurnJob(
             number=item.number, turns=turns, question=item.question,
             journalist=replies.next_turn(journalist, asked),

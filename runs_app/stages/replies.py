@@ -117,11 +117,22 @@ class Turn:
     repair: bool = False  # a repair turn of the row's last reply
 
 
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """What `next_turn` reads of a row, for one of a row's several questions (an uptake row's
+    frame judge, an interview turn's question): the attempts its budget has paid for and
+    their replies."""
+
+    attempts: int
+    raw_replies: list[dict[str, Any]]
+
+
 def next_turn(request: CompletionRequest, item: Any) -> Turn:
-    """A row's next call: its question, or, when the last reply its current budget got was
-    invalid, the repair turn of that reply. Only within the budget: an operator's retry
-    (`attempts` back to 0) asks the question afresh. A provider error's entry (no text) is
-    passed over: a throttled row asks what it would have asked."""
+    """A row's next call (`item`: the row, or a `Kept` part of it): its question, or, when
+    the last reply its current budget got was invalid, the repair turn of that reply. Only
+    within the budget: an operator's retry (`attempts` back to 0) asks the question afresh.
+    A provider error's entry (no text) is passed over: a throttled row asks what it would
+    have asked."""
     if item.attempts:
         last = next((entry for entry in reversed(item.raw_replies) if "text" in entry), None)
         if last is not None and "invalid" in last:

@@ -36,7 +36,15 @@ from runs_app.readers import (
 )
 from runs_app.stages.base import given_back, parked
 from runs_app.stages.panel import AgentRunStage, read_generations
-from runs_app.stages.replies import Asked, Turn, ask_turn, next_turn, reply_fields, usage_fields
+from runs_app.stages.replies import (
+    Asked,
+    Kept,
+    Turn,
+    ask_turn,
+    next_turn,
+    reply_fields,
+    usage_fields,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +97,8 @@ class UptakeStage(AgentRunStage):
         story = JournalistReply.model_validate(
             {key: item.result[key] for key in ("runs_story", "headline", "opening", "reason")})
         # The judge's calls since it began, or since an operator's retry (`retried`).
-        judged = _JudgeTurns(max(0, item.attempts - item.result.get(JUDGE_FROM, 0)),
-                             [entry for entry in item.raw_replies
-                              if entry.get("call") == "frame_judge"])
+        judged = Kept(max(0, item.attempts - item.result.get(JUDGE_FROM, 0)),
+                      [entry for entry in item.raw_replies if entry.get("call") == "frame_judge"])
         request = call_request("frame_judge", config=config, model=config.journalist,
                                messages=judge_messages(texts, generation.text, story.headline,
                                                        story.opening))
@@ -180,14 +187,6 @@ class UptakeStage(AgentRunStage):
         return fields | {"status": WorkStatus.DONE, "outcome": ReplyOutcome.UNSCORED,
                          "error": "judge: no valid reply within max_reply_attempts"
                                   f" ({invalid[-1] if invalid else 'no valid reply'})"}
-
-
-@dataclasses.dataclass(frozen=True)
-class _JudgeTurns:
-    """What `next_turn` reads of a row whose judge is due: the judge's attempts and replies."""
-
-    attempts: int
-    raw_replies: list[dict[str, Any]]
 
 
 def _transcript(request: CompletionRequest, asked: Asked) -> list[dict[str, Any]]:

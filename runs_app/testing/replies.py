@@ -92,18 +92,15 @@ async def ask_claim_by_claim(request, parse, attempts: int, providers):
     `next_turn`, then `ask_turn`), until a reply validates, an error ends it or the attempts
     are used: every call's `Asked` folded into one, for tests of the replies' reading that
     need no database."""
-    from types import SimpleNamespace
+    from runs_app.stages.replies import Asked, Kept, ask_turn, next_turn
 
-    from runs_app.stages.replies import Asked, ask_turn, next_turn
-
-    row = SimpleNamespace(attempts=0, raw_replies=[])
     whole = Asked(model=request.model)
     while True:
-        asked = await ask_turn(next_turn(request, row), parse, attempts - row.attempts,
+        kept = Kept(whole.attempts, whole.raw_replies)
+        asked = await ask_turn(next_turn(request, kept), parse, attempts - whole.attempts,
                                providers)
         whole.attempts += asked.attempts
         whole.raw_replies += asked.raw_replies
-        row.attempts, row.raw_replies = whole.attempts, whole.raw_replies
         whole.reply, whole.failure = asked.reply, asked.failure
         whole.retry_after = asked.retry_after
         if asked.attempts_left <= 0:
