@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import json
 from collections import Counter, defaultdict
 from statistics import mean
 
 import pytest
 from django.conf import settings
-from django.utils import timezone
 
 from baitbench_site import yaml_files
 from runs_app.boundaries import block_content, markers_in, turn_lines_in
@@ -47,6 +45,7 @@ from runs_app.services import (
 )
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
+from runs_app.testing.kills import Killed, leases_expired
 from runs_app.tests.releases import run, t4_release
 from runs_app.writer_text import NotAText
 from scenarios_app.schemas import ScenarioFile
@@ -228,23 +227,18 @@ def test_a_lost_worker_resumes_at_the_next_turn_and_never_asks_a_finished_one_ag
     release = t4_release()
     run(release, "generate", "refusal")
 
-    class Crash(Exception):
-        pass
-
     class CrashAtTurnFour(RecordingPool):
         async def complete(self, request):
             if request.purpose == "write" and len(request.messages) == 7:
-                raise Crash("the worker dies mid-interview")
+                raise Killed("the worker dies mid-interview")
             return await super().complete(request)
 
-    with pytest.raises(Crash):
+    with pytest.raises(Killed):
         run(release, "crossexam", providers=CrashAtTurnFour())
     finished = set(turns_of(release, status=WorkStatus.DONE).values_list("generation",
                                                                           "number"))
     assert finished and {number for _, number in finished} <= {2, 3}
-    # The dead worker's claims expire.
-    turns_of(release, status=WorkStatus.CLAIMED).update(
-        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    leases_expired(turns_of(release))  # the dead worker's claims expire
     resumed = RecordingPool()
     run(release, "crossexam", providers=resumed)
     asked_again = [r for r in resumed.requests if r.purpose == "write"
@@ -266,17 +260,14 @@ def test_a_worker_killed_before_an_answer_keeps_the_question_and_the_answer_it_p
     release = t4_release()
     run(release, "generate", "refusal")
 
-    class Crash(Exception):
-        pass
-
     class CutThenCrash(CutOnceWriterPool):
         async def complete(self, request):
             key = (request.model, request.messages)
             if request.purpose == "write" and len(request.messages) > 1 and key in self.cut:
-                raise Crash("the worker dies asking the answer again")
+                raise Killed("the worker dies asking the answer again")
             return await super().complete(request)
 
-    with pytest.raises(Crash):
+    with pytest.raises(Killed):
         run(release, "crossexam", providers=CutThenCrash())
     cut = turns_of(release, kind="turn").exclude(question="")
     cut = [turn for turn in cut if any(e.get("call") == "answer" for e in turn.raw_replies)]
@@ -284,8 +275,7 @@ def test_a_worker_killed_before_an_answer_keeps_the_question_and_the_answer_it_p
     for turn in cut:
         assert [e["call"] for e in turn.raw_replies] == ["question", "answer"]
         assert "invalid" in turn.raw_replies[1] and turn.status != WorkStatus.DONE
-    turns_of(release, status=WorkStatus.CLAIMED).update(
-        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    leases_expired(turns_of(release))
 
     run(release, "crossexam", providers=RecordingPool())
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import json
 from collections import Counter
 
 import pytest
 from django.conf import settings
 from django.db.models import Avg
-from django.utils import timezone
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -35,6 +33,7 @@ from runs_app.services import release_config_from_file, release_create, release_
 from runs_app.stages import get_stage
 from runs_app.stages.base import drain
 from runs_app.stages.jury import JuryStage
+from runs_app.testing.kills import Killed, leases_expired
 from scenarios_app.schemas import ScenarioFile
 
 
@@ -330,10 +329,6 @@ class ScriptedJurors(ProviderPool):
 INVALID_VERDICT = "The text looks fair to me overall."  # prose: no JSON verdict in it
 
 
-class Killed(Exception):
-    """The worker dies: nothing after the raise runs, as after a kill -9."""
-
-
 class ProseJurors(ProviderPool):
     """Jurors whose first reply to a question is prose ($0.01 each); a repair turn kills the
     worker, or, once `kill` is off, is answered as the fixture answers the question."""
@@ -373,9 +368,7 @@ def test_a_worker_killed_during_a_repair_turn_loses_no_reply_it_paid_for(importe
         [entry] = verdict.raw_replies
         assert entry["text"] == INVALID_VERDICT and "invalid" in entry
         assert verdict.cost_usd == pytest.approx(0.01)
-    # The dead worker's claims expire.
-    JurorVerdict.objects.filter(release=release, status=WorkStatus.CLAIMED).update(
-        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    leases_expired(JurorVerdict.objects.filter(release=release))
 
     resumed = ProseJurors(kill=False)
     run(release, "jury", providers=resumed)

@@ -504,6 +504,17 @@ def test_an_operators_retry_of_an_answer_goes_on_with_the_next_seeds(imported_sc
     assert turn.outcome == "scored" and not turn.answer.startswith("Die ")
 
 
+def _billed_then_unpriced(p, c, n):
+    """The first attempt: a 200 whose upstream failed mid-reply, billing 0.5; the retry: a
+    valid reply without a usage block."""
+    if n == 1:
+        return {"error": {"code": 502, "message": "Upstream error mid-reply"},
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 0, "cost": 0.5}}
+    body = body_for(c, p)
+    del body["usage"]
+    return body
+
+
 @pytest.mark.django_db
 def test_a_billed_error_then_a_reply_without_usage_keeps_the_reply_estimated(
         imported_scenarios, monkeypatch):
@@ -511,14 +522,7 @@ def test_a_billed_error_then_a_reply_without_usage_keeps_the_reply_estimated(
     retry succeeds without a usage block (found by the faults tryout). The text's cost is the
     0.5 billed plus an estimate of the reply, and says it is estimated; before, the 0.5 alone
     was recorded as the exact cost and the reply's own cost was lost."""
-    def billed_then_unpriced(p, c, n):
-        if n == 1:
-            return {"error": {"code": 502, "message": "Upstream error mid-reply"},
-                    "usage": {"prompt_tokens": 1000, "completion_tokens": 0, "cost": 0.5}}
-        body = body_for(c, p)
-        del body["usage"]
-        return body
-    release, requests = run(Shaped("write", billed_then_unpriced, times=2), monkeypatch,
+    release, requests = run(Shaped("write", _billed_then_unpriced, times=2), monkeypatch,
                             stages=["generate"])
     text = Generation.objects.get(release=release)
     assert text.status == WorkStatus.DONE and len(requests) == 2
@@ -532,14 +536,7 @@ def test_a_refusal_checks_billed_error_then_unpriced_reply_counts_both(
     """The same for a structured reply (`Asked.count`): the refusal check's first attempt
     bills 0.5 in a 200 error, the retry answers validly without usage. The row records the
     0.5 and an estimate of the reply, marked estimated."""
-    def billed_then_unpriced(p, c, n):
-        if n == 1:
-            return {"error": {"code": 502, "message": "Upstream error mid-reply"},
-                    "usage": {"prompt_tokens": 1000, "completion_tokens": 0, "cost": 0.5}}
-        body = body_for(c, p)
-        del body["usage"]
-        return body
-    release, _ = run(Shaped("refusal", billed_then_unpriced, times=2), monkeypatch,
+    release, _ = run(Shaped("refusal", _billed_then_unpriced, times=2), monkeypatch,
                      stages=["generate", "refusal"])
     check = RefusalCheck.objects.get(release=release)
     assert check.status == WorkStatus.DONE and check.outcome == "scored"

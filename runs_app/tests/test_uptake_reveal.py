@@ -7,12 +7,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import datetime as dt
 import json
 from statistics import mean
 
 import pytest
-from django.utils import timezone
 
 from runs_app.costs import forget_prices
 from runs_app.models import (
@@ -35,6 +33,7 @@ from runs_app.stages import get_stage
 from runs_app.stages.base import drain, drain_release
 from runs_app.stages.reveal import _incriminating, _verdicts
 from runs_app.testing.fake_openrouter import FakeOpenRouter, FakeResponse
+from runs_app.testing.kills import Killed, leases_expired
 from runs_app.testing.messy import models_payload
 from runs_app.testing.replies import valid_reply
 from runs_app.tests.reply_probes import MODELS, body_for, calls_by_role, release_for, role_of
@@ -221,10 +220,6 @@ def test_a_retried_frame_judge_gets_its_whole_budget_and_repair_turns_again(
     assert row.result["judge_due"] is True and row.result["runs_story"] is True
 
 
-class Killed(Exception):
-    """The worker dies: nothing after the raise runs, as after a kill -9."""
-
-
 class ProseFirst(ProviderPool):
     """The fixture, but the first reply of `prose` purposes to each question is prose; a
     repair turn kills the worker (`kill`) or is answered as the fixture answers the
@@ -258,10 +253,6 @@ def test_a_worker_killed_during_an_uptake_repair_turn_loses_no_reply_it_paid_for
     run(release, "generate", "refusal")
     uptake = AgentRun.objects.filter(release=release, kind=AgentRun.Kind.UPTAKE)
 
-    def expire() -> None:
-        uptake.filter(status=WorkStatus.CLAIMED).update(
-            lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
-
     with pytest.raises(Killed):
         drain(get_stage("uptake"), release, concurrency=4,
               providers=ProseFirst({"journalist"}, kill=True))
@@ -270,14 +261,14 @@ def test_a_worker_killed_during_an_uptake_repair_turn_loses_no_reply_it_paid_for
     for row in uptake.filter(pk__in=asked):
         [entry] = row.raw_replies
         assert "invalid" in entry and row.status != WorkStatus.DONE
-    expire()
+    leases_expired(uptake)
     with pytest.raises(Killed):
         drain(get_stage("uptake"), release, concurrency=4,
               providers=ProseFirst({"frame_judge"}, kill=True))
     judged = {row.pk for row in uptake if row.result.get("judge_due") and any(
         entry.get("call") == "frame_judge" for entry in row.raw_replies)}
     assert judged
-    expire()
+    leases_expired(uptake)
 
     drain(get_stage("uptake"), release, concurrency=4, providers=ProseFirst(set(), kill=False))
 
