@@ -6,6 +6,7 @@ an undefined value is NaN.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +14,7 @@ from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -32,6 +33,14 @@ def block_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
+@functools.cache
+def blas_controller() -> ThreadpoolController:
+    """The thread pools of the libraries this process has loaded, found once: finding them walks
+    every loaded shared library, which took longer than the blocks' own work when it was done
+    anew for each call (numpy's BLAS is loaded with numpy, so none can be missed)."""
+    return ThreadpoolController()
+
+
 def map_blocks(work: Callable[[int], Result], starts: Iterable[int]) -> list[Result]:
     """work(start) for every block, in order, on one thread per core with one BLAS thread each.
 
@@ -44,7 +53,7 @@ def map_blocks(work: Callable[[int], Result], starts: Iterable[int]) -> list[Res
     """
     starts = list(starts)
     threads = min(block_threads(), len(starts))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_controller().limit(limits=1, user_api="blas"):
         if threads <= 1:
             return [work(start) for start in starts]
         with ThreadPoolExecutor(max_workers=threads) as pool:

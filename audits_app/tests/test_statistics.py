@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
-from threadpoolctl import threadpool_limits
 
 from audits_app.statistics import (
     UNRANKED,
@@ -37,6 +36,7 @@ from audits_app.statistics import (
     student_t_quantile,
     versus_reference,
 )
+from audits_app.statistics.arrays import blas_controller
 
 LEVEL = 0.9
 
@@ -110,7 +110,7 @@ def loop_additive_fit(scores: np.ndarray, drawn: list[int]) -> np.ndarray:
     fitted = np.full(models, math.nan)
     if not rows:
         return fitted
-    with threadpool_limits(1):  # threads only slow a small least-squares problem down
+    with blas_controller().limit(limits=1):  # threads only slow a small least-squares problem down
         solution = np.linalg.lstsq(np.array(rows), np.array(targets), rcond=None)[0]
     effects, cell_effects = list(solution[:models]), {}
     for (copy, k) in cell_weight:
