@@ -29,7 +29,7 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
-from runs_app.providers.openrouter import DEFAULT_BASE_URL
+from runs_app.providers.openrouter import DEFAULT_BASE_URL, tls_context
 
 FETCH_TIMEOUT = 30.0
 # Parameters by which the models list says a model can reason.
@@ -166,7 +166,7 @@ def fetch_models_list(*, base_url: str | None = None, api_key: str | None = None
         headers["Authorization"] = f"Bearer {key.strip()}"
     try:
         # trust_env=False, as for completions: no proxy variable reroutes a call with the key.
-        with httpx.Client(timeout=timeout, trust_env=False) as client:
+        with httpx.Client(timeout=timeout, trust_env=False, verify=tls_context()) as client:
             response = client.get(url, headers=headers)
     except httpx.HTTPError as error:
         raise ModelsListError(f"{url}: {type(error).__name__}: could not fetch the models "

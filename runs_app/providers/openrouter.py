@@ -209,7 +209,7 @@ class OpenRouterProvider:
         # reroute (and possibly log) calls that carry the API key.
         headers = {"Authorization": f"Bearer {self._api_key}", "X-Title": "BaitBench"}
         return httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False,
-                                 verify=_tls_context(), headers=headers)
+                                 verify=tls_context(), headers=headers)
 
     async def _wait_before_retry(
         self, request: CompletionRequest, failure: _AttemptFailed, attempt: int,
@@ -602,7 +602,7 @@ def _truncate(text: str) -> str:
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """The certificate store, read once per process and shared by every client: each
     `httpx.AsyncClient` otherwise loads it again (about 18 ms of CPU each, seven clients per
     drain at 50 calls in flight)."""
@@ -613,7 +613,7 @@ def preload() -> None:
     """Load now what the first call of a process would: anyio's asyncio backend (anyio
     imports it at its first use, httpx's first connection) and the certificate store."""
     anyio.run(anyio.sleep, 0)
-    _tls_context()
+    tls_context()
 
 
 # httpcore's connection pool looks at every connection of its client each time it assigns a
