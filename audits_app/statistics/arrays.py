@@ -36,8 +36,9 @@ def block_threads() -> int:
 @functools.cache
 def blas_controller() -> ThreadpoolController:
     """The thread pools of the libraries this process has loaded, found once: finding them walks
-    every loaded shared library, which took longer than the blocks' own work when it was done
-    anew for each call (numpy's BLAS is loaded with numpy, so none can be missed)."""
+    every loaded shared library (about 2 ms), which took longer than the blocks' own work when
+    it was done anew for each call. Both BLAS libraries the blocks use, numpy's and scipy's, are
+    loaded before the first call (this package imports scipy.linalg), so none is missed."""
     return ThreadpoolController()
 
 

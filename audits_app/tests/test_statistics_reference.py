@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from audits_app.statistics.arrays import map_blocks
+from audits_app.statistics.arrays import blas_controller, map_blocks
 from audits_app.tests.statistics_reference import REFERENCE, figures
 
 TOLERANCE = 1e-9
@@ -66,3 +66,17 @@ def test_blocks_keep_their_order_whatever_finishes_first():
         return start
 
     assert map_blocks(slow_first, range(0, 40, 4)) == list(range(0, 40, 4))
+
+
+def test_blocks_run_on_one_blas_thread_in_every_blas_the_statistics_load():
+    # The controller is found once; a fresh look now (numpy's and scipy's BLAS both loaded)
+    # must find no library it misses, and within map_blocks each runs on one thread.
+    from threadpoolctl import ThreadpoolController
+
+    def blas(controller: ThreadpoolController) -> set[str]:
+        return {lib.filepath for lib in controller.select(user_api="blas").lib_controllers}
+
+    assert blas(ThreadpoolController()) <= blas(blas_controller())
+    threads = map_blocks(lambda _: {lib["num_threads"] for lib in ThreadpoolController().select(
+        user_api="blas").info()}, [0])
+    assert threads == [{1}]
