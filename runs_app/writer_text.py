@@ -48,8 +48,8 @@ OPENING_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 # Opening words of an assistant talking to its requester, in the release languages. They must
 # start the paragraph: a press release does not begin "Sure!". An interjection counts only with
 # its punctuation ("Great!"), so a headline such as "Great Lakes Water ..." is not one.
-INTERJECTION = (r"(sure|certainly|of course|absolutely|okay|ok|great|happy to help|here you go|"
-                r"natuurlijk|zeker|uiteraard|graag)\s*[!,.:]")
+INTERJECTION = (r"(sure thing|sure|certainly|of course|absolutely|okay|ok|great|happy to help|"
+                r"here you go|natuurlijk|zeker|uiteraard|graag)\s*[!,.:\u2013\u2014]")
 INTRODUCTION = (r"(here is|here's|below is|below you will find|i've written|i have written|"
                 r"i've drafted|hier is|hieronder)\b|ik heb\b.{0,60}\b(geschreven|opgesteld)\b")
 OPENERS = re.compile(rf"^\s*({INTERJECTION}|{INTRODUCTION})", re.IGNORECASE)
@@ -145,6 +145,18 @@ def take_think(content: str) -> tuple[str, str, bool]:
     return "", content, False
 
 
+# How models type what the patterns above spell plainly: a typographic apostrophe
+# ("Here’s"), and markdown emphasis around a line ("**Here's the press release:**").
+# Left unmatched, the wrapper was scored as the text's first or last words.
+TYPOGRAPHIC = str.maketrans({"\u2019": "'", "\u2018": "'"})
+EMPHASIS = re.compile(r"^[\s*_]+")
+
+
+def as_typed(paragraph: str) -> str:
+    """`paragraph` as the wrapper patterns read it (see TYPOGRAPHIC)."""
+    return EMPHASIS.sub("", paragraph.translate(TYPOGRAPHIC))
+
+
 def _paragraphs(text: str) -> list[str]:
     return [part for part in re.split(r"\n\s*\n", text.strip()) if part.strip()]
 
@@ -154,7 +166,7 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
     paragraphs = _paragraphs(text)
     stripped: list[dict[str, str]] = []
     openers = SPOKEN_OPENERS if spoken else OPENERS
-    if paragraphs and openers.match(paragraphs[0]):
+    if paragraphs and openers.match(as_typed(paragraphs[0])):
         if len(paragraphs) > 1 and len(paragraphs[0]) <= WRAPPER_MAX_CHARS:
             stripped.append({"part": "opening", "text": paragraphs.pop(0)})
         elif not spoken:  # in a spoken answer, words that run on are the spokesperson's
@@ -187,6 +199,7 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
 def closes(paragraph: str) -> bool:
     """Whether `paragraph` is how an assistant closes its reply to the requester (CLOSERS, or an
     OFFERS that speaks as the assistant), not the text's own last words."""
+    paragraph = as_typed(paragraph)
     return bool(CLOSERS.match(paragraph)
                 or OFFERS.match(paragraph) and ASSISTANT.search(paragraph))
 

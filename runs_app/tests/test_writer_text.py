@@ -35,6 +35,29 @@ def test_a_chat_opening_is_taken_off(opening):
     assert text == BODY and stripped == ({"part": "opening", "text": opening},)
 
 
+@pytest.mark.parametrize("opening", [
+    "Here\u2019s a press release for Greenvale Foods:",  # a typographic apostrophe
+    "**Here's the press release:**",  # in markdown bold
+    "Absolutely\u2014here's a balanced press release:",
+    "Sure thing! Here's a draft:",
+])
+def test_a_chat_opening_as_models_type_it_is_taken_off(opening):
+    # Curly apostrophes, markdown emphasis and a dash are how models write the same opener:
+    # left in, it was scored as the text's first words (jury, readers, the public page).
+    text, stripped = unwrap(f"{opening}\n\n{BODY}")
+    assert text == BODY and stripped == ({"part": "opening", "text": opening},)
+
+
+@pytest.mark.parametrize("closing", [
+    "Let me know if you\u2019d like any changes.",
+    "*Let me know if you'd like a shorter version.*",
+    "Would you like me to adjust the tone? I\u2019m happy to revise it.",
+])
+def test_a_closing_wrapper_as_models_type_it_is_taken_off(closing):
+    text = writer_text(f"{BODY}\n\n{closing}", "en")
+    assert text.text == BODY and text.stripped == ({"part": "closing", "text": closing},)
+
+
 @pytest.mark.parametrize("headline", [
     "Great Lakes Water Authority sets out what happened",
     "Of course we will answer every question, says the board",
