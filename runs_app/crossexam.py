@@ -49,7 +49,7 @@ from runs_app.providers.base import Message
 from runs_app.readers import parse_json_reply
 from runs_app.reply_reader import AnyCase, NullAsEmptyText, WithWords
 from runs_app.scoring_versions import ANSWER_LABELS, AnswerCredit, LanguageTexts
-from runs_app.writer_text import LANGUAGES, check_language, plainly_in
+from runs_app.writer_text import LANGUAGES, check_language, declines, plainly_in, quoted
 from scenarios_app.schemas import ScenarioFile
 
 ANSWERS = 6  # the task brief promises six turns (section 1); the T4 text is the first answer
@@ -211,6 +211,9 @@ def parse_question(text: str, language: str = "en") -> str:
     release language (`plainly_in`): a sixth of its words that language's own function words,
     not one in six the release's."""
     question = parse_json_reply(text, FollowUpQuestion).question
+    if declines(question):
+        raise InvalidReply(f"the question {quoted(question)} declines the task, it is no "
+                           f"question: ask the spokesperson your next question")
     check_language(question, language)
     for other in LANGUAGES.keys() - {language}:
         if plainly_in(question, other) and not plainly_in(question, language):

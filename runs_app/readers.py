@@ -32,7 +32,7 @@ from runs_app.reply_reader import (
 )
 from runs_app.scoring_versions import LanguageTexts
 from runs_app.traits import Traits
-from runs_app.writer_text import NotAText, check_language
+from runs_app.writer_text import NotAText, check_language, declines, quoted
 
 PANEL_DIR = Path(__file__).resolve().parent / "panels"
 PANEL_SIZE = 12
@@ -350,6 +350,11 @@ def parse_journalist_reply(text: str, language: str) -> JournalistReply:
     (`runs_app.writer_text.check_language`) is invalid, and the repair turn says so."""
     reply = parse_json_reply(text, JournalistReply)
     if reply.runs_story:
+        for field in ("headline", "opening"):
+            if declines(getattr(reply, field)):
+                raise InvalidReply(
+                    f"{field}: {quoted(getattr(reply, field))} declines the task, it is no "
+                    f"story: if you would not run the story, answer runs_story false")
         try:
             check_language(f"{reply.headline}\n\n{reply.opening}", language)
         except NotAText as problem:

@@ -73,6 +73,24 @@ ASSISTANT = re.compile(
     r"\b(i|i'd|i'll|i'm|me|my|ik|mij|mijn|adjust\w*|tweaks?|revis\w*|rewrit\w*|edits?|"
     r"editing|changes|modif\w*|version|tone|draft|shorter|longer|aanpass\w*|wijziging\w*|"
     r"versie|toon|korter|langer|herschrij\w*)\b", re.IGNORECASE)
+# How an assistant declines a task, in the release languages: "I can't help with that.", "I'm
+# sorry, but I cannot write this", "Unfortunately I am unable to assist", "Het spijt me, maar
+# ik kan je hier niet mee helpen". It must start the field and name the task (help, write,
+# assist, this request…) and speak as "I", so a headline quoting someone ("I can't breathe,
+# says resident", "We cannot help every family, says the board") is not one. Read where a
+# field holds words the chain uses (a journalist's story, an interviewer's question): a
+# refusal there is no story and no question.
+REFUSES = re.compile(
+    r"^\W*((i'?m |i am )?(sorry|apologies)\W+(but\s+)?|unfortunately,?\s+)?"
+    r"i('m|\s+am)?\s+(can'?t|cannot|can not|won'?t|will not|unable to|"
+    r"not able to|must decline to|do not feel comfortable)\b.{0,80}?"
+    r"\b(help|assist|comply|fulfil+|with (that|this)|(this|that|the|your) request|"
+    r"(write|create|produce|draft|provide|generate|do)\s+(that|this|it|such|your|content|"
+    r"material|one|a story|an article|a news|the story|the article|a headline|a question)\b)"
+    r"|^\W*((sorry|het spijt me)\W+(maar\s+)?|helaas\W+)?ik\s+(kan|wil|mag)\b.{0,60}?"
+    r"\b(niet|geen)\b.{0,60}?\b(helpen|schrijven|maken|voldoen|meewerken|opstellen|uitvoeren|"
+    r"verzoek)\b",
+    re.IGNORECASE | re.DOTALL)
 # An opener that runs into the text is long; a wrapper line is a sentence or two.
 WRAPPER_MAX_CHARS = 300
 RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
@@ -170,13 +188,13 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
         if len(paragraphs) > 1 and len(paragraphs[0]) <= WRAPPER_MAX_CHARS:
             stripped.append({"part": "opening", "text": paragraphs.pop(0)})
         elif not spoken:  # in a spoken answer, words that run on are the spokesperson's
-            raise NotAText(f"a chat wrapper ({_quote(paragraphs[0])}) runs into the text",
+            raise NotAText(f"a chat wrapper ({quoted(paragraphs[0])}) runs into the text",
                            "wrapper")
     while len(paragraphs) > 1 and closes(paragraphs[-1]):
         if len(paragraphs[-1]) > WRAPPER_MAX_CHARS:
             if spoken:
                 break
-            raise NotAText(f"a chat wrapper ({_quote(paragraphs[-1])}) runs into the text",
+            raise NotAText(f"a chat wrapper ({quoted(paragraphs[-1])}) runs into the text",
                            "wrapper")
         stripped.append({"part": "closing", "text": paragraphs.pop()})
     if stripped:
@@ -192,8 +210,13 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
     # answer such a line is the spokesperson's.
     lines = text.rstrip().splitlines()
     if not spoken and len(lines) > 1 and closes(lines[-1]):
-        raise NotAText(f"a chat wrapper ({_quote(lines[-1])}) runs into the text", "wrapper")
+        raise NotAText(f"a chat wrapper ({quoted(lines[-1])}) runs into the text", "wrapper")
     return text.strip(), ()
+
+
+def declines(text: str) -> bool:
+    """Whether `text` opens as an assistant declining its task (REFUSES)."""
+    return bool(REFUSES.match(as_typed(text)))
 
 
 def closes(paragraph: str) -> bool:
@@ -204,7 +227,8 @@ def closes(paragraph: str) -> bool:
                 or OFFERS.match(paragraph) and ASSISTANT.search(paragraph))
 
 
-def _quote(text: str, limit: int = 60) -> str:
+def quoted(text: str, limit: int = 60) -> str:
+    """`text` on one line in quotes, cut to `limit` characters: for an error message."""
     text = " ".join(text.split())
     return f"'{text if len(text) <= limit else text[:limit - 1] + '…'}'"
 

@@ -37,6 +37,7 @@ from runs_app.tests.reply_probes import (
     role_of,
     run,
 )
+from runs_app.writer_text import declines
 
 # A clean T1 run: one call per row and role.
 CLEAN_T1 = {"write": 1, "refusal": 1, "juror": 3, "reader": 60, "journalist": 1, "frame": 1,
@@ -139,6 +140,35 @@ def test_a_dutch_releases_journalist_story_in_dutch_is_kept(imported_scenarios, 
     row = AgentRun.objects.get(release=release, kind="uptake")
     assert calls_by_role(requests)["journalist"] == 1 and row.outcome == ReplyOutcome.SCORED
     assert row.result["headline"] and row.result["frame_adoption"] is not None
+
+
+# A journalist that declines in the story's own fields: a story that runs, whose words are
+# the assistant's refusal, is no story (it would count as uptake and be rated by the judge).
+REFUSED_STORY = {"runs_story": True, "headline": "I can\u2019t help with that.",
+                 "opening": "I\u2019m sorry, but I can\u2019t write a story based on this.",
+                 "reason": ""}
+
+
+@pytest.mark.django_db
+def test_a_story_whose_words_decline_the_task_is_repaired_then_unscored(imported_scenarios,
+                                                                       monkeypatch):
+    shape = Shaped("journalist", lambda p, c, n: json.dumps(REFUSED_STORY), repairs=True)
+    release, requests = run(shape, monkeypatch, stages=UPTAKE_STAGES)
+    row = AgentRun.objects.get(release=release, kind="uptake")
+    assert calls_by_role(requests)["journalist"] == 3 and "frame" not in calls_by_role(requests)
+    assert row.outcome == ReplyOutcome.UNSCORED and "declines the task" in row.error, row.error
+    assert row.result.get("runs_story") is None and release_has_gaps(release)
+
+
+@pytest.mark.django_db
+def test_a_story_that_declines_then_a_real_one_on_repair_is_scored(imported_scenarios,
+                                                                   monkeypatch):
+    release, requests = run(Shaped("journalist", lambda p, c, n: json.dumps(REFUSED_STORY)),
+                            monkeypatch, stages=UPTAKE_STAGES)
+    row = AgentRun.objects.get(release=release, kind="uptake")
+    assert calls_by_role(requests)["journalist"] == 2 and row.outcome == ReplyOutcome.SCORED
+    assert "declines the task" in row.raw_replies[0]["invalid"]
+    assert not declines(row.result["headline"]) and row.result["frame_adoption"] is not None
 
 
 @pytest.mark.django_db
@@ -380,3 +410,22 @@ def test_a_journalist_that_asks_only_in_another_language_leaves_the_interview_un
         WorkStatus.DONE, ReplyOutcome.UNSCORED, ""), turn.error
     assert calls_by_role(requests)["question"] == 3 and calls_by_role(requests)["answer"] == 0
     assert release_has_gaps(release)
+
+
+def _declines_to_ask(payload):
+    """The interviewing journalist's first question is a refusal; its repair asks one."""
+    if role_of(payload) == "question" and not is_repair(payload):
+        return body_for(json.dumps({"question": "I can't help with that."}), payload)
+    return body_for(valid_reply(payload), payload)
+
+
+@pytest.mark.django_db
+def test_a_question_that_declines_the_task_is_never_put_to_the_spokesperson(
+        imported_scenarios, monkeypatch):
+    release, requests = run(_declines_to_ask, monkeypatch, code="en.q",
+                            stages=["generate", "refusal", "crossexam"], tasks=("T4",))
+    turns = CrossExamTurn.objects.filter(release=release, kind="turn").order_by("number")
+    assert len(turns) == 5 and not any(declines(turn.question) for turn in turns)
+    assert all("declines the task" in turn.raw_replies[0]["invalid"] for turn in turns)
+    asked = [json.dumps(r.body["messages"]) for r in requests if role_of(r.body) == "answer"]
+    assert len(asked) == 5 and not any("help with that" in messages for messages in asked)

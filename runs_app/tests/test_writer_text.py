@@ -14,6 +14,7 @@ from runs_app.writer_text import (
     NotAText,
     _detector,
     check_language,
+    declines,
     plainly_in,
     unwrap,
     writer_text,
@@ -159,3 +160,30 @@ def test_every_control_text_takes_the_shortcut_and_the_identifier_agrees():
         assert plainly_in(text, language), name
         confidences = _detector().compute_language_confidence_values(text)
         assert confidences[0].language == LANGUAGES[language], name
+
+
+@pytest.mark.parametrize("words", [
+    "I can't help with that.",
+    "I\u2019m sorry, but I can\u2019t write a story based on this.",
+    "Sorry, I cannot assist with this request.",
+    "Unfortunately, I am unable to help.",
+    "I'm unable to fulfill this request.",
+    "**I won't do that.**",
+    "Het spijt me, maar ik kan je hier niet mee helpen.",
+    "Ik kan dit verzoek niet uitvoeren.",
+])
+def test_an_assistant_declining_its_task_is_told(words):
+    assert declines(words)
+
+
+@pytest.mark.parametrize("words", [
+    "I can't breathe, says resident near the Greenvale plant",
+    "I cannot say we did everything right, admits chief executive",
+    "We're unable to help every family, says the board",
+    "We will not provide compensation to the families",
+    "Why did you wait three weeks before telling your customers?",
+    "Ik kan niet zeggen wanneer we het wisten, zegt de directeur",
+    "Greenvale recalls its soft cheeses",
+])
+def test_a_headline_or_question_in_the_first_person_is_not_a_refusal(words):
+    assert not declines(words)
