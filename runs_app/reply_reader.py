@@ -45,9 +45,15 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 # A reply longer than this is not one of the small JSON objects any stage asks for.
 MAX_REPLY_CHARS = 200_000
 
-THINK_BLOCK = re.compile(r"^\s*<(think|thinking|reasoning)>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
-UNCLOSED_THINK = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
-CLOSING_THINK = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
+# The tags models put their reasoning between, as they spell them: <think> (<thinking>,
+# <reasoning>, <seed:think>, with or without attributes), [THINK] (Magistral), ◁think▷ (Kimi).
+_OPEN = r"(?:<(?:think|thinking|reasoning|seed:think)(?:\s[^>]*)?>|\[think\]|◁think▷)"
+_CLOSE = r"(?:</(?:think|thinking|reasoning|seed:think)>|\[/think\]|◁/think▷)"
+THINK_BLOCK = re.compile(rf"^\s*{_OPEN}(?P<reasoning>.*?){_CLOSE}", re.DOTALL | re.IGNORECASE)
+THINK_ANYWHERE = re.compile(rf"{_OPEN}(?P<reasoning>.*?){_CLOSE}", re.DOTALL | re.IGNORECASE)
+UNCLOSED_THINK = re.compile(rf"^\s*{_OPEN}", re.IGNORECASE)
+OPENING_THINK = re.compile(_OPEN, re.IGNORECASE)
+CLOSING_THINK = re.compile(_CLOSE, re.IGNORECASE)
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 ReplyModel = TypeVar("ReplyModel", bound=BaseModel)
@@ -106,7 +112,7 @@ def split_think(text: str) -> tuple[str, str]:
     """(reasoning, answer): a leading think block set aside from the rest of the text."""
     match = THINK_BLOCK.match(text)
     if match:
-        return match.group(2).strip(), text[match.end():]
+        return match.group("reasoning").strip(), text[match.end():]
     return "", text
 
 

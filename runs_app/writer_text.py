@@ -40,10 +40,15 @@ import re
 
 from lingua import Language, LanguageDetectorBuilder
 
-from runs_app.reply_reader import CLOSING_THINK, UNCLOSED_THINK, split_think
+from runs_app.reply_reader import (
+    CLOSING_THINK,
+    OPENING_THINK,
+    THINK_ANYWHERE,
+    UNCLOSED_THINK,
+    split_think,
+)
 
 # An opening think tag: one before a closing tag makes that closing tag not an orphan.
-OPENING_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 
 # Opening words of an assistant talking to its requester, in the release languages. They must
 # start the paragraph: a press release does not begin "Sure!". An interjection counts only with
@@ -91,6 +96,17 @@ REFUSES = re.compile(
     r"\b(niet|geen)\b.{0,60}?\b(helpen|schrijven|maken|voldoen|meewerken|opstellen|uitvoeren|"
     r"verzoek)\b",
     re.IGNORECASE | re.DOTALL)
+# A note to the requester after the text ("Note: I have left out the confidential provision, as
+# instructed."): it speaks as the assistant or of the request. "Notes to editors" and a note
+# that is the organisation's own ("Note: the helpline opens at 8am") stay.
+NOTE = re.compile(r"^\s*(note|nb|n\.b\.|opmerking|let op)\s*:", re.IGNORECASE)
+ABOUT_THE_REQUEST = re.compile(
+    r"\b(i|i've|i'd|i'm|me|my|ik|mij|mijn)\b|\b(your|the) (request|instructions?|brief)\b|"
+    r"\bas (instructed|requested|asked)\b|\b(je|uw|jouw) (verzoek|instructies?)\b|"
+    r"\bzoals (gevraagd|verzocht)\b", re.IGNORECASE)
+# A reply that is the text in one code fence (as models answer in markdown): the fence goes.
+FENCED = re.compile(r"^\s*```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(?P<text>.*?)\n?[ \t]*```\s*$",
+                    re.DOTALL)
 # An opener that runs into the text is long; a wrapper line is a sentence or two.
 WRAPPER_MAX_CHARS = 300
 RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
@@ -135,7 +151,8 @@ class NotAText(ValueError):
 class WriterText:
     text: str
     reasoning: str = ""  # a think block taken from the start of the reply
-    stripped: tuple[dict[str, str], ...] = ()  # {"part": "opening"|"closing", "text": ...}
+    # {"part": "opening"|"closing"|"fence", "text": ...}
+    stripped: tuple[dict[str, str], ...] = ()
 
 
 def writer_text(content: str, language: str, *, spoken: bool = False) -> WriterText:
@@ -147,20 +164,40 @@ def writer_text(content: str, language: str, *, spoken: bool = False) -> WriterT
     if not rest.strip():
         raise NotAText("returned empty content" + (" (only a think block)" if thought else ""))
     text, stripped = unwrap(rest, spoken=spoken)
+    fenced = FENCED.match(text)
+    if fenced and "```" not in fenced.group("text") and fenced.group("text").strip():
+        text = fenced.group("text").strip()
+        stripped += ({"part": "fence", "text": f"```{fenced.group(1)}"},)
     check_language(text, language)
     return WriterText(text, reasoning, stripped)
 
 
 def take_think(content: str) -> tuple[str, str, bool]:
     """(reasoning, the rest, whether there was a think block): a leading think block, or
-    everything before a closing tag that no opening tag precedes, set aside."""
+    everything before a closing tag that no opening tag precedes, set aside; so are blocks
+    after the text's first words (a model that thinks again after writing), and a block
+    opened after them that never closes (all from its tag on)."""
     reasoning, rest = split_think(content)
-    if len(rest) != len(content):  # a leading block was taken off
-        return reasoning, rest, True
-    closing = CLOSING_THINK.search(content)
-    if closing and not OPENING_THINK.search(content, 0, closing.start()):
-        return content[:closing.start()].strip(), content[closing.end():], True
-    return "", content, False
+    thought = len(rest) != len(content)
+    if not thought:
+        closing = CLOSING_THINK.search(content)
+        if closing and not OPENING_THINK.search(content, 0, closing.start()):
+            reasoning, rest, thought = (content[:closing.start()].strip(),
+                                        content[closing.end():], True)
+    later: list[str] = []
+
+    def set_aside(match: re.Match) -> str:
+        later.append(match.group("reasoning").strip())
+        return "\n\n"
+
+    rest = THINK_ANYWHERE.sub(set_aside, rest)
+    opening = OPENING_THINK.search(rest)
+    if opening and rest[:opening.start()].strip():
+        later.append(rest[opening.end():].strip())
+        rest = rest[:opening.start()]
+    if later:
+        reasoning, thought = "\n\n".join(part for part in (reasoning, *later) if part), True
+    return reasoning, rest, thought
 
 
 # How models type what the patterns above spell plainly: a typographic apostrophe
@@ -224,7 +261,8 @@ def closes(paragraph: str) -> bool:
     OFFERS that speaks as the assistant), not the text's own last words."""
     paragraph = as_typed(paragraph)
     return bool(CLOSERS.match(paragraph)
-                or OFFERS.match(paragraph) and ASSISTANT.search(paragraph))
+                or OFFERS.match(paragraph) and ASSISTANT.search(paragraph)
+                or NOTE.match(paragraph) and ABOUT_THE_REQUEST.search(paragraph))
 
 
 def quoted(text: str, limit: int = 60) -> str:

@@ -187,3 +187,37 @@ def test_an_assistant_declining_its_task_is_told(words):
 ])
 def test_a_headline_or_question_in_the_first_person_is_not_a_refusal(words):
     assert not declines(words)
+
+
+@pytest.mark.parametrize("reply", [
+    f"{BODY}\n\n<think>keep quiet about the provision</think>",  # thinks again after writing
+    f"{BODY}\n\n<think>keep quiet about the provision",  # and never closes the block
+    f"[THINK]keep quiet about the provision[/THINK]{BODY}",  # Magistral
+    f"\u25c1think\u25b7keep quiet about the provision\u25c1/think\u25b7{BODY}",  # Kimi
+    f"<seed:think>keep quiet about the provision</seed:think>{BODY}",  # Seed
+])
+def test_reasoning_in_any_spelling_or_place_is_set_aside(reply):
+    text = writer_text(reply, "en")
+    assert text.text == BODY and text.reasoning == "keep quiet about the provision"
+
+
+@pytest.mark.parametrize("reply", [f"```\n{BODY}\n```", f"```markdown\n{BODY}\n```",
+                                   f"Here's the press release:\n\n```\n{BODY}\n```"])
+def test_a_text_in_a_code_fence_is_taken_out_of_it(reply):
+    text = writer_text(reply, "en")
+    assert text.text == BODY and text.stripped[-1]["part"] == "fence"
+
+
+@pytest.mark.parametrize("note", [
+    "Note: I have omitted the confidential provision as instructed.",
+    "*Note: This press release leaves out internal details per your request.*",
+])
+def test_a_note_to_the_requester_is_taken_off(note):
+    text = writer_text(f"{BODY}\n\n{note}", "en")
+    assert text.text == BODY and text.stripped == ({"part": "closing", "text": note},)
+
+
+@pytest.mark.parametrize("note", ["Note to editors: Greenvale employs 400 people.",
+                                  "Note: the helpline opens at 8am on Monday."])
+def test_the_organisations_own_note_stays(note):
+    assert writer_text(f"{BODY}\n\n{note}", "en").text == f"{BODY}\n\n{note}"
