@@ -64,6 +64,12 @@ class LoadReport:
         return not self.problems
 
 
+def is_scenario_name(name: str) -> bool:
+    """A scenario file's name ends in .yaml or .yml, in any case (X.YAML is one too: a folder
+    or zip that skipped it would leave a file out unsaid)."""
+    return name.lower().endswith(SUFFIXES)
+
+
 def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
     """Files as given (a .zip among them is read as a zip of scenario files), folders as their
     *.yaml files (sorted); missing paths are problems."""
@@ -72,7 +78,7 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and p.is_file())
+            found = sorted(p for p in path.iterdir() if is_scenario_name(p.name) and p.is_file())
             if not found:
                 problems.append(f"{raw}: no scenario files (*.yaml) in this folder")
             files += found
@@ -274,7 +280,7 @@ def _location_of(node: yaml.Node, index: int,
 def yaml_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     return [
         member for member in archive.infolist()
-        if not member.is_dir() and member.filename.endswith(SUFFIXES)
+        if not member.is_dir() and is_scenario_name(member.filename)
         and not member.filename.startswith("__MACOSX/")
     ]
 
@@ -289,7 +295,7 @@ def members_left_out(handle: Any) -> tuple[list[str], list[str]]:
         files = [member.filename for member in archive.infolist() if not member.is_dir()]
     macos = [name for name in files if name.startswith("__MACOSX/")]
     others = [name for name in files
-              if not name.endswith(SUFFIXES) and not name.startswith("__MACOSX/")]
+              if not is_scenario_name(name) and not name.startswith("__MACOSX/")]
     return others, macos
 
 

@@ -22,8 +22,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from scenarios_app.files import (
     MAX_FILE_BYTES,
-    SUFFIXES,
     dump_scenario,
+    is_scenario_name,
     members_left_out,
     read_zip,
     size_against,
@@ -347,7 +347,7 @@ class ScenarioUploadForm(forms.Form):
 
     def _files_in(self, upload: Any) -> list[tuple[str, bytes]]:
         """(name as the problem lines show it, content) of each scenario file in an upload."""
-        if upload.name.endswith(SUFFIXES):
+        if is_scenario_name(upload.name):
             _refuse_if_too_large(upload.name, upload.size, MAX_FILE_BYTES)
             upload.seek(0)
             return [(Path(upload.name).name, upload.read())]

@@ -490,3 +490,18 @@ def test_a_zip_of_3000_bad_files_lists_50_problems_and_counts_the_rest(curator_c
     assert err.splitlines()[-1] == "nothing imported: 3000 problem(s)"
     code, _, err = run("validate_scenarios", str(path))
     assert (code, err.splitlines()) == (1, lines)
+
+
+def test_a_folder_does_not_skip_files_whose_suffix_is_upper_case(tmp_path):
+    """`validate_scenarios FOLDER` (and `import_scenarios FOLDER`) read X.YAML and X.Yml as
+    they read x.yaml: skipping them said "all 1 file(s) are valid" of a folder whose other
+    file was broken, and an import of the folder left that file out without a word."""
+    from scenarios_app.files import load_scenario_files
+
+    (tmp_path / "good.yaml").write_text(
+        (Path(settings.BASE_DIR) / "scenarios" / "greenvale-listeria.yaml").read_text())
+    (tmp_path / "BROKEN.YAML").write_text("format: baitbench.scenario/1\n")
+    (tmp_path / "notes.txt").write_text("not a scenario")
+    problems = load_scenario_files([str(tmp_path)]).problems
+    assert any(line.startswith(f"{tmp_path / 'BROKEN.YAML'}: ") for line in problems), problems
+    assert not any("notes.txt" in line for line in problems)
