@@ -17,12 +17,21 @@ class FaviconView(RedirectView):
         return static("favicon.svg")
 
 
+class ApiRootView(RedirectView):
+    """/api/ names no version: readers who try it are sent to the one this site serves."""
+
+    permanent = False
+    pattern_name = "api:root"
+    http_method_names = ["get", "head"]
+
+
 urlpatterns = [
     path("favicon.ico", declare(FaviconView.as_view(), ["GET", "HEAD"])),
     # Before the admin's own: a login without a destination lands on the user's work.
     path("admin/login/", navigation.admin_login, name="login"),
     path("staff/", navigation.landing, name="landing"),
     path("admin/", admin.site.urls),
+    path("api/", declare(ApiRootView.as_view(), ["GET", "HEAD"])),
     path("api/v1/", include("audits_app.api.urls")),
     path("review/", include("audits_app.review.urls")),
     path("arena/", include("audits_app.arena.urls")),

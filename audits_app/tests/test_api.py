@@ -548,6 +548,13 @@ def test_the_api_starts_at_a_root_that_links_every_collection(client):
     assert client.get("/api/v1/", HTTP_ACCEPT="text/html").status_code == 200
 
 
+def test_the_api_without_a_version_sends_its_reader_to_the_one_served(client):
+    answer = client.get("/api/")
+    assert (answer.status_code, answer["Location"]) == (302, "/api/v1/")
+    assert client.head("/api/").status_code == 302
+    assert client.post("/api/").status_code == 405
+
+
 def test_the_api_docs_redirect_away_a_parameter_they_do_not_read(client):
     """Swagger UI's page reads `lang` and `version` (passed on to the schema's URL); any
     other parameter is redirected away, the ones it reads kept, as on every other public
