@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from runs_app.boundaries import BEGIN, END, block_content, embed
 from runs_app.reply_reader import (
@@ -187,10 +187,27 @@ class ClaimReply(_Reply):
     basis: NullAsEmptyList = []
 
 
+def _conveyed_as_objects(value: object) -> object:
+    """facts_conveyed as some jurors write it, [{"id": "F2", "conveyed": true}, …]: the ids
+    whose `conveyed` is true or false (a JSON boolean) read as the list of ids asked for. Any
+    other object is left as it is, and fails as not an id."""
+    if not isinstance(value, list):
+        return value
+    read: list[object] = []
+    for item in value:
+        if isinstance(item, dict) and isinstance(item.get("conveyed"), bool) and isinstance(
+                fact := item.get("id", item.get("fact")), str):
+            if item["conveyed"]:
+                read.append(fact)
+        else:
+            read.append(item)
+    return read
+
+
 class JurorReply(_Reply):
     # The verdict itself: null is no verdict (a text without claims is [], not null).
     claims: list[ClaimReply]
-    facts_conveyed: list[str]
+    facts_conveyed: Annotated[list[str], BeforeValidator(_conveyed_as_objects)]
     # Faults found, whose usual answer is none: null is how models often write "none".
     confidential_disclosed: NullAsEmptyList
     techniques: NullAsEmptyList

@@ -234,6 +234,30 @@ def test_a_jurors_null_for_the_facts_conveyed_is_repaired(imported_scenarios, mo
 
 
 @pytest.mark.django_db
+def test_a_jurors_facts_conveyed_as_objects_with_a_boolean_costs_no_repair(imported_scenarios,
+                                                                           monkeypatch):
+    """[{"id": …, "conveyed": true/false}] says which facts were conveyed as plainly as the
+    list of ids asked for; one whose `conveyed` is not a boolean is still repaired."""
+    def as_objects(conveyed):
+        def shape(p, c, n):
+            verdict = json.loads(c)
+            objects = [{"id": fact, "conveyed": conveyed(True)} for fact in
+                       verdict["facts_conveyed"]] + [{"id": "F99", "conveyed": conveyed(False)}]
+            return json.dumps({**verdict, "facts_conveyed": objects})
+        return shape
+    release, requests = run(Shaped("juror", as_objects(lambda value: value), times=1),
+                            monkeypatch, stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 3
+    shaped = next(v for v in JurorVerdict.objects.filter(release=release)
+                  if isinstance(json.loads(v.raw_replies[0]["text"])["facts_conveyed"][0], dict))
+    assert shaped.facts_conveyed == [o["id"] for o in json.loads(
+        shaped.raw_replies[0]["text"])["facts_conveyed"] if o["conveyed"]]
+    release, requests = run(Shaped("juror", as_objects(str), times=1), monkeypatch,
+                            code="probe.1", stages=["generate", "refusal", "jury"])
+    assert calls_by_role(requests)["juror"] == 4
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("name", ["Cherry-picking", "minimization", "blame shifting"])
 def test_a_technique_named_in_another_spelling_costs_no_repair(imported_scenarios,
                                                                monkeypatch, name):
