@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import os
 import subprocess
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from runs_app import drains
-from runs_app.models import Drain, JurorVerdict, RefusalCheck, StageRun
+from runs_app.models import Drain, Generation, JurorVerdict, RefusalCheck, StageRun, WorkStatus
 from runs_app.selectors import release_active_scope
 
 
@@ -90,6 +92,24 @@ def test_sync_with_one_stage_runs_that_stage_and_plans_nothing_after_it(
                 capture=django_capture_on_commit_callbacks)
     assert RefusalCheck.objects.filter(status="done").count() == 16
     assert not JurorVerdict.objects.exists()
+
+
+@pytest.mark.django_db
+def test_sync_says_which_rows_other_workers_hold(small_demo_release,
+                                                 django_capture_on_commit_callbacks):
+    # A queued drain's worker holds some of the stage's rows: --sync leaves them to it and
+    # says so, rather than counting them as pending with nothing to show for it.
+    run_release("small.0", "--stage", "generate", capture=django_capture_on_commit_callbacks)
+    held = Generation.objects.filter(release=small_demo_release).order_by("pk")[:5]
+    Generation.objects.filter(pk__in=[row.pk for row in held]).update(
+        status=WorkStatus.CLAIMED, claimed_by="other-host:1", claim_token="other",
+        lease_expires_at=timezone.now() + dt.timedelta(minutes=20))
+
+    output = run_release("small.0", "--stage", "generate", "--sync",
+                         capture=django_capture_on_commit_callbacks)
+
+    assert "0 pending, 5 claimed by other workers of 16" in output, output
+    assert "5 row(s) were claimed by other workers, which finish them" in output
 
 
 @pytest.mark.django_db

@@ -100,10 +100,16 @@ class Command(BaseCommand):
         after = {row.stage: row for row in release_progress(release)}
         for name in stages:
             row = after[name]
+            held = f", {row.claimed} claimed by other workers" if row.claimed else ""
             self.stdout.write(
                 f"{name}: {report.by_stage[name]} finished now; {row.scored} scored, "
                 f"{row.refused} refused, {row.unscored} unscored, {row.failed} failed, "
-                f"{row.pending + row.claimed} pending of {row.total}")
+                f"{row.pending} pending{held} of {row.total}")
+        if claimed := sum(after[name].claimed for name in stages):
+            # This process hands back what it claimed; rows still claimed are another
+            # worker's (a queued drain of the same release), which it finishes.
+            self.stdout.write(f"{claimed} row(s) were claimed by other workers, which finish "
+                              f"them (`/runs/{release.code}/` shows their progress)")
         if report.stopped:
             self.stdout.write(f"stopped claiming: {report.stopped}")
         elif mark_scored(release):
