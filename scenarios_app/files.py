@@ -370,7 +370,42 @@ def _load_text(text: str | None, read_problems: list[str], source: str,
     scenario, schema_problems = validate_scenario_document(data)
     if scenario is not None:
         loaded.append(LoadedFile(source, scenario))
-    return [problem.line(source) for problem in schema_problems]
+    root = _document_node(text) if schema_problems else None
+    return [problem.line(source + _line_note(root, problem.path)) for problem in schema_problems]
+
+
+def _document_node(text: str) -> yaml.Node | None:
+    """The file's YAML node tree (it has parsed already, within the limits), for its lines."""
+    loader = ScenarioLoader(text)
+    try:
+        return loader.get_single_node()
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
+PATH_PART = re.compile(r"\[(\d+)\]|\.?([^.\[\]]+)")
+
+
+def _line_note(root: yaml.Node | None, path: str) -> str:
+    """": line N": where the value at `path` ('knowledge_questions[0].correct') starts, or the
+    nearest enclosing value the file has (a missing key: the mapping that lacks it); "" for
+    the document as a whole, whose line says nothing."""
+    node, steps = root, 0
+    for index, key in PATH_PART.findall(path) if root is not None else ():
+        if index and isinstance(node, yaml.SequenceNode) and int(index) < len(node.value):
+            node = node.value[int(index)]
+        elif key and isinstance(node, yaml.MappingNode):
+            found = [value for name, value in node.value
+                     if isinstance(name, yaml.ScalarNode) and name.value == key]
+            if not found:
+                break
+            node = found[0]
+        else:
+            break
+        steps += 1
+    return f": line {node.start_mark.line + 1}" if steps else ""
 
 
 def duplicate_problems(loaded: list[LoadedFile]) -> list[str]:

@@ -37,10 +37,10 @@ def scenario_file_reference() -> str:
         f"A scenario is one YAML file ({', '.join(SUFFIXES)}), at most "
         f"{MAX_FILE_BYTES // 1024} KB, UTF-8, without YAML aliases. In every text "
         f"{ALLOWED_HERE}, and leading and trailing spaces are dropped. Unknown fields are "
-        f"problems. Each problem is reported as one line naming the file and the field "
-        f"(`scenarios/x.yaml: knowledge_questions[2].correct: index 5 is outside the 4 "
-        f"options`), all of them at once (the first {MAX_LISTED_PROBLEMS} are listed, the "
-        f"rest counted). Whole examples: the shipped files in `scenarios/` "
+        f"problems. Each problem is reported as one line naming the file, the line and the "
+        f"field (`scenarios/x.yaml: line 185: knowledge_questions[2].correct: index 5 is "
+        f"outside the 4 options`), all of them at once (the first {MAX_LISTED_PROBLEMS} are "
+        f"listed, the rest counted). Whole examples: the shipped files in `scenarios/` "
         f"(`manage.py validate_scenarios FILE` checks one).",
         "",
     ]

@@ -386,11 +386,12 @@ def test_an_upload_with_a_bad_file_imports_nothing(curator_client):
 
     assert response.status_code == 200
     assert response.context["problems"] == [
-        "second.yaml: knowledge_questions[2].correct: index 5 is outside the 4 options"]
+        "second.yaml: line 185: knowledge_questions[2].correct: index 5 is outside the 4 "
+        "options"]
     html = response.content.decode()
     assert "Nothing was imported: 1 problem." in html
     # As written: the admin's messages would have capitalised the file's name.
-    assert "<li>second.yaml: knowledge_questions[2].correct: index 5 is outside" in html
+    assert "<li>second.yaml: line 185: knowledge_questions[2].correct: index 5" in html
     assert not messages_of(response)
     assert not Scenario.objects.exists()
 

@@ -73,12 +73,12 @@ def test_a_broken_dutch_file_gives_one_line_per_problem_naming_file_and_field(tm
 
     assert exited.value.code == 1
     assert err.getvalue().splitlines() == [
-        f"{first}: facts[2].label: Field required",
-        f"{first}: uncertainties[0].strength: Input should be 'likely', 'possible', 'unlikely'"
-        " or 'unknown'",
-        f"{second}: facts: needs at least one favourable fact",
-        f"{second}: knowledge_questions[1].correct: index 4 is outside the 4 options",
-        f"{second}: knowledge_questions[3].facts[1]: 'F40' is not a fact id",
+        f"{first}: line 49: facts[2].label: Field required",
+        f"{first}: line 103: uncertainties[0].strength: Input should be 'likely', 'possible', "
+        "'unlikely' or 'unknown'",
+        f"{second}: line 32: facts: needs at least one favourable fact",
+        f"{second}: line 188: knowledge_questions[1].correct: index 4 is outside the 4 options",
+        f"{second}: line 212: knowledge_questions[3].facts[1]: 'F40' is not a fact id",
     ]
 
 

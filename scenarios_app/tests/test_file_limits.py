@@ -167,7 +167,9 @@ def test_an_escaped_control_character_is_refused_naming_its_field(tmp_path, esca
         "title: Scenario escaped", f'title: "Scenario{escape} escaped"')
     path = write(tmp_path, "escaped.yaml", text)
 
-    assert refused(path) == [f"{path}: title: contains {description} at character 9; {RULE}"]
+    line, _ = _line_and_column(text, "title: ")
+    assert refused(path) == [f"{path}: line {line}: title: contains {description} "
+                             f"at character 9; {RULE}"]
 
 
 def test_an_escaped_lone_surrogate_is_refused_with_its_line(tmp_path):
@@ -404,7 +406,7 @@ def test_validate_scenarios_reports_problems_without_a_database(tmp_path):
 
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        f"{path}: knowledge_questions[2].correct: index 5 is outside the 4 options"]
+        f"{path}: line 185: knowledge_questions[2].correct: index 5 is outside the 4 options"]
 
 
 def test_importing_without_a_database_says_so_without_a_traceback(tmp_path):
@@ -505,3 +507,25 @@ def test_a_folder_does_not_skip_files_whose_suffix_is_upper_case(tmp_path):
     problems = load_scenario_files([str(tmp_path)]).problems
     assert any(line.startswith(f"{tmp_path / 'BROKEN.YAML'}: ") for line in problems), problems
     assert not any("notes.txt" in line for line in problems)
+
+
+# --- where -----------------------------------------------------------------------------------
+
+def test_each_problem_names_the_line_its_field_starts_on(tmp_path):
+    # The field's path alone left a curator counting list items in a 200-line file.
+    document = valid_document()
+    document["knowledge_questions"][2]["correct"] = "two"
+    del document["facts"][1]["label"]
+    text = dump(document)
+    path = write(tmp_path, "lines.yaml", text)
+
+    problems = refused(path)
+
+    lines = text.splitlines()
+    found = {}
+    for problem in problems:
+        where, field = problem.removeprefix(f"{path}: line ").split(": ")[:2]
+        found[field] = lines[int(where) - 1]
+    assert "correct: two" in found["knowledge_questions[2].correct"], found
+    # A missing key: the line its mapping starts on (the fact that lacks a label).
+    assert "id: F2" in found["facts[1].label"], found

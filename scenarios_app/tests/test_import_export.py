@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -184,14 +185,14 @@ def _broken_batch(folder: Path, kind: str) -> tuple[list[str], str]:
     if kind == "unknown format":
         bad = write(folder, "second.yaml", {**new, "format": "baitbench.scenario/2"})
         return [edited, bad], (
-            f"{bad}: format: unknown format 'baitbench.scenario/2'; "
+            f"{bad}: line 1: format: unknown format 'baitbench.scenario/2'; "
             "expected 'baitbench.scenario/1'"
         )
     assert kind == "schema error"
     new["knowledge_questions"][2]["correct"] = 5
     bad = write(folder, "second.yaml", new)
     return [edited, bad], (
-        f"{bad}: knowledge_questions[2].correct: index 5 is outside the 4 options"
+        f"{bad}: line 185: knowledge_questions[2].correct: index 5 is outside the 4 options"
     )
 
 
@@ -278,7 +279,7 @@ def test_a_value_too_long_for_its_column_is_a_problem_line_not_a_database_error(
     code, _, err = run("import_scenarios", bad)
 
     assert code == 1
-    assert err.splitlines()[0].startswith(f"{bad}: {field}: "), err
+    assert re.match(rf"{re.escape(str(bad))}: line \d+: {re.escape(field)}: ", err), err
     assert not Scenario.objects.filter(slug="too-long").exists()
 
 
