@@ -10,7 +10,9 @@ naive version runs on fewer resamples and is extrapolated linearly, since its co
 iteration per resample (`--naive-resamples 0` skips it: at 200 models its pair array alone
 takes 3 GB). Target: under 5 s and 1 GB on two cores at 200 models x 200 scenarios x 48 cells
 with B = 10,000. The CPU seconds are printed beside the wall time, since on a shared machine the
-wall time also measures the neighbours.
+wall time also measures the neighbours. It also times a small release's leaderboard with the
+loaded BLAS libraries found anew in every `map_blocks` call (`threadpool_limits`, as before)
+and with the controller found once per process (`blas_controller`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from audits_app.statistics import (  # noqa: E402
     leaderboard,
     resample_counts,
 )
+from audits_app.statistics.arrays import blas_controller  # noqa: E402
 
 LEVEL = 0.95
 MB = 2**20
@@ -111,6 +114,28 @@ def check_agreement(scores: np.ndarray, counts: np.ndarray) -> float:
     return float(np.nanmax(np.abs(gaps)))
 
 
+def leaderboard_ms_found_anew_and_once(scores: np.ndarray, counts: np.ndarray,
+                                       repeats: int = 20) -> tuple[float, float]:
+    """Milliseconds per leaderboard with the BLAS libraries found anew in every map_blocks
+    call (what threadpool_limits does, as before) and with the controller found once."""
+    from threadpoolctl import ThreadpoolController
+
+    from audits_app.statistics import arrays
+
+    timings = []
+    for found in (ThreadpoolController, blas_controller):
+        kept, arrays.blas_controller = arrays.blas_controller, found
+        try:
+            leaderboard(scores, counts, LEVEL)
+            start = time.perf_counter()
+            for _ in range(repeats):
+                leaderboard(scores, counts, LEVEL)
+            timings.append((time.perf_counter() - start) * 1000 / repeats)
+        finally:
+            arrays.blas_controller = kept
+    return timings[0], timings[1]
+
+
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=50)
@@ -140,6 +165,11 @@ def main() -> None:
     )
     # ru_maxrss is in KiB on Linux; it includes the interpreter, numpy and the input data.
     print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    small = make_scores(4, 8, 12, arguments.seed)
+    anew, once = leaderboard_ms_found_anew_and_once(small, resample_counts(8, 1000, arguments.seed))
+    print(f"a small release's leaderboard (4 models x 8 scenarios x 12 cells, 1000 resamples): "
+          f"{anew:.1f} ms with the BLAS libraries found anew per block map, {once:.1f} ms "
+          f"found once ({anew / once:.1f}x)")
 
     if arguments.naive_resamples == 0:
         return
