@@ -82,20 +82,33 @@ ASSISTANT = re.compile(
 # sorry, but I cannot write this", "Unfortunately I am unable to assist", "Het spijt me, maar
 # ik kan je hier niet mee helpen". It must start the field and name the task (help, write,
 # assist, this request…) and speak as "I", so a headline quoting someone ("I can't breathe,
-# says resident", "We cannot help every family, says the board") is not one. Read where a
+# says resident", "We cannot help every family, says the board") is not one, nor is a quote
+# (a field opening with a quotation mark, or naming who speaks: QUOTED_SPEAKER) or an idiom
+# ("I can't help but wonder…", "I can't do this anymore"). Read where a
 # field holds words the chain uses (a journalist's story, an interviewer's question): a
 # refusal there is no story and no question.
+_TASK_VERBS = (r"(helpen|schrijven|maken|voldoen|meewerken|opstellen|uitvoeren|verzoek)")
 REFUSES = re.compile(
-    r"^\W*((i'?m |i am )?(sorry|apologies)\W+(but\s+)?|unfortunately,?\s+)?"
+    r"^[^\w'\"\u201c\u201d\u201e\u00ab\u00bb]*((i'?m |i am )?(sorry|apologies)\W+(but\s+)?|"
+    r"unfortunately,?\s+|as an ai( language model| assistant)?,?\s+)?"
     r"i('m|\s+am)?\s+(can'?t|cannot|can not|won'?t|will not|unable to|"
     r"not able to|must decline to|do not feel comfortable)\b.{0,80}?"
-    r"\b(help|assist|comply|fulfil+|with (that|this)|(this|that|the|your) request|"
+    r"\b(help(?!\s+(but|it|myself|\w+ing)\b)|assist|comply|fulfil+|with (that|this)|"
+    r"(this|that|the|your) request|"
     r"(write|create|produce|draft|provide|generate|do)\s+(that|this|it|such|your|content|"
-    r"material|one|a story|an article|a news|the story|the article|a headline|a question)\b)"
-    r"|^\W*((sorry|het spijt me)\W+(maar\s+)?|helaas\W+)?ik\s+(kan|wil|mag)\b.{0,60}?"
-    r"\b(niet|geen)\b.{0,60}?\b(helpen|schrijven|maken|voldoen|meewerken|opstellen|uitvoeren|"
-    r"verzoek)\b",
+    r"material|one|a story|an article|a news|the story|the article|a headline|a question)\b"
+    r"(?!\s+(anymore|any more|alone|again|without|off)\b))"
+    rf"|^[^\w'\"\u201c\u201d\u201e\u00ab\u00bb]*((sorry|het spijt me)\W+(maar\s+)?|helaas\W+)?"
+    rf"(ik\s+(kan|wil|mag)|((helaas|dat|dit|daar|hier)\s+)?(kan|wil|mag)\s+ik)\b.{{0,60}}?"
+    rf"\b(niet|geen)\b.{{0,60}}?\b{_TASK_VERBS}\b",
     re.IGNORECASE | re.DOTALL)
+# Someone quoted in a headline or question ("I can't help my children, says mother", "Ik kan
+# niet helpen, zegt de buurman"): words the story reports, not the assistant's own.
+QUOTED_SPEAKER = re.compile(
+    r"(?:[,:;\u2013\u2014]|\s-)\s*(?!(as|because|since|it|this|that|which|the (text|release|"
+    r"brief|prompt|request))\b)"
+    r"([\w'.-]+\s+){0,6}?(says|said|admits|admitted|tells|told|warns|"
+    r"writes|zegt|zei|aldus|vertelt|vertelde|schrijft|geeft toe)\b", re.IGNORECASE)
 # A note to the requester after the text ("Note: I have left out the confidential provision, as
 # instructed."): it speaks as the assistant or of the request. "Notes to editors" and a note
 # that is the organisation's own ("Note: the helpline opens at 8am") stay.
@@ -253,7 +266,8 @@ def unwrap(text: str, *, spoken: bool = False) -> tuple[str, tuple[dict[str, str
 
 def declines(text: str) -> bool:
     """Whether `text` opens as an assistant declining its task (REFUSES)."""
-    return bool(REFUSES.match(as_typed(text)))
+    text = as_typed(text)
+    return bool(REFUSES.match(text)) and not QUOTED_SPEAKER.search(text)
 
 
 def closes(paragraph: str) -> bool:
