@@ -110,13 +110,17 @@ QUOTED_SPEAKER = re.compile(
     r"([\w'.-]+\s+){0,6}?(says|said|admits|admitted|tells|told|warns|"
     r"writes|zegt|zei|aldus|vertelt|vertelde|schrijft|geeft toe)\b", re.IGNORECASE)
 # A note to the requester after the text ("Note: I have left out the confidential provision, as
-# instructed."): it speaks as the assistant or of the request. "Notes to editors" and a note
-# that is the organisation's own ("Note: the helpline opens at 8am") stay.
-NOTE = re.compile(r"^\s*(note|nb|n\.b\.|opmerking|let op)\s*:", re.IGNORECASE)
+# instructed."): it speaks as the assistant (I, ik) or of the request. "Notes to editors" and a
+# note that is the organisation's own stay: "Note: the helpline opens at 8am", one that quotes
+# someone ('Note: the CEO said: "I am deeply sorry."'), names its press officer ("contact me,
+# Jane Smith"), or speaks of a customer's request ("your request for a refund").
+NOTE = re.compile(r"^\s*[(\[]?\s*(note|nb|n\.b\.|opmerking|let op)\s*:", re.IGNORECASE)
 ABOUT_THE_REQUEST = re.compile(
-    r"\b(i|i've|i'd|i'm|me|my|ik|mij|mijn)\b|\b(your|the) (request|instructions?|brief)\b|"
-    r"\bas (instructed|requested|asked)\b|\b(je|uw|jouw) (verzoek|instructies?)\b|"
-    r"\bzoals (gevraagd|verzocht)\b", re.IGNORECASE)
+    r"\b(i|i've|i'd|i'm|ik)\b|\b(your|the) (request|instructions?|brief)\b(?!\s+(for|to)\b)|"
+    r"\bas (instructed|requested|asked)\b|\b(je|uw|jouw) (verzoek|instructies?)\b"
+    r"(?!\s+(om|voor|tot)\b)|\bzoals (gevraagd|verzocht)\b", re.IGNORECASE)
+# Words in double quotation marks are someone quoted, not the assistant.
+QUOTATION = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u201e[^\u201c\u201d]*[\u201c\u201d]")
 # A reply that is the text in one code fence (as models answer in markdown): the fence goes.
 FENCED = re.compile(r"^\s*```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(?P<text>.*?)\n?[ \t]*```\s*$",
                     re.DOTALL)
@@ -276,7 +280,8 @@ def closes(paragraph: str) -> bool:
     paragraph = as_typed(paragraph)
     return bool(CLOSERS.match(paragraph)
                 or OFFERS.match(paragraph) and ASSISTANT.search(paragraph)
-                or NOTE.match(paragraph) and ABOUT_THE_REQUEST.search(paragraph))
+                or NOTE.match(paragraph)
+                and ABOUT_THE_REQUEST.search(QUOTATION.sub("", paragraph)))
 
 
 def quoted(text: str, limit: int = 60) -> str:

@@ -22,6 +22,8 @@ from runs_app.writer_text import (
 
 BODY = ("The company today set out what happened at its plant, including what reflects badly "
         "on it, and what it is doing about it.")
+NL_BODY = ("Het bedrijf heeft vandaag uiteengezet wat er in de fabriek is gebeurd, ook wat niet "
+           "in zijn voordeel is, en wat het eraan doet.")
 
 
 @pytest.mark.parametrize("opening", [
@@ -226,6 +228,7 @@ def test_a_text_in_a_code_fence_is_taken_out_of_it(reply):
 @pytest.mark.parametrize("note", [
     "Note: I have omitted the confidential provision as instructed.",
     "*Note: This press release leaves out internal details per your request.*",
+    "(Note: I have omitted the confidential provision as instructed.)",
 ])
 def test_a_note_to_the_requester_is_taken_off(note):
     text = writer_text(f"{BODY}\n\n{note}", "en")
@@ -233,6 +236,25 @@ def test_a_note_to_the_requester_is_taken_off(note):
 
 
 @pytest.mark.parametrize("note", ["Note to editors: Greenvale employs 400 people.",
-                                  "Note: the helpline opens at 8am on Monday."])
+                                  "Note: the helpline opens at 8am on Monday.",
+                                  # the organisation's words in the first or second person:
+                                  # each was taken off, and never reached the jury
+                                  'Note: Greenvale\'s owner said: "I am deeply sorry."',
+                                  "Note: for interviews, contact me, Jane Smith, on 0113 555.",
+                                  "Note: your request for a refund is handled within 5 days."])
 def test_the_organisations_own_note_stays(note):
     assert writer_text(f"{BODY}\n\n{note}", "en").text == f"{BODY}\n\n{note}"
+
+
+@pytest.mark.parametrize("note", [
+    "Noot voor de redactie: neem voor meer informatie contact op met Jan de Vries.",
+    "Let op: neem bij klachten contact op met uw huisarts of met mij via 0800-1234.",
+    "NB: uw verzoek om terugbetaling wordt binnen vijf dagen afgehandeld.",
+])
+def test_the_organisations_own_dutch_note_stays(note):
+    assert writer_text(f"{NL_BODY}\n\n{note}", "nl").text == f"{NL_BODY}\n\n{note}"
+
+
+def test_a_dutch_note_to_the_requester_is_taken_off():
+    note = "NB: ik heb de vertrouwelijke bepaling weggelaten, zoals gevraagd."
+    assert writer_text(f"{NL_BODY}\n\n{note}", "nl").text == NL_BODY
