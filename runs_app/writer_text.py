@@ -193,7 +193,7 @@ def take_think(content: str) -> tuple[str, str, bool]:
     """(reasoning, the rest, whether there was a think block): a leading think block, or
     everything before a closing tag that no opening tag precedes, set aside; so are blocks
     after the text's first words (a model that thinks again after writing), and a block
-    opened after them that never closes (all from its tag on)."""
+    opened on a line of its own after them that never closes (all from its tag on)."""
     reasoning, rest = split_think(content)
     thought = len(rest) != len(content)
     if not thought:
@@ -208,7 +208,9 @@ def take_think(content: str) -> tuple[str, str, bool]:
         return "\n\n"
 
     rest = THINK_ANYWHERE.sub(set_aside, rest)
-    opening = OPENING_THINK.search(rest)
+    # Only a tag that starts a line opens such a block: a text may name the tag in passing.
+    opening = next((found for found in OPENING_THINK.finditer(rest)
+                    if rest[:found.start()].endswith("\n")), None)
     if opening and rest[:opening.start()].strip():
         later.append(rest[opening.end():].strip())
         rest = rest[:opening.start()]

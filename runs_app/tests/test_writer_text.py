@@ -258,3 +258,8 @@ def test_the_organisations_own_dutch_note_stays(note):
 def test_a_dutch_note_to_the_requester_is_taken_off():
     note = "NB: ik heb de vertrouwelijke bepaling weggelaten, zoals gevraagd."
     assert writer_text(f"{NL_BODY}\n\n{note}", "nl").text == NL_BODY
+
+
+def test_a_tag_named_in_passing_keeps_the_words_after_it():
+    reply = f"Think tank <think> launched its report today.\n\n{BODY}"
+    assert writer_text(reply, "en").text == reply
