@@ -52,6 +52,7 @@ _CLOSE = r"(?:</(?:think|thinking|reasoning|seed:think)>|\[/think\]|◁/think▷
 THINK_BLOCK = re.compile(rf"^\s*{_OPEN}(?P<reasoning>.*?){_CLOSE}", re.DOTALL | re.IGNORECASE)
 THINK_ANYWHERE = re.compile(rf"{_OPEN}(?P<reasoning>.*?){_CLOSE}", re.DOTALL | re.IGNORECASE)
 UNCLOSED_THINK = re.compile(rf"^\s*{_OPEN}", re.IGNORECASE)
+# An opening tag anywhere: one before a closing tag makes that closing tag not an orphan.
 OPENING_THINK = re.compile(_OPEN, re.IGNORECASE)
 CLOSING_THINK = re.compile(_CLOSE, re.IGNORECASE)
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)

@@ -48,8 +48,6 @@ from runs_app.reply_reader import (
     split_think,
 )
 
-# An opening think tag: one before a closing tag makes that closing tag not an orphan.
-
 # Opening words of an assistant talking to its requester, in the release languages. They must
 # start the paragraph: a press release does not begin "Sure!". An interjection counts only with
 # its punctuation ("Great!"), so a headline such as "Great Lakes Water ..." is not one.

@@ -247,14 +247,7 @@ def parse_yaml(text: str, source: str, kind: str = "scenario file") -> tuple[Any
 def _field_at(text: str, index: int) -> str:
     """The path of the value that spans character `index`, or "" (a comment, a key, or a file
     that does not parse)."""
-    loader = ScenarioLoader(text)
-    try:
-        check_structure(text)  # an alias would make the walk below exponential
-        node = loader.get_single_node()
-    except yaml.YAMLError:
-        return ""
-    finally:
-        loader.dispose()
+    node = _document_node(text)
     location = _location_of(node, index, ()) if node is not None else None
     return field_path(location) if location else ""
 
@@ -375,9 +368,10 @@ def _load_text(text: str | None, read_problems: list[str], source: str,
 
 
 def _document_node(text: str) -> yaml.Node | None:
-    """The file's YAML node tree (it has parsed already, within the limits), for its lines."""
+    """The file's YAML node tree, for where its values stand; None if it does not parse."""
     loader = ScenarioLoader(text)
     try:
+        check_structure(text)  # an alias would make a walk of the tree exponential
         return loader.get_single_node()
     except yaml.YAMLError:
         return None

@@ -32,21 +32,13 @@ NL_BODY = ("Het bedrijf heeft vandaag uiteengezet wat er in de fabriek is gebeur
     "Here is a draft press release:",
     "Natuurlijk! Hieronder het persbericht:",
     "Ik heb het persbericht voor je opgesteld:",
-])
-def test_a_chat_opening_is_taken_off(opening):
-    text, stripped = unwrap(f"{opening}\n\n{BODY}")
-    assert text == BODY and stripped == ({"part": "opening", "text": opening},)
-
-
-@pytest.mark.parametrize("opening", [
+    # As models type the same openers: left in, they were scored as the text's first words.
     "Here\u2019s a press release for Greenvale Foods:",  # a typographic apostrophe
     "**Here's the press release:**",  # in markdown bold
     "Absolutely\u2014here's a balanced press release:",
     "Sure thing! Here's a draft:",
 ])
-def test_a_chat_opening_as_models_type_it_is_taken_off(opening):
-    # Curly apostrophes, markdown emphasis and a dash are how models write the same opener:
-    # left in, it was scored as the text's first words (jury, readers, the public page).
+def test_a_chat_opening_is_taken_off(opening):
     text, stripped = unwrap(f"{opening}\n\n{BODY}")
     assert text == BODY and stripped == ({"part": "opening", "text": opening},)
 
