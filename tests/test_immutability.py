@@ -33,6 +33,7 @@ from runs_app.models import (
 )
 from scenarios_app.models import Condition, Scenario, ScenarioVersion, Task
 from scenarios_app.services import scenario_apply
+from tests.kept import rows_counted
 from tests.world import attempt, release_rows_create, scenario_version, user_create
 
 # Reading studies' people are guarded by their session's completion, not by a release's
@@ -40,6 +41,9 @@ from tests.world import attempt, release_rows_create, scenario_version, user_cre
 UNDER_RELEASE = [guard for guard in GUARDS if not guard.always and guard.table != RELEASE_TABLE
                  and guard not in STUDY_GUARDS]
 POSTGRESQL = connection.vendor == "postgresql"
+# The tables a fresh database holds rows in: what migrations and their post_migrate fill.
+MIGRATIONS_FILL = {"django_migrations", "django_content_type", "auth_permission", "auth_group",
+                   "auth_group_permissions", "scenarios_app_task", "scenarios_app_condition"}
 
 
 @pytest.fixture
@@ -301,6 +305,9 @@ def test_the_test_runners_flush_empties_a_published_release_and_keeps_the_guards
                                     publish=True)
     call_command("flush", interactive=False, verbosity=0)
     assert not Release.objects.exists() and not ScenarioVersion.objects.exists()
+    # Every table is empty but those migrations fill (on PostgreSQL the flush deletes rows
+    # rather than truncating the tables: conftest._deleting_sql_flush).
+    assert {table for table, count in rows_counted().items() if count} == MIGRATIONS_FILL
     assert installed_guards() == expected_guards()
     # The next test's published release is as protected as this one was.
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
