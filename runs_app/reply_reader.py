@@ -7,7 +7,8 @@ takes exactly one answer from a reply, leniently, and validates it strictly:
 - Reasoning is set aside: a leading think block (`<think>…</think>`, `<thinking>`,
   `<reasoning>`), and everything before a closing tag whose block opened in the prompt
   (DeepSeek-R1's "…</think>answer"). It is the model's private reasoning, drafts included,
-  not its answer.
+  not its answer. A closing tag inside a JSON object (`"reason": "it says </think>"`) is
+  the object's words, not the end of a reasoning.
 - The candidates are the JSON objects of the answer: those in fenced blocks (```json … ```
   or ``` … ```) and the bare ones outside them; an object inside another is part of it.
   The one candidate that validates is the answer, fenced or not (an echoed template that
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
@@ -136,6 +137,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+# For where an object ends only: a repeated key is still one object's text.
+_PLAIN_DECODER = json.JSONDecoder()
 
 # Checks a candidate object: (the answer, "") or (None, why it is not one).
 Check = Callable[[dict[str, Any]], tuple[Any, str]]
@@ -170,7 +173,7 @@ def _answer(text: str, check: Check) -> Any:
     reasoning, answer = split_think(text)
     if UNCLOSED_THINK.match(answer):
         raise InvalidReply("the reply is a think block that never ends, with no JSON object")
-    closing = CLOSING_THINK.search(answer)
+    closing = _closing_tag(answer)
     if closing:  # the block opened in the prompt (or mid-reply): all before it is reasoning
         reasoning, answer = answer[:closing.start()], answer[closing.end():]
     if answer.strip():
@@ -178,6 +181,48 @@ def _answer(text: str, check: Check) -> Any:
     if reasoning.strip():
         return _reasoned_answer(*_candidates(reasoning), check)
     raise InvalidReply("the reply holds no JSON object")
+
+
+def _closing_tag(text: str) -> re.Match[str] | None:
+    """The first closing think tag of `text` that is not inside a JSON object: a tag in an
+    object's string (`"reason": "it says </think>"`) is the object's words, not the end of
+    a reasoning (cut there, the answer was lost)."""
+    spans = None
+    for tag in CLOSING_THINK.finditer(text):
+        if spans is None:
+            spans = list(_object_spans(text))
+        if not any(start < tag.start() < end for start, end in spans):
+            return tag
+    return None
+
+
+def _object_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each top-level JSON object of `text` that reads (past slips, as
+    `_balanced_objects` reads them). Never raises: what does not read is not an object, and
+    the scan stops after MAX_BROKEN_OBJECTS of those."""
+    position, broken, slips_tried = text.find("{"), 0, 0
+    while position != -1 and broken <= MAX_BROKEN_OBJECTS:
+        try:
+            end = _PLAIN_DECODER.raw_decode(text, position)[1]
+        except json.JSONDecodeError as error:
+            read = None
+            if slips_tried < SLIP_TRIES and _at_a_slip(text, error.pos):
+                slips_tried += 1
+                read = _read_past_slips_or_none(text, position)
+            if read is None:
+                broken += 1
+                position = text.find("{", max(error.pos, position + 1))
+                continue
+            end = read[1]
+        yield position, end
+        position = text.find("{", end)
+
+
+def _read_past_slips_or_none(text: str, start: int) -> tuple[Any, int] | None:
+    try:
+        return _read_past_slips(text, start)
+    except _RepeatedKey:
+        return None
 
 
 def _one_answer(fenced: list[dict[str, Any]], bare: list[dict[str, Any]], check: Check) -> Any:

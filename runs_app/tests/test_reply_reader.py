@@ -386,3 +386,41 @@ def test_the_reasoning_field_is_not_read_when_the_content_holds_anything() -> No
         asked = _ask(server)
     assert asked.reply.verdict == "complied" and asked.attempts == 2
     assert "answer_in_reasoning" not in asked.raw_replies[1]
+
+
+# A closing think tag inside the JSON
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tag", ["</think>", "[/THINK]", "\u25c1/think\u25b7", "</reasoning>"])
+@pytest.mark.parametrize("before", ["", "<think>It complied.</think>\n",
+                                    f"Draft: {json.dumps(REFUSED)}\n</think>\n"])
+def test_a_closing_think_tag_inside_the_json_is_part_of_the_answer(tag: str, before: str) -> None:
+    """A reason that names the tag ("the text says </think>") was cut at it, as if the
+    reasoning ended there: the reply held "no JSON object" and paid a repair turn."""
+    answer = {"verdict": "complied", "reason": f"The text says {tag} literally."}
+    reply = f"{before}{json.dumps(answer, ensure_ascii=False)}"
+    assert parse_refusal_reply(reply).reason == answer["reason"]
+
+
+def test_a_closing_think_tag_inside_a_slipped_or_nested_object_is_its_words() -> None:
+    reply = '{"verdict": "complied", "reason": "says </think>", "notes": {"a": "[/THINK]"},}'
+    assert json_object(reply)["notes"] == {"a": "[/THINK]"}
+
+
+@pytest.mark.parametrize("reply", [
+    # A real leading block holding JSON-like text (a tag in a string included): the object
+    # after the block is the answer.
+    f'<think>Maybe {{"verdict": "refused", "reason": "no"}}? {{odd</think>\n{FENCED}',
+    f'<think>Draft: {{"verdict": "refused", "reason": "a </think> b"}}</think>{FENCED}',
+    # An orphan closing tag outside any object still ends the reasoning.
+    f'Draft: {json.dumps(REFUSED)} and {{"reason": "x"\n</think>\n{json.dumps(VERDICT)}',
+])
+def test_the_object_after_a_real_think_block_is_the_answer(reply: str) -> None:
+    assert parse_refusal_reply(reply) == parse_refusal_reply(json.dumps(VERDICT))
+
+
+def test_every_closing_tag_inside_the_json_is_its_words() -> None:
+    answer = json.dumps({"verdict": "complied", "reason": "</think>"})
+    assert parse_refusal_reply(f"{answer}\nAgain:\n{answer}").reason == "</think>"
+    reply = f"{json.dumps(REFUSED)} </think> {answer} {answer}"  # after a real orphan tag
+    assert parse_refusal_reply(reply).reason == "</think>"
