@@ -5,7 +5,8 @@ a think block first, the same object twice, the format echoed before the answer.
 takes exactly one answer from a reply, leniently, and validates it strictly:
 
 - Reasoning is set aside: a leading think block (`<think>…</think>`, `<thinking>`,
-  `<reasoning>`), and everything before a closing tag whose block opened in the prompt
+  `<reasoning>`), gpt-oss's analysis channel leaked before its final one ("analysis…
+  assistantfinal{…}"), and everything before a closing tag whose block opened in the prompt
   (DeepSeek-R1's "…</think>answer"). It is the model's private reasoning, drafts included,
   not its answer. A closing tag inside a JSON object (`"reason": "it says </think>"`) is
   the object's words, not the end of a reasoning.
@@ -56,6 +57,17 @@ UNCLOSED_THINK = re.compile(rf"^\s*{_OPEN}", re.IGNORECASE)
 # An opening tag anywhere: one before a closing tag makes that closing tag not an orphan.
 OPENING_THINK = re.compile(_OPEN, re.IGNORECASE)
 CLOSING_THINK = re.compile(_CLOSE, re.IGNORECASE)
+# gpt-oss's harmony format leaked into the content: the reasoning in the analysis channel,
+# then the answer in the final one, with the format's tokens
+# ("<|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>…")
+# or with them stripped ("analysisWe need to…assistantfinal…"). Only these exact shapes:
+# a text that begins "Analysis of the incident" is a text.
+HARMONY_TOKENS = re.compile(
+    r"^\s*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>(?P<reasoning>.*?)"
+    r"(?:(?:<\|end\|>)?(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>|$)",
+    re.DOTALL)
+HARMONY_BARE = re.compile(r"^\s*analysis(?P<reasoning>.*?)assistantfinal", re.DOTALL)
+HARMONY_END = re.compile(r"(?:<\|return\|>|<\|end\|>)\s*$")
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 ReplyModel = TypeVar("ReplyModel", bound=BaseModel)
@@ -111,11 +123,25 @@ AnyCase = BeforeValidator(_label_spelled)
 
 
 def split_think(text: str) -> tuple[str, str]:
-    """(reasoning, answer): a leading think block set aside from the rest of the text."""
+    """(reasoning, answer): a leading think block, or a leaked harmony analysis channel
+    (`split_harmony`), set aside from the rest of the text."""
+    harmony = split_harmony(text)
+    if harmony:
+        return harmony
     match = THINK_BLOCK.match(text)
     if match:
         return match.group("reasoning").strip(), text[match.end():]
     return "", text
+
+
+def split_harmony(text: str) -> tuple[str, str] | None:
+    """(reasoning, answer) of a reply in gpt-oss's leaked harmony format: the answer is the
+    final channel's message, without its closing token; a reply with the tokens that never
+    reaches the final channel is all reasoning. None for any other reply."""
+    match = HARMONY_TOKENS.match(text) or HARMONY_BARE.match(text)
+    if not match:
+        return None
+    return match.group("reasoning").strip(), HARMONY_END.sub("", text[match.end():])
 
 
 def as_reasoning(reasoning: str) -> str:

@@ -2,11 +2,13 @@
 
 What a writer's reply may carry besides its text, and what becomes of it:
 
-- A think block at the start (`<think>…</think>`) is the writer's private reasoning: it is
-  stored apart (with `message.reasoning`) and never scored. So is everything before a closing
-  tag that no opening tag precedes (`reasoning…</think>\n\ntext`): DeepSeek-R1 and its
-  distills, and providers whose chat template opens the block in the prompt, send the
-  reasoning so. A reply that is nothing but an unfinished think block has no text.
+- A think block at the start (`<think>…</think>`), or gpt-oss's analysis channel leaked
+  before its final one ("analysis…assistantfinal text", or with the harmony tokens), is the
+  writer's private reasoning: it is stored apart (with `message.reasoning`) and never
+  scored. So is everything before a closing tag that no opening tag precedes
+  (`reasoning…</think>\n\ntext`): DeepSeek-R1 and its distills, and providers whose chat
+  template opens the block in the prompt, send the reasoning so. A reply that is nothing
+  but an unfinished think block (or analysis channel) has no text.
 - A chat wrapper: an opening line addressed to the requester ("Sure! Here's a press
   release…:") in a paragraph of its own, or a closing one ("Let me know if you'd like…",
   "Hopelijk is dit wat je zocht"), is taken off, and what was taken off is stored. An offer

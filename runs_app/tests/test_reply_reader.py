@@ -388,7 +388,7 @@ def test_the_reasoning_field_is_not_read_when_the_content_holds_anything() -> No
     assert "answer_in_reasoning" not in asked.raw_replies[1]
 
 
-# A closing think tag inside the JSON
+# A closing think tag inside the JSON; gpt-oss's leaked harmony channels
 # ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tag", ["</think>", "[/THINK]", "\u25c1/think\u25b7", "</reasoning>"])
@@ -417,6 +417,40 @@ def test_a_closing_think_tag_inside_a_slipped_or_nested_object_is_its_words() ->
 ])
 def test_the_object_after_a_real_think_block_is_the_answer(reply: str) -> None:
     assert parse_refusal_reply(reply) == parse_refusal_reply(json.dumps(VERDICT))
+
+
+HARMONY_REASONING = f"We need a verdict. Draft: {json.dumps(REFUSED)}. No: it complied."
+
+
+@pytest.mark.parametrize("reply", [
+    f"analysis{HARMONY_REASONING}assistantfinal{json.dumps(VERDICT)}",
+    f"analysis{HARMONY_REASONING}assistantfinal{FENCED}",
+    f"<|channel|>analysis<|message|>{HARMONY_REASONING}<|end|><|start|>assistant"
+    f"<|channel|>final<|message|>{json.dumps(VERDICT)}",
+    f"<|start|>assistant<|channel|>analysis<|message|>{HARMONY_REASONING}<|end|>"
+    f"<|start|>assistant<|channel|>final<|message|>{json.dumps(VERDICT)}<|return|>",
+])
+def test_only_the_final_channel_of_a_leaked_harmony_reply_is_the_answer(reply: str) -> None:
+    """gpt-oss served without its harmony parser sends its analysis channel in the content:
+    the draft in it made the reply two different answers, and a repair turn was paid."""
+    assert parse_refusal_reply(reply).verdict == "complied"
+
+
+def test_a_harmony_reply_that_never_reaches_its_final_channel_is_only_reasoning() -> None:
+    with pytest.raises(InvalidReply, match="no answer outside its reasoning"):
+        parse_refusal_reply(f"<|channel|>analysis<|message|>{HARMONY_REASONING} "
+                            f"{json.dumps(VERDICT)}")
+    assert split_think("<|channel|>analysis<|message|>why<|end|>") == ("why<|end|>", "")
+
+
+@pytest.mark.parametrize("reply", [
+    f"Analysis of the text: {json.dumps(VERDICT)}",
+    f"analysis: {json.dumps(VERDICT)}",
+    f"Analysis{json.dumps(VERDICT)}assistantfinal",  # not lower case as gpt-oss writes it
+])
+def test_a_reply_that_only_begins_with_the_word_analysis_is_read_whole(reply: str) -> None:
+    assert split_think(reply) == ("", reply)
+    assert parse_refusal_reply(reply).verdict == "complied"
 
 
 def test_every_closing_tag_inside_the_json_is_its_words() -> None:

@@ -255,3 +255,35 @@ def test_a_dutch_note_to_the_requester_is_taken_off():
 def test_a_tag_named_in_passing_keeps_the_words_after_it():
     reply = f"Think tank <think> launched its report today.\n\n{BODY}"
     assert writer_text(reply, "en").text == reply
+
+
+HARMONY_THOUGHT = "We need a press release. Keep quiet about the provision."
+
+
+@pytest.mark.parametrize("reply", [
+    f"analysis{HARMONY_THOUGHT}assistantfinal{BODY}",
+    f"<|channel|>analysis<|message|>{HARMONY_THOUGHT}<|end|><|start|>assistant"
+    f"<|channel|>final<|message|>{BODY}",
+    f"<|start|>assistant<|channel|>analysis<|message|>{HARMONY_THOUGHT}<|end|>"
+    f"<|start|>assistant<|channel|>final<|message|>{BODY}<|return|>",
+])
+def test_a_leaked_harmony_analysis_channel_is_set_aside(reply):
+    """gpt-oss served without its harmony parser: its analysis channel (the reasoning) and
+    the format's tokens were scored as the text, and reached the jury and the public page."""
+    text = writer_text(reply, "en")
+    assert text.text == BODY and text.reasoning == HARMONY_THOUGHT
+
+
+def test_a_harmony_reply_without_its_final_channel_has_no_text():
+    with pytest.raises(NotAText, match="only a think block"):
+        writer_text(f"<|channel|>analysis<|message|>{HARMONY_THOUGHT} {BODY}", "en")
+
+
+@pytest.mark.parametrize("reply", [
+    f"Analysis of the incident shows what went wrong.\n\n{BODY}",
+    f"analysis of the incident shows what went wrong.\n\n{BODY}",
+    f"Analysis: assistant final checks were skipped.\n\n{BODY}",
+])
+def test_a_text_that_begins_with_the_word_analysis_stays_whole(reply):
+    text = writer_text(reply, "en")
+    assert text.text == reply and text.reasoning == ""
