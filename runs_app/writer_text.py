@@ -122,8 +122,12 @@ ABOUT_THE_REQUEST = re.compile(
 # Words in double quotation marks are someone quoted, not the assistant.
 QUOTATION = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u201e[^\u201c\u201d]*[\u201c\u201d]")
 # A reply that is the text in one code fence (as models answer in markdown): the fence goes.
-FENCED = re.compile(r"^\s*```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(?P<text>.*?)\n?[ \t]*```\s*$",
-                    re.DOTALL)
+# Its closing fence has as many backticks as its opening one (````markdown … ````).
+FENCED = re.compile(r"^\s*(?P<ticks>`{3,})[ \t]*(?P<info>[A-Za-z0-9_-]*)[ \t]*\n"
+                    r"(?P<text>.*?)\n?[ \t]*(?P=ticks)\s*$", re.DOTALL)
+# A line that is only a fence, opening (with a language or not) or closing one: ``` in a line
+# of words ("Type ```code``` here") is no fence.
+FENCE_LINE = re.compile(r"^[ \t]*`{3,}[ \t]*(?P<info>[^`\s]*)[ \t]*$")
 # An opener that runs into the text is long; a wrapper line is a sentence or two.
 WRAPPER_MAX_CHARS = 300
 RULE = re.compile(r"^\s*(-{3,}|\*{3,}|_{3,})\s*$")
@@ -181,12 +185,43 @@ def writer_text(content: str, language: str, *, spoken: bool = False) -> WriterT
     if not rest.strip():
         raise NotAText("returned empty content" + (" (only a think block)" if thought else ""))
     text, stripped = unwrap(rest, spoken=spoken)
-    fenced = FENCED.match(text)
-    if fenced and "```" not in fenced.group("text") and fenced.group("text").strip():
-        text = fenced.group("text").strip()
-        stripped += ({"part": "fence", "text": f"```{fenced.group(1)}"},)
+    fenced = one_fence(text)
+    if fenced:
+        text = fenced["text"].strip()
+        stripped += ({"part": "fence", "text": fenced["ticks"] + fenced["info"]},)
     check_language(text, language)
     return WriterText(text, reasoning, stripped)
+
+
+def one_fence(text: str) -> re.Match[str] | None:
+    """The match of FENCED when the reply is one code fence around a text: the fence lines
+    inside it, if any, are blocks nested in it (`nested_fences`), not two blocks side by
+    side that FENCED would read as one."""
+    fenced = FENCED.match(text)
+    if not fenced or not fenced["text"].strip():
+        return None
+    return fenced if nested_fences(fenced["text"]) else None
+
+
+def nested_fences(text: str) -> bool:
+    """Whether the fence lines of `text` pair up as blocks inside it: each opened, with a
+    language or not, and closed by a bare fence line, around something. A block closed by a
+    fence with a language, or holding nothing or a line to the requester ("Here is a shorter
+    version:"), is the gap between two blocks side by side."""
+    opened: int | None = None
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        fence = FENCE_LINE.match(line)
+        if not fence:
+            continue
+        if opened is None:
+            opened = number
+            continue
+        inside = "\n".join(lines[opened + 1:number]).strip()
+        if fence["info"] or not inside or OPENERS.match(as_typed(inside)):
+            return False
+        opened = None
+    return opened is None
 
 
 def take_think(content: str) -> tuple[str, str, bool]:

@@ -287,3 +287,42 @@ def test_a_harmony_reply_without_its_final_channel_has_no_text():
 def test_a_text_that_begins_with_the_word_analysis_stays_whole(reply):
     text = writer_text(reply, "en")
     assert text.text == reply and text.reasoning == ""
+
+
+NESTED = f"{BODY}\n\n```\nhelpline --open 24/7\n```\n\nCall us any time."
+
+
+NESTED_TAGGED = f"{BODY}\n\n```text\nhelpline --open 24/7\n```\n\nCall us any time."
+
+
+@pytest.mark.parametrize(("opening", "inner", "wrapper"), [
+    ("```", NESTED, ""),
+    ("```markdown", NESTED_TAGGED, ""),
+    ("````markdown", NESTED, ""),  # as markdown nests: a longer outer fence
+    ("```", NESTED, "Here's the press release:\n\n"),
+])
+def test_a_fence_around_a_text_with_a_nested_fence_is_taken_off(opening, inner, wrapper):
+    """Models fence the whole text in markdown, nested blocks inside with the same ```: the
+    outer fence was kept as the text's first and last lines and reached the jury."""
+    closing = "`" * opening.count("`")
+    text = writer_text(f"{wrapper}{opening}\n{inner}\n{closing}", "en")
+    assert text.text == inner and text.stripped[-1] == {"part": "fence", "text": opening}
+
+
+def test_a_fence_around_a_text_with_backticks_in_a_line_is_taken_off():
+    code_ish = f"{BODY}\nType ```recall``` in the app to see if your batch is affected."
+    text = writer_text(f"```\n{code_ish}\n```", "en")
+    assert text.text == code_ish and text.stripped[-1]["part"] == "fence"
+
+
+@pytest.mark.parametrize("reply", [
+    # Two blocks side by side are not one fence around a text: the reply stays as it came.
+    f"```\n{BODY}\n```\n\n```\n{BODY}\n```",
+    f"```markdown\n{BODY}\n```\n\n```markdown\n{BODY}\n```",
+    f"```\n{BODY}\n```\n\nHere is a shorter version:\n\n```\n{BODY}\n```",
+    f"```\n{BODY}\n```\n\nAnd a quote:\n```",  # a fence line left unpaired
+    f"{BODY}\n\n```\nhelpline --open 24/7\n```",  # a block in the text, no fence around it
+])
+def test_fences_that_are_not_one_fence_around_the_text_stay(reply):
+    text = writer_text(reply, "en")
+    assert text.text == reply.strip() and text.stripped == ()
