@@ -70,9 +70,19 @@ def is_scenario_name(name: str) -> bool:
     return name.lower().endswith(SUFFIXES)
 
 
+def scenario_file_suffix(path: Path) -> bool:
+    """Whether a file named on the command line may be read: a scenario file, a zip of them,
+    or a name with no suffix at all (`<(…)`'s /dev/fd/63, a pipe)."""
+    return not path.suffix or is_scenario_name(path.name) or is_zip_name(path.name)
+
+
+def is_zip_name(name: str) -> bool:
+    return name.lower().endswith(".zip")
+
+
 def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
     """Files as given (a .zip among them is read as a zip of scenario files), folders as their
-    *.yaml files (sorted); missing paths are problems."""
+    *.yaml files (sorted); missing paths, and files of another kind (x.py), are problems."""
     files: list[Path] = []
     problems: list[str] = []
     for raw in paths:
@@ -82,6 +92,9 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[str]]:
             if not found:
                 problems.append(f"{raw}: no scenario files (*.yaml) in this folder")
             files += found
+        elif path.is_file() and not scenario_file_suffix(path):
+            problems.append(f"{raw}: not a scenario file: its name ends in {path.suffix}, "
+                            "not .yaml, .yml or .zip")
         elif path.is_file():
             files.append(path)
         else:
@@ -333,7 +346,7 @@ def load_scenario_files(paths: list[str]) -> LoadReport:
     files, problems = expand_paths(paths)
     loaded: list[LoadedFile] = []
     for path in files:
-        if path.suffix == ".zip":
+        if is_zip_name(path.name):
             try:
                 with path.open("rb") as handle:
                     members, zip_problems = read_zip(str(path), handle, path.stat().st_size)

@@ -24,6 +24,7 @@ from scenarios_app.files import (
     MAX_FILE_BYTES,
     dump_scenario,
     is_scenario_name,
+    is_zip_name,
     members_left_out,
     read_zip,
     size_against,
@@ -351,7 +352,7 @@ class ScenarioUploadForm(forms.Form):
             _refuse_if_too_large(upload.name, upload.size, MAX_FILE_BYTES)
             upload.seek(0)
             return [(Path(upload.name).name, upload.read())]
-        if not upload.name.endswith(".zip"):
+        if not is_zip_name(upload.name):
             raise forms.ValidationError(f"{upload.name} is neither a .yaml file nor a .zip.")
         upload.seek(0)
         members, problems = read_zip(upload.name, upload, upload.size)

@@ -468,6 +468,19 @@ def test_an_unreadable_zip_is_called_damaged_naming_it(curator_client, tmp_path,
     assert not Scenario.objects.exists()
 
 
+def test_a_zip_named_in_capitals_is_read_as_a_zip(curator_client, tmp_path):
+    """SET.ZIP was refused on upload as "neither a .yaml file nor a .zip", and read as YAML
+    on the command line."""
+    content = _zip({"greenvale.yaml": dump(valid_document())})
+    path = tmp_path / "SET.ZIP"
+    path.write_bytes(content)
+    assert run("validate_scenarios", str(path))[0] == 0
+
+    response = curator_client.post(UPLOAD, {"files": [_upload("SET.ZIP", content)]})
+    assert response.status_code == 302
+    assert Scenario.objects.count() == 1
+
+
 def test_a_zip_of_3000_bad_files_lists_50_problems_and_counts_the_rest(curator_client,
                                                                      tmp_path):
     content = _zip({f"s{number:04}.yaml": "a: [\n" for number in range(3000)})

@@ -165,6 +165,10 @@ def _broken_batch(folder: Path, kind: str) -> tuple[list[str], str]:
     if kind == "missing file":
         bad = str(folder / "missing.yaml")
         return [edited, bad], f"{bad}: no such file or folder"
+    if kind == "another kind of file":
+        bad = write(folder, "notes.py", new)  # a valid scenario under the wrong name
+        return [edited, bad], (f"{bad}: not a scenario file: its name ends in .py, not .yaml, "
+                               ".yml or .zip")
     if kind == "duplicate slug":
         first = write(folder, "second.yaml", new)
         bad = write(folder, "third.yaml", {**other_scenario_document("x"), "slug": "second-one"})
@@ -197,8 +201,8 @@ def _broken_batch(folder: Path, kind: str) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("kind", [
-    "malformed YAML", "missing file", "duplicate slug", "duplicate canary",
-    "canary of another scenario", "unknown format", "schema error",
+    "malformed YAML", "missing file", "another kind of file", "duplicate slug",
+    "duplicate canary", "canary of another scenario", "unknown format", "schema error",
 ])
 def test_it_refuses_a_batch_with_a_broken_file_and_changes_nothing(tmp_path, kind):
     run("import_scenarios", str(GREENVALE))
