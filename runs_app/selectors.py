@@ -14,6 +14,7 @@ from django.utils import timezone
 from runs_app.models import (
     Drain,
     DrainState,
+    Generation,
     Release,
     RunControl,
     StageRun,
@@ -21,6 +22,7 @@ from runs_app.models import (
     WorkStatus,
 )
 from runs_app.models.pipeline import DRAIN_DEAD_AFTER  # noqa: F401 (tasks read it here)
+from runs_app.providers.served import served_as_asked
 from runs_app.schemas import STAGE_NAMES
 from runs_app.stages import get_stage
 from runs_app.stages.base import claimable_rows
@@ -193,7 +195,8 @@ def release_row_problems(release: Release) -> list[str]:
     pending, claimed or failed (whatever the release's status says), rows built on an
     earlier stage's rows that have changed since (`Stage.outdated`), and each writer, juror
     and reader whose share of unscored rows in a stage is above the release file's
-    `gate.max_unscored_share` (DESIGN section 5)."""
+    `gate.max_unscored_share` (DESIGN section 5), and each writer with texts another model
+    wrote (`served_model_problems`)."""
     limit = release.parsed_config().gate.max_unscored_share
     problems = []
     for progress in release_progress(release):
@@ -214,7 +217,35 @@ def release_row_problems(release: Release) -> list[str]:
                 f"stage {counts.stage}: {counts.role} {counts.model} has {counts.unscored:,} "
                 f"of {counts.total:,} rows unscored ({counts.unscored_share:.1%}, above the "
                 f"release's limit of {limit:.1%}; retry them)")
-    return problems
+    return problems + served_model_problems(release)
+
+
+# Texts named per writer before the rest are counted instead.
+MAX_NAMED_TEXTS = 10
+
+
+def served_model_problems(release: Release) -> list[str]:
+    """One line per writer with texts whose reply names another model than the one asked
+    (`runs_app.providers.served.served_as_asked`): the leaderboard would attribute them to
+    a writer that did not write them. It names the models served, the texts and how many
+    of the writer's texts they are; a reply that names no model is not counted."""
+    texts = Generation.objects.filter(release=release, status=WorkStatus.DONE)
+    written: dict[str, int] = {}
+    others: dict[str, dict[str, list[int]]] = {}
+    for pk, asked, served in texts.values_list("pk", "model__openrouter_id", "served_model"):
+        written[asked] = written.get(asked, 0) + 1
+        if not served_as_asked(asked, served):
+            others.setdefault(asked, {}).setdefault(served, []).append(pk)
+    return [_served_line(asked, served, written[asked]) for asked, served in sorted(others.items())]
+
+
+def _served_line(asked: str, served: dict[str, list[int]], written: int) -> str:
+    ids = sorted(pk for pks in served.values() for pk in pks)
+    named = ", ".join(map(str, ids[:MAX_NAMED_TEXTS])) + (
+        f" and {len(ids) - MAX_NAMED_TEXTS:,} more" if len(ids) > MAX_NAMED_TEXTS else "")
+    models = ", ".join(f"{name} ({len(pks):,})" for name, pks in sorted(served.items()))
+    return (f"writer {asked}: {len(ids):,} of {written:,} texts were served by another model "
+            f"({models}; texts {named}): published, they would be attributed to {asked}")
 
 
 def release_has_gaps(release: Release) -> bool:

@@ -14,6 +14,10 @@ Answers come, in order of precedence, from the script (`enqueue*`, consumed in
 order, optionally only by requests for one model), then the `responder`, then a
 deterministic default completion derived from the request.
 
+Every 200 completion names the model that answered in `model`, as OpenRouter's do: the
+asked slug, unless `serve_as(asked, served)` says another name (a dated snapshot, or a
+misrouted model).
+
 `GET /api/v1/models` serves a models list (`models=`: OpenRouter's `{"data": [...]}` shape,
 see `runs_app.providers.models_list.listings_as_payload`; empty by default). Its requests
 are counted apart (`models_requests`), so `count()` stays the number of completions.
@@ -182,6 +186,7 @@ class FakeOpenRouter:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._script: list[tuple[str | None, FakeResponse]] = []
+        self._served: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -213,6 +218,19 @@ class FakeOpenRouter:
             self.models_requests = 0
 
     # -- the script ------------------------------------------------------------------
+
+    def serve_as(self, asked: str, served: str) -> None:
+        """Name `served` as the model that answered every completion asked of `asked`."""
+        with self._lock:
+            self._served[asked] = served
+
+    def _served_model(self, payload: Any) -> tuple[str | None, bool]:
+        """The name a reply to `payload` gives, and whether `serve_as` chose it."""
+        asked = payload.get("model") if isinstance(payload, dict) else None
+        with self._lock:
+            if isinstance(asked, str) and asked in self._served:
+                return self._served[asked], True
+        return (asked if isinstance(asked, str) else None), False
 
     def enqueue(
         self,
@@ -339,7 +357,8 @@ class FakeOpenRouter:
             latency = (self.latency.sample(number) if isinstance(self.latency, LogNormalLatency)
                        else self.latency)
             await self._pause(latency + response.delay)
-            return _render(response, payload, number=number)
+            return _render(response, payload, number=number,
+                           served=self._served_model(payload))
         finally:
             self._track_in_flight(-1)
 
@@ -404,10 +423,15 @@ def _as_response(answer: str | JsonBody | FakeResponse, *, number: int) -> FakeR
     return FakeResponse(body=answer)
 
 
-def _render(response: FakeResponse, payload: Any, *, number: int) -> web.Response:
+def _render(response: FakeResponse, payload: Any, *, number: int,
+            served: tuple[str | None, bool]) -> web.Response:
     body = response.body
     if body is None:
         body = default_completion(payload, number=number)
+    name, chosen = served
+    if isinstance(body, dict) and "choices" in body and name and (
+            chosen or "model" not in body):
+        body = {**body, "model": name}
     text = body if isinstance(body, str) else json.dumps(body)
     return web.Response(
         status=response.status,
