@@ -33,6 +33,7 @@ from audits_app.publication.services import snapshot_hash
 from audits_app.publication.snapshot import release_snapshot, snapshot_texts
 from audits_app.publication.snapshot_model import SnapshotError, snapshot_load
 from runs_app.models import Release
+from runs_app.selectors import served_model_problems
 from runs_app.services import config_hash
 
 # Differences listed per check before the rest are counted instead.
@@ -74,6 +75,7 @@ def release_verify(*, release: Release) -> Verification:
     _check_hashes(result, release, publication)
     _check_shape(result, publication)
     _check_figures(result, release, publication)
+    _check_served_models(result, release)
     for staff in (False, True):
         _check_archive(result, release, publication, staff=staff)
     return result
@@ -90,12 +92,22 @@ def _verify_public_import(result: Verification, release: Release,
         f"figures: not recomputed: {PUBLIC_IMPORT}, which lacks the rows the public may not "
         "see (texts held for the arena or reading studies, held-out scenarios)",
         f"staff archive: not built: {PUBLIC_IMPORT}, which lacks what only staff may see",
+        f"texts' served models: not checked: {PUBLIC_IMPORT}, which does not carry the "
+        "model each reply named",
     ]
     _check_shape(result, publication)
     _check_texts(result, release, publication)
     _check_refusal_intervals(result, publication)
     _check_archive(result, release, publication, staff=False)
     return result
+
+
+def _check_served_models(result: Verification, release: Release) -> None:
+    """Each text is published under the model its reply named, as far as it named one
+    (`runs_app.selectors.served_model_problems`, the publish gate's own check): a release
+    published before the gate checked it, or a reply's name changed since, shows here."""
+    result.checked.append("texts' served models against their writers")
+    result.differences += [f"attribution: {line}" for line in served_model_problems(release)]
 
 
 def _check_texts(result: Verification, release: Release, publication: Publication) -> None:

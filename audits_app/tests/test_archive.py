@@ -508,7 +508,7 @@ def test_a_release_imported_from_a_public_archive_verifies_what_it_holds(
     # is not verified (a rewritten figure would pass the same checks).
     assert verified.returncode == 2, verified.stderr
     assert "unchanged" not in verified.stdout
-    assert ("arc.0: NOT VERIFIED: 3 checks could not be made (above); no difference in what "
+    assert ("arc.0: NOT VERIFIED: 4 checks could not be made (above); no difference in what "
             "could be checked (snapshot schema, texts recomputed from the rows, refusal rates "
             "within their intervals, public archive)") in verified.stdout
     assert ("arc.0: not verified: figures: not recomputed: release imported from a public "

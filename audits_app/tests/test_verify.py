@@ -16,7 +16,7 @@ from audits_app.models import Publication
 from audits_app.tests.archives import forge, recoded, rezip
 from audits_app.verification import release_verify
 from baitbench_site import immutability
-from runs_app.models import LlmModel, Release, TextScore
+from runs_app.models import Generation, LlmModel, Release, TextScore, WorkStatus
 from scenarios_app.services import scenarios_import
 
 pytestmark = pytest.mark.django_db
@@ -94,6 +94,23 @@ def test_a_renamed_model_is_caught_in_the_archives(release):
                    for line in differences), differences
 
 
+def test_a_text_another_model_wrote_is_named(release, capsys):
+    text = Generation.objects.filter(release=release, status=WorkStatus.DONE).first()
+    behind_the_triggers("UPDATE runs_app_generation SET served_model = %s WHERE id = %s",
+                        ("someone/else", text.pk))
+    differences = release_verify(release=release).differences
+    writer = text.model.openrouter_id
+    assert [line for line in differences if line.startswith("attribution:")] == [
+        f"attribution: writer {writer}: 1 of "
+        f"{Generation.objects.filter(release=release, model=text.model, status='done').count()} "
+        f"texts were served by another model (someone/else (1); texts {text.pk}): published, "
+        f"they would be attributed to {writer}"]
+    with pytest.raises(SystemExit) as exit_code:
+        call_command("verify_release", "verify.0")
+    assert exit_code.value.code == 1
+    assert "were served by another model" in capsys.readouterr().err
+
+
 def test_a_kept_archive_changed_underneath_is_caught(release):
     from audits_app.archive.export import release_archive_kept
 
@@ -126,7 +143,7 @@ def test_a_public_import_is_not_verified_though_nothing_it_holds_differs(release
         call_command("verify_release", "copy.0")
     said = capsys.readouterr().out
     assert exited.value.code == 2 and "unchanged" not in said
-    assert ("copy.0: NOT VERIFIED: 3 checks could not be made (above); no difference in what "
+    assert ("copy.0: NOT VERIFIED: 4 checks could not be made (above); no difference in what "
             "could be checked (snapshot schema, texts recomputed from the rows, refusal rates "
             "within their intervals, public archive)") in said
     assert ("copy.0: not verified: figures: not recomputed: release imported from a public "
