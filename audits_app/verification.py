@@ -33,7 +33,7 @@ from audits_app.publication.services import snapshot_hash
 from audits_app.publication.snapshot import release_snapshot, snapshot_texts
 from audits_app.publication.snapshot_model import SnapshotError, snapshot_load
 from runs_app.models import Release
-from runs_app.selectors import served_model_problems
+from runs_app.selectors import served_model_warnings
 from runs_app.services import config_hash
 
 # Differences listed per check before the rest are counted instead.
@@ -49,6 +49,8 @@ class Verification:
     differences: list[str] = dataclasses.field(default_factory=list)
     # "what: not checked: why", for what the stored rows cannot show.
     not_checked: list[str] = dataclasses.field(default_factory=list)
+    # What the publisher was warned of before publishing; no difference, nor a failed check.
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -103,11 +105,11 @@ def _verify_public_import(result: Verification, release: Release,
 
 
 def _check_served_models(result: Verification, release: Release) -> None:
-    """Each text is published under the model its reply named, as far as it named one
-    (`runs_app.selectors.served_model_problems`, the publish gate's own check): a release
-    published before the gate checked it, or a reply's name changed since, shows here."""
+    """Texts whose reply named another model than their writer
+    (`runs_app.selectors.served_model_warnings`, as the publish page warned of them): said
+    again, as warnings, for whoever verifies what the release attributes to whom."""
     result.checked.append("texts' served models against their writers")
-    result.differences += [f"attribution: {line}" for line in served_model_problems(release)]
+    result.warnings += [f"attribution: {line}" for line in served_model_warnings(release)]
 
 
 def _check_texts(result: Verification, release: Release, publication: Publication) -> None:

@@ -41,6 +41,7 @@ from runs_app.selectors import (
     release_row_problems,
     release_run,
     releases_with_runs,
+    served_model_warnings,
     workers_alive,
 )
 from runs_app.services import (
@@ -260,6 +261,8 @@ def run_payload(run: ReleaseRun) -> dict:
         # Why it cannot be published as it is, from its rows alone (the publish page adds
         # the spot-check gate).
         "row_problems": release_row_problems(release),
+        # Texts whose reply named another model than their writer: a warning, not a refusal.
+        "served_warnings": served_model_warnings(release),
         # UTC, as the page shows it (the script keeps the HH:MM:SS).
         "updated_at": timezone.now().astimezone(dt.UTC).isoformat(timespec="seconds"),
     }

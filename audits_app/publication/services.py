@@ -33,10 +33,9 @@ def release_publish_problems(release: Release) -> list[str]:
 
     Whatever its status says, a release is publishable only with no row pending, claimed or
     failed in any stage, no writer, juror or reader above the release's share of unscored
-    rows (`gate.max_unscored_share`, `runs_app.selectors.release_row_problems`), no text
-    whose reply names another model than its writer (`served_model_problems` there: a
-    publication answers for who wrote each text, and no reason makes a wrong writer right),
-    and scores.
+    rows (`gate.max_unscored_share`, `runs_app.selectors.release_row_problems`), and scores.
+    Texts whose reply names another model than their writer are warned of on the publish
+    page (`served_model_warnings`), not refused.
     """
     if release.status == ReleaseStatus.PUBLISHED:
         return [f"release {release.code} is already published"]

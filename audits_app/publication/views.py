@@ -23,7 +23,7 @@ from audits_app.publication.services import (
 from baitbench_site.methods import require_form, require_safe
 from baitbench_site.roles import may_publish
 from runs_app.models import Release, ReleaseStatus
-from runs_app.selectors import release_progress, release_row_counts
+from runs_app.selectors import release_progress, release_row_counts, served_model_warnings
 
 
 @login_required
@@ -54,6 +54,7 @@ def release_publish_view(request: HttpRequest, code: str) -> HttpResponse:
                  if counts.unscored or counts.failed],
         "gate": release_gate(release),
         "problems": release_publish_problems(release),
+        "served_warnings": served_model_warnings(release),
         "copies": copies_on_publishing(release),
         "unfinished_checks": SpotCheck.objects.filter(
             release=release, status=SpotCheck.Status.ASSIGNED).count(),

@@ -25,6 +25,8 @@ class Command(BaseCommand):
         if release is None:
             raise CommandError(f"no release {code!r}")
         result = release_verify(release=release)
+        for line in result.warnings:
+            self.stdout.write(self.style.WARNING(f"{code}: warning: {line}"))
         for line in result.not_checked:
             self.stdout.write(f"{code}: not verified: {line}")
         for line in result.differences:

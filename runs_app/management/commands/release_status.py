@@ -9,6 +9,7 @@ from runs_app.selectors import (
     release_progress,
     release_row_counts,
     release_row_problems,
+    served_model_warnings,
 )
 
 
@@ -41,6 +42,8 @@ class Command(BaseCommand):
             for counts in gaps:
                 self.stdout.write(f"  {counts.stage}, {counts.role} {counts.model}: "
                                   f"{counts.describe()}")
+        for warning in served_model_warnings(release):
+            self.stdout.write(f"warning: {warning}")
         problems = release_row_problems(release)
         if problems:
             self.stdout.write("not publishable:")
