@@ -6,9 +6,14 @@ scored, of a public scenario (the catalogue holds nothing else).
 
 Candidates are ordered by these keys in turn, the first deciding most:
 
-1. writer load: how often the pair's two writers have been shown, counted in steps of
-   LOAD_STEP showings, least first; so every writer is shown about equally often, and a writer
-   with fewer pairs (one that refused a condition, say) is shown as often as the others;
+1. pairing load: how often the pair's two writers have been shown together (either order),
+   counted in steps of LOAD_STEP showings, least first; so every pairing of writers that has a
+   pair gets about as many votes, as a Bradley-Terry comparison wants. Where every pairing
+   exists, every writer is then shown about equally often too, one with fewer pairs (one that
+   refused a condition, say) included. Where one does not (two writers never share a cell),
+   the balance is over the pairings that exist: balancing the writers' own loads instead
+   starves another pairing (with candid-refuser missing, equal loads of the four writers
+   leave no room for advocate-spinner at all);
 2. scenario load: the same for the pair's scenario;
 3. pair load: how often this very pair (these two texts) was shown, in the same steps, so
    the texts are spread over voters before a pair is repeated much;
@@ -56,24 +61,33 @@ def choose_pair(
     if not len(available):
         return None
     keys = sort_keys(catalogue, ratings)[:, available]
-    # lexsort sorts by the last key first: the random draw last, the writer load first.
+    # lexsort sorts by the last key first: the random draw last, the pairing load first.
     order = np.lexsort((rng.random(len(available)), *keys[::-1]))
     return int(catalogue.ids[available[order[0]]])
 
 
 def sort_keys(catalogue: Catalogue, ratings: npt.ArrayLike | None = None) -> np.ndarray:
-    """[4, N]: writer load, scenario load, pair load, uninformativeness (see the docstring)."""
+    """[4, N]: pairing load, scenario load, pair load, uninformativeness (see the
+    docstring)."""
     shown = catalogue.shown.astype(np.float64)
-    model_shown = (np.bincount(catalogue.model_a, shown, catalogue.n_models)
-                   + np.bincount(catalogue.model_b, shown, catalogue.n_models))
     scenario_shown = np.bincount(catalogue.scenario, shown, catalogue.n_scenarios)
-    writer_load = model_shown[catalogue.model_a] + model_shown[catalogue.model_b]
     return np.array([
-        np.floor(writer_load / LOAD_STEP),
+        np.floor(_pairing_load(catalogue) / LOAD_STEP),
         np.floor(scenario_shown[catalogue.scenario] / LOAD_STEP),
         np.floor(shown / LOAD_STEP),
         np.round(_uninformativeness(catalogue, ratings) / INFORMATION_STEP),
     ])
+
+
+def _pairing_load(catalogue: Catalogue) -> np.ndarray:
+    """[N]: how often each pair's two writers were shown together, in either order (pairs
+    list the lower text id first, so one pairing of writers comes in both orders)."""
+    low = np.minimum(catalogue.model_a, catalogue.model_b)
+    high = np.maximum(catalogue.model_a, catalogue.model_b)
+    pairing = low * catalogue.n_models + high
+    together = np.bincount(pairing, catalogue.shown.astype(np.float64),
+                           catalogue.n_models ** 2)
+    return together[pairing]
 
 
 def _uninformativeness(catalogue: Catalogue, ratings: npt.ArrayLike | None) -> np.ndarray:

@@ -9,12 +9,15 @@ import numpy as np
 from audits_app.arena.pairing import LOAD_STEP, Catalogue, choose_pair
 
 
-def catalogue(models: int = 4, scenarios: int = 3, cells: int = 4, missing: int | None = None):
-    """Every two writers of every cell; writer `missing` lacks half its texts (it refused)."""
+def catalogue(models: int = 4, scenarios: int = 3, cells: int = 4, missing: int | None = None,
+              apart: tuple[int, int] | None = None):
+    """Every two writers of every cell; writer `missing` lacks half its texts (it refused);
+    the two writers `apart` never make a pair (their texts are the same words, say)."""
     rows = []
     for scenario, cell in itertools.product(range(scenarios), range(cells)):
         present = [m for m in range(models) if not (m == missing and cell % 2 == 0)]
-        rows += [(a, b, scenario) for a, b in itertools.combinations(present, 2)]
+        rows += [(a, b, scenario) for a, b in itertools.combinations(present, 2)
+                 if (a, b) != apart]
     array = np.array(rows)
     return Catalogue(ids=np.arange(100, 100 + len(rows)), model_a=array[:, 0],
                      model_b=array[:, 1], scenario=array[:, 2], shown=np.zeros(len(rows), int),
@@ -53,6 +56,24 @@ def test_writers_and_scenarios_are_shown_about_equally_often():
     per_scenario = np.bincount(shown.scenario, shown.shown, shown.n_scenarios)
     assert per_model.max() - per_model.min() <= 0.05 * per_model.mean()
     assert per_scenario.max() - per_scenario.min() <= 0.05 * per_scenario.mean()
+
+
+def pairing_counts(pairs: Catalogue) -> dict[tuple[int, int], int]:
+    counts: dict[tuple[int, int], int] = {}
+    for a, b, shown in zip(pairs.model_a, pairs.model_b, pairs.shown, strict=True):
+        key = (int(min(a, b)), int(max(a, b)))
+        counts[key] = counts.get(key, 0) + int(shown)
+    return counts
+
+
+def test_every_pairing_that_exists_is_shown_about_as_often_when_one_cannot_exist():
+    # Writers 0 and 3 never meet: equal loads of the four writers would leave pairing (1, 2)
+    # nearly unshown. The balance is over the five pairings that exist.
+    shown = show_many(catalogue(apart=(0, 3)), 300, ratings=np.array([2.0, 1.0, 0.0, -1.0]))
+
+    per_pairing = pairing_counts(shown)
+    assert len(per_pairing) == 5
+    assert max(per_pairing.values()) - min(per_pairing.values()) <= 2 * LOAD_STEP, per_pairing
 
 
 def test_texts_are_spread_over_voters_before_a_pair_is_repeated_much():
