@@ -39,6 +39,8 @@ from django.http import (
 )
 from django.template import loader
 
+from baitbench_site.roles import NoRoleWouldHelp
+
 logger = logging.getLogger("baitbench.errors")
 
 NOT_FOUND = "There is no page at this address."
@@ -115,7 +117,9 @@ def permission_denied(request: HttpRequest,
     if for_api(request):
         return JsonResponse({"detail": reason(exception, FORBIDDEN)}, status=403)
     body = loader.render_to_string("403.html", {
-        "reason": reason(exception, FORBIDDEN), "request_path": request.path}, request)
+        "reason": reason(exception, FORBIDDEN), "request_path": request.path,
+        # "an administrator can give you the role" only where a role would let the user in.
+        "role_would_help": not isinstance(exception, NoRoleWouldHelp)}, request)
     return HttpResponseForbidden(body)
 
 

@@ -18,6 +18,7 @@ and later migrations add models whose permissions belong to a role too.
 from __future__ import annotations
 
 from django.apps import apps as django_apps
+from django.core.exceptions import PermissionDenied
 
 ROLE_NAMES = ("curator", "operator", "auditor", "publisher")
 
@@ -29,6 +30,13 @@ CURATE_PERMISSION = "scenarios_app.change_scenario"
 # Staff who see a release's pages before publication (marked DRAFT); auditors alone do not,
 # since their checks are blind.
 SEES_DRAFTS_PERMISSIONS = (PUBLISH_PERMISSION, OPERATE_PERMISSION, CURATE_PERMISSION)
+
+
+class NoRoleWouldHelp(PermissionDenied):
+    """A refusal that no role lifts: what is asked is closed to everyone (a published release
+    takes nothing new, a revealed verdict is final) or belongs to someone else (another
+    auditor's spot-check). The 403 page then does not send the user to an administrator for
+    a role (`templates/403.html`)."""
 
 
 def is_staff(user) -> bool:

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from audits_app.models import OutOfBandAudit
@@ -74,7 +75,25 @@ def test_403_says_which_role_is_missing(client):
     body = response.content.decode()
     assert "the review screens are for auditors" in body
     assert "You are logged in as reader" in body
+    assert "an administrator can give you the role it asks for" in body
     assert_site_page_with_ways_back(body)
+
+
+def test_a_403_no_role_would_lift_does_not_send_the_user_for_a_role(client):
+    """An auditor asking for a new batch of a published release has every role it takes: the
+    release is closed to everyone, so the page must not suggest an administrator could help."""
+    release = published_release_create().release
+    auditor = get_user_model().objects.create_user("ann", password="x", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="auditor"))
+    client.force_login(auditor)
+
+    response = client.get(f"/review/releases/{release.code}/batches/new/")
+
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert f"release {release.code} is published: no new spot-checks" in body
+    assert "You are logged in as ann" in body
+    assert "an administrator can give you the role" not in body
 
 
 def test_a_form_failing_its_csrf_check_gets_the_sites_page():

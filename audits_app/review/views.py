@@ -35,7 +35,7 @@ from audits_app.review.forms import (
 from audits_app.spotchecks import selectors, services
 from audits_app.spotchecks.imports import oob_audit_import
 from baitbench_site.methods import require_form, require_POST, require_safe
-from baitbench_site.roles import RECORD_PERMISSION, is_auditor
+from baitbench_site.roles import RECORD_PERMISSION, NoRoleWouldHelp, is_auditor
 from runs_app.models import Generation, Release, ReleaseStatus
 
 
@@ -309,7 +309,7 @@ def batch_create(request: HttpRequest, code: str) -> HttpResponse:
     if not request.user.has_perm("audits_app.add_spotcheckbatch"):
         raise PermissionDenied("creating batches needs the auditor role")
     if release.is_published:
-        raise PermissionDenied(f"release {release.code} is published: no new spot-checks")
+        raise NoRoleWouldHelp(f"release {release.code} is published: no new spot-checks")
     form = BatchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

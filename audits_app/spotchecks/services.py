@@ -20,7 +20,7 @@ from audits_app.models import (
 )
 from audits_app.spotchecks.sampling import stratified_sample
 from audits_app.spotchecks.selectors import JuryText, jury_texts
-from baitbench_site.roles import RECORD_PERMISSION
+from baitbench_site.roles import RECORD_PERMISSION, NoRoleWouldHelp
 from runs_app.models import Generation, Release
 
 # Ids of the given texts of a release that may not be sampled: `viewer.not_blind_ids`.
@@ -145,10 +145,12 @@ def spotcheck_record(
     """Save one auditor's blind verdict on one text (item by item). After the first save the
     jury's verdict is revealed and the check is final, but for the overall agreement, asked
     only then and answered once; later changes are corrections (`spotcheck_correct`)."""
-    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
+    if not user.has_perm(RECORD_PERMISSION):
         raise PermissionDenied("only the assigned auditor records this spot-check")
+    if check.auditor_id != user.pk:
+        raise NoRoleWouldHelp("only the assigned auditor records this spot-check")
     if check.release.is_published:
-        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
+        raise NoRoleWouldHelp(f"release {check.release.code} is published: its spot-checks "
                                f"cannot change")
     text = jury_texts(check.release, [check.generation_id]).get(check.generation_id)
     quotes = {claim.position: claim.quote for claim in text.claims} if text else {}
@@ -163,7 +165,7 @@ def spotcheck_record(
         # longer be a blind verdict, and the agreement figures count only blind ones. The
         # one question asked after the reveal (overall agreement) is answered once; every
         # other change is a correction, recorded beside the check with its reason.
-        raise PermissionDenied("the verdict is final once the jury is revealed: record a "
+        raise NoRoleWouldHelp("the verdict is final once the jury is revealed: record a "
                                "correction (with its reason) instead")
     check.claim_labels, check.facts_conveyed, check.techniques = blind
     check.agrees_with_jury = agrees_with_jury
@@ -230,12 +232,14 @@ def spotcheck_correction_allowed(*, check: SpotCheck, user) -> None:
     """Raise PermissionDenied unless `user` may correct `check`: its own auditor, once it is
     done, until the release is published. Asked before the correction's form is read, so that
     a refusal never depends on what was posted."""
-    if not user.has_perm(RECORD_PERMISSION) or check.auditor_id != user.pk:
+    if not user.has_perm(RECORD_PERMISSION):
         raise PermissionDenied("only the auditor who recorded this spot-check corrects it")
+    if check.auditor_id != user.pk:
+        raise NoRoleWouldHelp("only the auditor who recorded this spot-check corrects it")
     if not check.is_done:
-        raise PermissionDenied("a pending spot-check is recorded, not corrected")
+        raise NoRoleWouldHelp("a pending spot-check is recorded, not corrected")
     if check.release.is_published:
-        raise PermissionDenied(f"release {check.release.code} is published: its spot-checks "
+        raise NoRoleWouldHelp(f"release {check.release.code} is published: its spot-checks "
                                f"cannot change")
 
 
