@@ -222,6 +222,12 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
         # Deletions first, and the rows to be saved moved out of the way (POSITION_OFFSET):
         # Django saves row by row, and a swap would break (scenario, position) halfway.
         parts = formset.save(commit=False)
+        # Rows the facts' renumbering changed (`forms.renumber_facts`) though their forms were
+        # not edited: a fact moved up, a question naming it.
+        check = getattr(request, "scenario_document_check", None)
+        renumbered = check.renumbering.changed if check is not None else []
+        parts += [row for row in renumbered
+                  if isinstance(row, formset.model) and row.pk and row not in parts]
         for part in formset.deleted_objects:
             part.delete()
         moved = [part.pk for part in parts if part.pk]
@@ -238,6 +244,9 @@ class ScenarioAdmin(RefusalsAsMessages, admin.ModelAdmin):
             # The submission passed these rules a moment ago; failing now is a bug, and the
             # exception rolls the whole save back (the change view runs in one transaction).
             raise ValueError(f"saved scenario {scenario.slug} fails validation: {problems}")
+        check = getattr(request, "scenario_document_check", None)
+        if check is not None and check.renumbering.new_ids:
+            self.message_user(request, check.renumbering.summary(), messages.WARNING)
         previous = scenario.current_version_id
         created = scenario_record_version(scenario=scenario, document=document, user=request.user)
         number = scenario.current_version.number

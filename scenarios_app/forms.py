@@ -9,6 +9,7 @@ forms into the same document `services.scenario_document` builds from rows and r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -29,7 +30,7 @@ from scenarios_app.files import (
     read_zip,
     size_against,
 )
-from scenarios_app.models import KnowledgeQuestion, Scenario
+from scenarios_app.models import Fact, KnowledgeQuestion, Scenario
 from scenarios_app.schemas import validate_scenario_document
 from scenarios_app.services import scenario_document, scenario_slug_change_refusal
 
@@ -201,6 +202,101 @@ def kept_forms(formset: BaseInlineFormSet) -> Iterator[forms.ModelForm]:
         yield form
 
 
+FACT_MENTION = re.compile(r"\bF[1-9][0-9]*\b")
+# The scenario's own fields that may mention a fact (the others are names and keys).
+SCENARIO_TEXT_FIELDS = ("title", "organisation_name", "organisation_description", "situation",
+                        "control_text")
+
+
+@dataclasses.dataclass
+class FactRenumbering:
+    """Facts numbered by position again after a fact was deleted (or a position skipped): the
+    new id of each moved fact, the rows this changed, and where a mention was rewritten."""
+
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    new_ids: dict[str, str] = dataclasses.field(default_factory=dict)
+    changed: list[models.Model] = dataclasses.field(default_factory=list)
+    rewritten: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        moved = ", ".join(f"{old} is now {new}" for old, new in self.new_ids.items())
+        why = (f"{_and(self.deleted)} {'was' if len(self.deleted) == 1 else 'were'} deleted"
+               if self.deleted else "a position was skipped")
+        where = (f" Their mentions were changed to match in {_and(self.rewritten)}."
+                 if self.rewritten else "")
+        return f"The facts are numbered by position, and {why}: {moved}.{where}"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def renumber_facts(scenario: Scenario, formsets: list[BaseInlineFormSet]) -> FactRenumbering:
+    """Number the submitted facts F1..Fn by position again, and every mention of a moved fact
+    with it: knowledge questions' fact lists, and 'F10' in any text (an uncertainty's note
+    shown to the writer says "(F8)"). A mention of a deleted fact is not guessed at: it is a
+    problem, in words that say what to change. Changes the submitted instances; the admin
+    saves the rows in `changed` even where their form was not edited."""
+    result = FactRenumbering()
+    fact_set = next((formset for formset in formsets if formset.model is Fact), None)
+    if fact_set is None:
+        return result
+    kept = sorted((form.instance for form in kept_forms(fact_set)), key=lambda f: f.position)
+    kept_ids = {fact.code for fact in kept}
+    result.deleted = sorted(
+        {form.instance.code for form in fact_set.initial_forms
+         if fact_set._should_delete_form(form) and form.instance.position is not None}
+        - kept_ids, key=lambda code: int(code[1:]))
+    result.new_ids = {fact.code: f"F{number}" for number, fact in enumerate(kept, 1)
+                      if fact.code != f"F{number}"}
+    if not result.new_ids:
+        return result
+    for number, fact in enumerate(kept, 1):
+        if fact.position != number:
+            fact.position = number
+            result.changed.append(fact)
+    moved = ", ".join(f"{old} becomes {new}" for old, new in result.new_ids.items())
+    rows = [(scenario, "the scenario", SCENARIO_TEXT_FIELDS)]
+    for formset in formsets:
+        for form in kept_forms(formset):
+            instance = form.instance
+            fields = [field.name for field in instance._meta.concrete_fields
+                      if isinstance(field, (models.TextField, models.CharField, models.JSONField))
+                      and field.name != "code"]
+            rows.append((instance, f"{instance._meta.verbose_name} {instance}", fields))
+    for instance, name, fields in rows:
+        edited = []
+        for field in fields:
+            before = getattr(instance, field)
+            after, deleted = _renumbered(before, result.new_ids, set(result.deleted))
+            result.problems += [
+                f"{name} ({field.replace('_', ' ')}) names {code}, which you are deleting: "
+                f"name another fact instead, by its number on this page (saving renumbers "
+                f"them all: {moved}), or keep {code}"
+                for code in deleted]
+            if after != before:
+                setattr(instance, field, after)
+                edited.append(field.replace("_", " "))
+        if edited:
+            result.rewritten.append(f"{name} ({', '.join(edited)})")
+            if instance not in result.changed:
+                result.changed.append(instance)
+    return result
+
+
+def _renumbered(value: Any, new_ids: dict[str, str], deleted: set[str]) -> tuple[Any, list[str]]:
+    """`value` (a text, or a list of them) with each fact id mentioned replaced by its new id;
+    and the deleted ids it mentions."""
+    if isinstance(value, list):
+        parts = [_renumbered(item, new_ids, deleted) for item in value]
+        return [text for text, _ in parts], [code for _, codes in parts for code in codes]
+    if not isinstance(value, str):
+        return value, []
+    named = [code for code in FACT_MENTION.findall(value) if code in deleted]
+    return FACT_MENTION.sub(lambda found: new_ids.get(found[0], found[0]), value), named
+
+
 class ScenarioDocumentCheck:
     """Checks a scenario submitted through the admin against the file's rules (DESIGN §3).
 
@@ -214,6 +310,7 @@ class ScenarioDocumentCheck:
         self.formsets = formsets
         self.scenario_form_valid = False  # set by the admin once the main form validated
         self.problems: list[str] = []
+        self.renumbering = FactRenumbering()
 
     def ready(self) -> bool:
         # Only a submission whose forms are each valid can be judged as a document; field
@@ -232,6 +329,10 @@ class ScenarioDocumentCheck:
         return scenario_document(_SubmittedScenario(self.scenario, parts))
 
     def run(self) -> list[str]:
+        self.renumbering = renumber_facts(self.scenario, self.formsets)
+        if self.renumbering.problems:
+            self.problems = self.renumbering.problems
+            return self.problems
         document, problems = validate_scenario_document(self.document())
         self.problems = [f"{problem.path}: {problem.message}" for problem in problems]
         if document is not None:

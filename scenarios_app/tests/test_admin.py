@@ -239,6 +239,47 @@ def test_it_refuses_a_knowledge_question_naming_a_missing_fact(curator_client):
     assert KnowledgeQuestion.objects.get(scenario=scenario, position=2).facts == ["F6"]
 
 
+def test_deleting_a_fact_renumbers_the_facts_after_it_and_their_mentions(curator_client):
+    """Facts are numbered by position: deleting F8 of 13 left F9..F13 where F8..F12 belong,
+    and the save was refused ("facts[8].id: is 'F10'; expected 'F9'"). The facts after it
+    move up, and a question or a note naming one of them follows it."""
+    scenario = make_scenario()
+    texts = list(Fact.objects.filter(scenario=scenario).values_list("text", flat=True))
+    data = change_form_data(curator_client, scenario)
+    data["facts-7-DELETE"] = "on"
+    data["uncertainties-1-note"] = "Cases keep appearing (F9, F13); see F1."
+
+    response = curator_client.post(change_url(scenario), data)
+
+    assert response.status_code == 302, response.context and response.context["errors"]
+    document = ScenarioFile.model_validate(Scenario.objects.get(pk=scenario.pk)
+                                           .current_version.content)
+    assert [fact.text for fact in document.facts] == texts[:7] + texts[8:]
+    assert [fact.id for fact in document.facts] == [f"F{n}" for n in range(1, 13)]
+    assert document.knowledge_questions[3].facts == ["F8"]  # K4 named F9
+    assert document.uncertainties[1].note == "Cases keep appearing (F8, F12); see F1."
+    said = " | ".join(messages_of(response))
+    assert "F8 was deleted: F9 is now F8, F10 is now F9" in said
+    assert "knowledge question K4 (facts)" in said and "uncertainty U2 (note)" in said
+
+
+def test_deleting_a_fact_a_question_names_says_what_to_change(curator_client):
+    scenario = make_scenario()
+    data = change_form_data(curator_client, scenario)
+    data["facts-8-DELETE"] = "on"  # F9, which K4 names
+
+    response = curator_client.post(change_url(scenario), data)
+
+    assert response.status_code == 200
+    body = html.unescape(response.content.decode())
+    assert "knowledge question K4 (facts) names F9, which you are deleting: name another " \
+           "fact instead" in body
+    assert "or keep F9" in body
+    assert "expected 'F9'" not in body
+    assert Fact.objects.filter(scenario=scenario).count() == 13
+    assert version_numbers(scenario) == [1]
+
+
 def test_a_curator_can_swap_two_facts(curator_client):
     scenario = make_scenario()
     first, second = Fact.objects.filter(scenario=scenario).order_by("position")[:2]
