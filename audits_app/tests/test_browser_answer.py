@@ -129,6 +129,22 @@ def test_a_partly_covered_model_is_marked_in_the_chart_and_the_table(
     assert row.locator("td.coverage").inner_text().startswith("◐")
 
 
+@pytest.mark.parametrize("screen", SCREENS)
+def test_the_scenario_page_opens_with_the_results_per_model(release, chromium,
+        served_live_server, screen):
+    width, height = SCREENS[screen]
+    page = chromium(width, height)
+    scenario = release.snapshot["scenarios"][0]["slug"]
+    page.goto(f"{served_live_server.url}/releases/pub.0/scenarios/{scenario}/")
+    first_row = page.locator("table.model-means tbody tr").first.bounding_box()
+    assert first_row["y"] + first_row["height"] <= height, first_row
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+    page.locator("nav.toc a[href='#scenario']").click()
+    expect(page).to_have_url(f"{served_live_server.url}/releases/pub.0/scenarios/{scenario}/"
+                             "#scenario")
+    shot(page, f"scenario-{screen}.png")
+
+
 def test_a_jump_link_opens_its_folded_section(release, chromium, served_live_server):
     page = chromium()
     page.goto(f"{served_live_server.url}/releases/pub.0/")

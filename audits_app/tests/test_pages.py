@@ -435,6 +435,19 @@ def test_the_scenario_page_shows_its_public_content_and_anchors(client, world):
     assert "Human baseline H1" in html.split('<table class="anchors">', 1)[1]
 
 
+def test_the_scenario_page_leads_with_the_results_per_model(client, world):
+    """The answer first: a reader came for how the models did on this scenario, and had to
+    scroll past the whole scenario (facts, questions, control text, baselines) to find it."""
+    html = client.get("/releases/pub.0/scenarios/greenvale-listeria/").content.decode()
+    order = [html.index(marker) for marker in (
+        'id="results"', "Gain over the baseline without text", 'id="anchors"',
+        '<section id="scenario"')]
+    assert order == sorted(order), order
+    assert html.index('<table class="model-means">') < html.index('id="fact-F1"')
+    toc = html.split('<nav class="toc note"', 1)[1].split("</nav>", 1)[0]
+    assert 'href="#anchors"' in toc and 'href="#scenario"' in toc
+
+
 def test_the_viewers_copy_drops_held_out_anchors_and_content(world):
     from django.contrib.auth.models import AnonymousUser
 
