@@ -250,13 +250,15 @@ def renumber_facts(scenario: Scenario, formsets: list[BaseInlineFormSet]) -> Fac
         - kept_ids, key=lambda code: int(code[1:]))
     result.new_ids = {fact.code: f"F{number}" for number, fact in enumerate(kept, 1)
                       if fact.code != f"F{number}"}
-    if not result.new_ids:
+    # Deleting the last facts moves none, but a mention of them must still be caught.
+    if not result.new_ids and not result.deleted:
         return result
     for number, fact in enumerate(kept, 1):
         if fact.position != number:
             fact.position = number
             result.changed.append(fact)
     moved = ", ".join(f"{old} becomes {new}" for old, new in result.new_ids.items())
+    renumbers = f" (saving renumbers them all: {moved})" if moved else ""
     rows = [(scenario, "the scenario", SCENARIO_TEXT_FIELDS)]
     for formset in formsets:
         for form in kept_forms(formset):
@@ -272,8 +274,8 @@ def renumber_facts(scenario: Scenario, formsets: list[BaseInlineFormSet]) -> Fac
             after, deleted = _renumbered(before, result.new_ids, set(result.deleted))
             result.problems += [
                 f"{name} ({field.replace('_', ' ')}) names {code}, which you are deleting: "
-                f"name another fact instead, by its number on this page (saving renumbers "
-                f"them all: {moved}), or keep {code}"
+                f"name another fact instead, by its number on this page{renumbers}, "
+                f"or keep {code}"
                 for code in deleted]
             if after != before:
                 setattr(instance, field, after)

@@ -687,3 +687,20 @@ def test_a_problem_in_a_zip_names_the_member_with_its_folders(curator_client, tm
     assert form.is_valid(), form.errors
     (written,) = form.write_files(tmp_path)
     assert written == str(tmp_path / "up.zip" / "escaped.yaml")
+
+
+def test_deleting_the_last_fact_a_note_names_says_what_to_change(curator_client):
+    """Deleting the last fact moves no other fact, yet a note naming it must not be left
+    pointing at a fact that no longer exists (deleting F12 of 13 is refused so)."""
+    scenario = make_scenario()
+    data = change_form_data(curator_client, scenario)
+    data["facts-12-DELETE"] = "on"  # F13
+    data["uncertainties-1-note"] = "Cases keep appearing (F13)."
+
+    response = curator_client.post(change_url(scenario), data)
+
+    assert response.status_code == 200
+    body = html.unescape(response.content.decode())
+    assert "uncertainty U2 (note) names F13, which you are deleting" in body
+    assert Fact.objects.filter(scenario=scenario).count() == 13
+    assert version_numbers(scenario) == [1]
