@@ -23,7 +23,7 @@ def served_as_asked(asked: str, served: str) -> bool:
     An empty `served` is unknown (the fixture provider, providers that send no name), not a
     mismatch. Otherwise both names are compared without case and without a `:variant`. A
     served name with a vendor must have the asked vendor (one without names none), and its
-    words (split at `-`), once its trailing snapshot words (all digits, two to eight of
+    words (split at `-` or `.`), once its trailing snapshot words (all digits, two to eight of
     them) are set aside, must be the asked name's words in any order."""
     if not served.strip():
         return True
@@ -35,9 +35,11 @@ def served_as_asked(asked: str, served: str) -> bool:
 
 
 def _vendor_and_words(slug: str) -> tuple[str, list[str]]:
-    """`Vendor/Name-Words:variant` -> ("vendor", ["name", "words"])."""
+    """`Vendor/Name-Words:variant` -> ("vendor", ["name", "words"]). A version's dot
+    separates words as a dash does: OpenRouter's canonical slug for `claude-3.7-sonnet` is
+    `claude-3-7-sonnet-20250219`."""
     vendor, _, name = slug.strip().lower().rpartition("/")
-    return vendor, name.split(":", 1)[0].split("-")
+    return vendor, re.split(r"[-.]", name.split(":", 1)[0])
 
 
 def _without_snapshot(words: list[str], keep: int) -> list[str]:

@@ -57,6 +57,7 @@ def run_release(code: str) -> None:
     ("openai/gpt-4o:nitro", "openai/gpt-4o:nitro"),
     ("mistralai/mistral-large", "mistralai/mistral-large-2411"),
     ("anthropic/claude-sonnet-4", "anthropic/claude-4-sonnet-20250522"),
+    ("anthropic/claude-3.7-sonnet", "anthropic/claude-3-7-sonnet-20250219"),  # canonical
     ("OpenAI/GPT-4o", "openai/gpt-4o"),
     ("openai/gpt-4o", "gpt-4o-2024-08-06"),  # no vendor named: none contradicted
     ("openai/gpt-4o", ""),  # unknown (the fixture provider): not a mismatch
