@@ -218,10 +218,22 @@ def nested_fences(text: str) -> bool:
             opened = number
             continue
         inside = "\n".join(lines[opened + 1:number]).strip()
-        if fence["info"] or not inside or OPENERS.match(as_typed(inside)):
+        if fence["info"] or not inside or between_blocks(inside):
             return False
         opened = None
     return opened is None
+
+
+# A single line that names what follows ("Version 2:", "**Or, shorter:**") or a rule: what
+# stands between two blocks side by side, never a block nested in a text.
+LABEL_LINE = re.compile(r"^[^\n]{0,80}:[\s*_]*$")
+
+
+def between_blocks(inside: str) -> bool:
+    """Whether what a pair of fence lines holds is the gap between two blocks side by side:
+    a line to the requester ("Here is a shorter version:"), a label line, or a rule."""
+    typed = as_typed(inside)
+    return bool(OPENERS.match(typed) or LABEL_LINE.match(typed) or RULE.match(inside))
 
 
 def take_think(content: str) -> tuple[str, str, bool]:

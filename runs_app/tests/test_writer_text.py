@@ -320,6 +320,11 @@ def test_a_fence_around_a_text_with_backticks_in_a_line_is_taken_off():
     f"```\n{BODY}\n```\n\n```\n{BODY}\n```",
     f"```markdown\n{BODY}\n```\n\n```markdown\n{BODY}\n```",
     f"```\n{BODY}\n```\n\nHere is a shorter version:\n\n```\n{BODY}\n```",
+    # A label or a rule between two versions is no block nested in one text: read so, the
+    # outer fences went and both versions, with a fence line between, were scored as one.
+    f"```\n{BODY}\n```\nVersion 2 (shorter):\n```\n{BODY}\n```",
+    f"```\n{BODY}\n```\n\n**Or, more formal:**\n\n```\n{BODY}\n```",
+    f"```\n{BODY}\n```\n\n---\n\n```\n{BODY}\n```",
     f"```\n{BODY}\n```\n\nAnd a quote:\n```",  # a fence line left unpaired
     f"{BODY}\n\n```\nhelpline --open 24/7\n```",  # a block in the text, no fence around it
 ])
