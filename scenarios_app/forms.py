@@ -203,9 +203,10 @@ def kept_forms(formset: BaseInlineFormSet) -> Iterator[forms.ModelForm]:
 
 
 FACT_MENTION = re.compile(r"\bF[1-9][0-9]*\b")
-# The scenario's own fields that may mention a fact (the others are names and keys).
-SCENARIO_TEXT_FIELDS = ("title", "organisation_name", "organisation_description", "situation",
-                        "control_text")
+# The fields that name facts by id: a knowledge question's fact list, an uncertainty's note
+# ("No access logs exist for that period (F8)"). The texts models and readers are shown (the
+# situation, the control text, the baselines) are prose: "Our F1 team" there is no fact.
+FACT_REFERENCE_FIELDS = ("facts", "note")
 
 
 @dataclasses.dataclass
@@ -232,12 +233,13 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def renumber_facts(scenario: Scenario, formsets: list[BaseInlineFormSet]) -> FactRenumbering:
+def renumber_facts(formsets: list[BaseInlineFormSet]) -> FactRenumbering:
     """Number the submitted facts F1..Fn by position again, and every mention of a moved fact
-    with it: knowledge questions' fact lists, and 'F10' in any text (an uncertainty's note
-    shown to the writer says "(F8)"). A mention of a deleted fact is not guessed at: it is a
-    problem, in words that say what to change. Changes the submitted instances; the admin
-    saves the rows in `changed` even where their form was not edited."""
+    with it, in the fields that name facts (FACT_REFERENCE_FIELDS: knowledge questions' fact
+    lists, an uncertainty's note shown to the writer, which says "(F8)"). A mention of a
+    deleted fact is not guessed at: it is a problem, in words that say what to change.
+    Changes the submitted instances; the admin saves the rows in `changed` even where their
+    form was not edited."""
     result = FactRenumbering()
     fact_set = next((formset for formset in formsets if formset.model is Fact), None)
     if fact_set is None:
@@ -259,13 +261,12 @@ def renumber_facts(scenario: Scenario, formsets: list[BaseInlineFormSet]) -> Fac
             result.changed.append(fact)
     moved = ", ".join(f"{old} becomes {new}" for old, new in result.new_ids.items())
     renumbers = f" (saving renumbers them all: {moved})" if moved else ""
-    rows = [(scenario, "the scenario", SCENARIO_TEXT_FIELDS)]
+    rows = []
     for formset in formsets:
         for form in kept_forms(formset):
             instance = form.instance
             fields = [field.name for field in instance._meta.concrete_fields
-                      if isinstance(field, (models.TextField, models.CharField, models.JSONField))
-                      and field.name != "code"]
+                      if field.name in FACT_REFERENCE_FIELDS]
             rows.append((instance, f"{instance._meta.verbose_name} {instance}", fields))
     for instance, name, fields in rows:
         edited = []
@@ -331,7 +332,7 @@ class ScenarioDocumentCheck:
         return scenario_document(_SubmittedScenario(self.scenario, parts))
 
     def run(self) -> list[str]:
-        self.renumbering = renumber_facts(self.scenario, self.formsets)
+        self.renumbering = renumber_facts(self.formsets)
         if self.renumbering.problems:
             self.problems = self.renumbering.problems
             return self.problems

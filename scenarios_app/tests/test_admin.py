@@ -248,6 +248,8 @@ def test_deleting_a_fact_renumbers_the_facts_after_it_and_their_mentions(curator
     data = change_form_data(curator_client, scenario)
     data["facts-7-DELETE"] = "on"
     data["uncertainties-1-note"] = "Cases keep appearing (F9, F13); see F1."
+    # Prose shown to models and readers names no fact: "F9" there is someone's F9.
+    data["control_text"] = data["control_text"] + " Our F9 team and the F13 route stay."
 
     response = curator_client.post(change_url(scenario), data)
 
@@ -258,6 +260,7 @@ def test_deleting_a_fact_renumbers_the_facts_after_it_and_their_mentions(curator
     assert [fact.id for fact in document.facts] == [f"F{n}" for n in range(1, 13)]
     assert document.knowledge_questions[3].facts == ["F8"]  # K4 named F9
     assert document.uncertainties[1].note == "Cases keep appearing (F8, F12); see F1."
+    assert document.control_text.endswith(" Our F9 team and the F13 route stay.")
     said = " | ".join(messages_of(response))
     assert "F8 was deleted: F9 is now F8, F10 is now F9" in said
     assert "knowledge question K4 (facts)" in said and "uncertainty U2 (note)" in said
