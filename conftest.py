@@ -11,7 +11,6 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
-from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 
 from baitbench_site import immutability
 from tests.world import prompt_texts_seed, shipped_scenarios_import, small_demo_release_create
@@ -40,24 +39,6 @@ def _flush_between_tests(self, sql_list) -> None:
 
 
 BaseDatabaseOperations.execute_sql_flush = _flush_between_tests
-
-
-def _deleting_sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
-    """PostgreSQL's flush between transactional tests as one DELETE per table, not Django's
-    TRUNCATE of every table: a TRUNCATE makes each table and index anew on disk, about 2 s
-    for this project's tables against 0.2 s for deleting the few rows a test leaves (measured
-    with the suite's flush). The tables come out as empty; the foreign keys, deferred until
-    the flush's transaction commits, find nothing left to point at. A flush asked to reset
-    the sequences keeps Django's own (TRUNCATE … RESTART IDENTITY)."""
-    if reset_sequences or not tables:
-        return _truncating_sql_flush(self, style, tables, reset_sequences=reset_sequences,
-                                     allow_cascade=allow_cascade)
-    return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};"
-            for table in tables]
-
-
-_truncating_sql_flush = PostgresOperations.sql_flush
-PostgresOperations.sql_flush = _deleting_sql_flush
 
 
 @pytest.fixture(scope="session")

@@ -303,10 +303,12 @@ def test_the_test_runners_flush_empties_a_published_release_and_keeps_the_guards
     ann, bob = user_create("ann", "auditor"), user_create("bob", "auditor")
     published = release_rows_create(code="pub.0", version=scenario_version(), ann=ann, bob=bob,
                                     publish=True)
-    call_command("flush", interactive=False, verbosity=0)
+    # As the test runner flushes (TransactionTestCase._fixture_teardown): on PostgreSQL this
+    # deletes the rows rather than truncating the tables (conftest.postgres_flush_deletes).
+    call_command("flush", interactive=False, verbosity=0, reset_sequences=False,
+                 allow_cascade=False, inhibit_post_migrate=False)
     assert not Release.objects.exists() and not ScenarioVersion.objects.exists()
-    # Every table is empty but those migrations fill (on PostgreSQL the flush deletes rows
-    # rather than truncating the tables: conftest._deleting_sql_flush).
+    # Every table is empty but those migrations fill.
     assert {table for table, count in rows_counted().items() if count} == MIGRATIONS_FILL
     assert installed_guards() == expected_guards()
     # The next test's published release is as protected as this one was.
