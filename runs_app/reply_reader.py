@@ -60,11 +60,13 @@ CLOSING_THINK = re.compile(_CLOSE, re.IGNORECASE)
 # gpt-oss's harmony format leaked into the content: the reasoning in the analysis channel,
 # then the answer in the final one, with the format's tokens
 # ("<|channel|>analysis<|message|>…<|end|><|start|>assistant<|channel|>final<|message|>…")
-# or with them stripped ("analysisWe need to…assistantfinal…"). Only these exact shapes:
+# or with them stripped ("analysisWe need to…assistantfinal…"); a final channel held to a
+# response format says so ("<|channel|>final <|constrain|>json<|message|>"). Only these shapes:
 # a text that begins "Analysis of the incident" is a text.
 HARMONY_TOKENS = re.compile(
     r"^\s*(?:<\|start\|>assistant)?<\|channel\|>analysis<\|message\|>(?P<reasoning>.*?)"
-    r"(?:(?:<\|end\|>)?(?:<\|start\|>assistant)?<\|channel\|>final<\|message\|>|$)",
+    r"(?:(?:<\|end\|>)?(?:<\|start\|>assistant)?<\|channel\|>final"
+    r"(?:[ \t]*<\|constrain\|>[\w.-]*)?<\|message\|>|$)",
     re.DOTALL)
 HARMONY_BARE = re.compile(r"^\s*analysis(?P<reasoning>.*?)assistantfinal", re.DOTALL)
 HARMONY_END = re.compile(r"(?:<\|return\|>|<\|end\|>)\s*$")

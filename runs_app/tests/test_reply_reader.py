@@ -429,6 +429,9 @@ HARMONY_REASONING = f"We need a verdict. Draft: {json.dumps(REFUSED)}. No: it co
     f"<|channel|>final<|message|>{json.dumps(VERDICT)}",
     f"<|start|>assistant<|channel|>analysis<|message|>{HARMONY_REASONING}<|end|>"
     f"<|start|>assistant<|channel|>final<|message|>{json.dumps(VERDICT)}<|return|>",
+    # Held to the response format: the final channel's header names it.
+    f"<|channel|>analysis<|message|>{HARMONY_REASONING}<|end|><|start|>assistant"
+    f"<|channel|>final <|constrain|>json<|message|>{json.dumps(VERDICT)}<|return|>",
 ])
 def test_only_the_final_channel_of_a_leaked_harmony_reply_is_the_answer(reply: str) -> None:
     """gpt-oss served without its harmony parser sends its analysis channel in the content:
