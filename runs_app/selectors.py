@@ -8,7 +8,7 @@ import logging
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, Min, Q, Sum
+from django.db.models import Count, F, Min, Q, Sum
 from django.utils import timezone
 
 from runs_app.models import (
@@ -236,12 +236,18 @@ def served_model_warnings(release: Release) -> list[str]:
     `deepseek-chat` answered as `deepseek-chat-v3-0324`), and a name the rule misreads
     must not leave a release that nothing can publish or write again."""
     texts = Generation.objects.filter(release=release, status=WorkStatus.DONE)
-    written: dict[str, int] = {}
+    # The run page polls this: only names that differ from the slug asked reach the rule.
+    named_otherwise = texts.exclude(served_model="").exclude(
+        served_model=F("model__openrouter_id"))
     others: dict[str, dict[str, list[int]]] = {}
-    for pk, asked, served in texts.values_list("pk", "model__openrouter_id", "served_model"):
-        written[asked] = written.get(asked, 0) + 1
+    for pk, asked, served in named_otherwise.values_list("pk", "model__openrouter_id",
+                                                         "served_model"):
         if not served_as_asked(asked, served):
             others.setdefault(asked, {}).setdefault(served, []).append(pk)
+    if not others:
+        return []
+    written = dict(texts.filter(model__openrouter_id__in=others).values_list(
+        "model__openrouter_id").annotate(count=Count("pk")))
     return [_served_line(asked, served, written[asked]) for asked, served in sorted(others.items())]
 
 

@@ -17,30 +17,19 @@ from runs_app.costs import forget_prices
 from runs_app.models import Generation, Release, ReleaseStatus, RunControl
 from runs_app.providers.models_list import models_list
 from runs_app.providers.served import served_as_asked
-from runs_app.schemas import ReleaseConfig
 from runs_app.selectors import release_row_problems, served_model_warnings
-from runs_app.services import release_create, release_freeze
 from runs_app.testing.fake_openrouter import FakeOpenRouter
 from runs_app.testing.messy import MessyReplies, models_payload
+from runs_app.tests.releases import IDS, openrouter_release
 from tests.world import user_create
 
 WRITER = "acme/writer-a"
-WRITERS = [WRITER, "beta/writer-b"]
-MODEL_IDS = WRITERS + ["gamma/judge", "delta/judge", "epsilon/judge", "zeta/reader"]
 TEXTS = 2 * 2  # writers x conditions (one scenario, T1)
 
 
 def rows_release(code: str) -> Release:
-    config = ReleaseConfig.model_validate({
-        "code": code, "language": "en", "writers": WRITERS, "jurors": MODEL_IDS[2:5],
-        "reader": MODEL_IDS[5], "journalist": MODEL_IDS[5],
-        "stages": ["generate", "refusal", "jury", "panel"],
-        "models": [{"id": model_id, "family": model_id.split("/")[0], "name": model_id}
-                   for model_id in MODEL_IDS],
-        "scenarios": ["greenvale-listeria"], "tasks": ["T1"], "conditions": ["C0", "C2"],
-        "text_budget": 900, "max_attempts": 3, "max_reply_attempts": 3,
-    })
-    release = release_freeze(release=release_create(config=config))
+    release = openrouter_release(code, tasks=["T1"], max_reply_attempts=3,
+                                 stages=["generate", "refusal", "jury", "panel"])
     RunControl.objects.get_or_create(release=release)
     return release
 
@@ -83,7 +72,7 @@ def test_another_model_or_family_is_not_as_asked(asked, served):
 @pytest.fixture
 def openrouter(monkeypatch, settings):
     """A fake OpenRouter with clean replies that `run_release` calls as OpenRouter."""
-    with FakeOpenRouter(responder=MessyReplies(), models=models_payload(MODEL_IDS)) as server:
+    with FakeOpenRouter(responder=MessyReplies(), models=models_payload(IDS)) as server:
         settings.BAITBENCH_PROVIDER = "openrouter"
         monkeypatch.setenv("OPENROUTER_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENROUTER_API_KEY", "test-key")
