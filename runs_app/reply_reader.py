@@ -228,29 +228,8 @@ def _object_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each top-level JSON object of `text` that reads (past slips, as
     `_balanced_objects` reads them). Never raises: what does not read is not an object, and
     the scan stops after MAX_BROKEN_OBJECTS of those."""
-    position, broken, slips_tried = text.find("{"), 0, 0
-    while position != -1 and broken <= MAX_BROKEN_OBJECTS:
-        try:
-            end = _PLAIN_DECODER.raw_decode(text, position)[1]
-        except json.JSONDecodeError as error:
-            read = None
-            if slips_tried < SLIP_TRIES and _at_a_slip(text, error.pos):
-                slips_tried += 1
-                read = _read_past_slips_or_none(text, position)
-            if read is None:
-                broken += 1
-                position = text.find("{", max(error.pos, position + 1))
-                continue
-            end = read[1]
-        yield position, end
-        position = text.find("{", end)
-
-
-def _read_past_slips_or_none(text: str, start: int) -> tuple[Any, int] | None:
-    try:
-        return _read_past_slips(text, start)
-    except _RepeatedKey:
-        return None
+    for _, start, end in _scanned(text, strict=False):
+        yield start, end
 
 
 def _one_answer(fenced: list[dict[str, Any]], bare: list[dict[str, Any]], check: Check) -> Any:
@@ -310,18 +289,29 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
     part of it, even when the outer one is broken: a `{` that starts no valid object is
     prose, and the scan goes on after the part that did read as JSON. An object that runs
     to the end of the text unclosed, or repeats a key, makes the reply invalid."""
-    found, position, slips_tried, broken = [], text.find("{"), 0, 0
+    return [value for value, _, _ in _scanned(text, strict=True) if isinstance(value, dict)]
+
+
+def _scanned(text: str, *, strict: bool) -> Iterator[tuple[Any, int, int]]:
+    """(value, start, end) of each top-level JSON value of `text` that starts with `{`.
+    Strict (`_balanced_objects`): a repeated key, an object cut off at the end, or more than
+    MAX_BROKEN_OBJECTS that do not read raise InvalidReply. Lenient (`_object_spans`): an
+    object with a repeated key still reads as one, and the scan just stops at that limit."""
+    decoder = _DECODER if strict else _PLAIN_DECODER
+    position, slips_tried, broken = text.find("{"), 0, 0
     while position != -1:
         try:
-            value, end = _DECODER.raw_decode(text, position)
+            value, end = decoder.raw_decode(text, position)
         except json.JSONDecodeError as error:
             broken += 1
             if broken > MAX_BROKEN_OBJECTS:
+                if not strict:
+                    return
                 # Each costs a pass over the text before it (the error's line number): a
                 # degenerate reply ("{" 150,000 times) would hold a worker for seconds.
                 raise InvalidReply(f"the reply holds more than {MAX_BROKEN_OBJECTS:,} "
                                    "'{' that start no JSON object") from None
-            if _runs_to_the_end(text, error):
+            if strict and _runs_to_the_end(text, error):
                 raise InvalidReply("the reply holds no JSON object: one starts and never "
                                    "closes (was the reply cut off?)") from None
             read = None
@@ -329,22 +319,31 @@ def _balanced_objects(text: str) -> list[dict[str, Any]]:
             # to the object's end, and a degenerate reply ("{" 20,000 times) must stay cheap.
             if slips_tried < SLIP_TRIES and _at_a_slip(text, error.pos):
                 slips_tried += 1
-                try:
-                    read = _read_past_slips(text, position)
-                except _RepeatedKey as repeated:
-                    raise InvalidReply(f'the key "{repeated}" appears twice in one object, '
-                                       "so which value is meant cannot be known") from None
+                read = _read_past_slips_or_none(text, position, strict=strict)
             if read is None:
                 position = text.find("{", max(error.pos, position + 1))
                 continue
             value, end = read
         except _RepeatedKey as repeated:
-            raise InvalidReply(f'the key "{repeated}" appears twice in one object, so which '
-                               "value is meant cannot be known") from None
-        if isinstance(value, dict):
-            found.append(value)
+            raise _twice(repeated) from None
+        yield value, position, end
         position = text.find("{", end)
-    return found
+
+
+def _read_past_slips_or_none(text: str, start: int, *, strict: bool) -> tuple[Any, int] | None:
+    """`_read_past_slips`; an object with a repeated key is InvalidReply when `strict`, else
+    None."""
+    try:
+        return _read_past_slips(text, start)
+    except _RepeatedKey as repeated:
+        if strict:
+            raise _twice(repeated) from None
+        return None
+
+
+def _twice(repeated: _RepeatedKey) -> InvalidReply:
+    return InvalidReply(f'the key "{repeated}" appears twice in one object, so which value is '
+                        "meant cannot be known")
 
 
 # A reply with more '{' that start no object than this is no small JSON object in prose.
